@@ -1,0 +1,49 @@
+// deepinfer: command-line entry point. Dispatches to one subcommand.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tools/commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(const deepinfer::tools::Args&);
+  const char* summary;
+};
+
+const Command kCommands[] = {
+    {"generate", deepinfer::tools::RunGenerate, "generate a completion for a prompt"},
+    {"score", deepinfer::tools::RunScore, "print per-position log-probs of a token sequence (JSON lines)"},
+    {"info", deepinfer::tools::RunInfo, "describe a checkpoint: architecture, hyper-parameters, dtypes, vocab"},
+    {"synth", deepinfer::tools::RunSynth, "write a random-weight model of a named shape"},
+};
+
+void PrintUsage(FILE* out) {
+  std::fprintf(out, "usage: deepinfer COMMAND [flags]\n\ncommands:\n");
+  for (const auto& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  std::fprintf(out, "\nRun 'deepinfer COMMAND --help' for a command's flags.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    PrintUsage(stderr);
+    return 2;
+  }
+  std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    PrintUsage(stdout);
+    return 0;
+  }
+  deepinfer::tools::Args args(argv + 2, argv + argc);
+  for (const auto& c : kCommands) {
+    if (name == c.name) return c.run(args);
+  }
+  std::fprintf(stderr, "deepinfer: unknown command '%s'\n", name.c_str());
+  PrintUsage(stderr);
+  return 2;
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Sets up a fresh machine and runs every test: the Release build, then the
+# same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+
+jobs=$(nproc)
+echo "== Release build and tests" >&2
+bash scripts/build.sh build
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+echo "== ASan+UBSan build and tests" >&2
+bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEEPINFER_SANITIZE=ON
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs"

@@ -1,0 +1,106 @@
+#include "sampling/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "sampling/philox.h"
+
+namespace deepinfer {
+
+Status SamplingParams::Validate() const {
+  if (!std::isfinite(temperature) || temperature < 0) return InvalidArgument("temperature must be >= 0");
+  if (top_k < 0) return InvalidArgument("top_k must be >= 0 (0 disables it)");
+  if (!(top_p > 0.0 && top_p <= 1.0)) return InvalidArgument("top_p must be in (0, 1]");
+  if (!(min_p >= 0.0 && min_p <= 1.0)) return InvalidArgument("min_p must be in [0, 1]");
+  return Status::Ok();
+}
+
+int32_t ArgMax(const float* logits, int64_t vocab) {
+  int32_t best = 0;
+  float best_value = -INFINITY;
+  bool found = false;
+  for (int64_t i = 0; i < vocab; ++i) {
+    float v = logits[i];
+    if (std::isnan(v)) continue;
+    if (!found || v > best_value) {
+      best = static_cast<int32_t>(i);
+      best_value = v;
+      found = true;
+    }
+  }
+  return best;
+}
+
+namespace {
+struct Candidate {
+  int32_t id;
+  float logit;
+};
+// Descending logit, ascending id: a total order fixed by the logits alone.
+bool Before(const Candidate& a, const Candidate& b) {
+  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
+}  // namespace
+
+int32_t SampleToken(const float* logits, int64_t vocab, const SamplingParams& params,
+                    uint64_t position, uint32_t draw) {
+  if (params.IsGreedy() || params.top_k == 1) return ArgMax(logits, vocab);
+
+  std::vector<Candidate> cands;
+  cands.reserve(static_cast<size_t>(vocab));
+  for (int64_t i = 0; i < vocab; ++i) {
+    if (!std::isnan(logits[i]) && logits[i] != -INFINITY) cands.push_back({static_cast<int32_t>(i), logits[i]});
+  }
+  if (cands.empty()) return ArgMax(logits, vocab);
+
+  // Keep the candidates sorted by probability: needed by top-k and top-p and
+  // cheap enough (a partial sort when top-k is set).
+  size_t keep = cands.size();
+  if (params.top_k > 0 && static_cast<size_t>(params.top_k) < keep) {
+    keep = static_cast<size_t>(params.top_k);
+    std::partial_sort(cands.begin(), cands.begin() + keep, cands.end(), Before);
+    cands.resize(keep);
+  } else {
+    std::sort(cands.begin(), cands.end(), Before);
+  }
+
+  const double inv_t = 1.0 / params.temperature;
+  const double max_scaled = cands[0].logit * inv_t;
+  std::vector<double> probs(keep);
+  double sum = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    probs[i] = std::exp(cands[i].logit * inv_t - max_scaled);
+    sum += probs[i];
+  }
+
+  if (params.top_p < 1.0) {
+    double cumulative = 0;
+    size_t n = 0;
+    while (n < keep) {
+      cumulative += probs[n] / sum;
+      ++n;
+      if (cumulative >= params.top_p) break;
+    }
+    keep = n;
+  }
+  if (params.min_p > 0.0) {
+    // probs[0] is the maximum (== 1 after the max subtraction).
+    const double threshold = params.min_p * probs[0];
+    size_t n = 1;
+    while (n < keep && probs[n] >= threshold) ++n;
+    keep = n;
+  }
+
+  double total = 0;
+  for (size_t i = 0; i < keep; ++i) total += probs[i];
+  const double target = UniformAt(params.seed, position, draw) * total;
+  double cumulative = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    cumulative += probs[i];
+    if (target < cumulative) return cands[i].id;
+  }
+  return cands[keep - 1].id;  // target == total after rounding
+}
+
+}  // namespace deepinfer

@@ -43,7 +43,6 @@ int main(int argc, char** argv) {
   for (const auto& c : kCommands) {
     if (name == c.name) return c.run(args);
   }
-  std::fprintf(stderr, "deepinfer: unknown command '%s'\n", name.c_str());
-  PrintUsage(stderr);
+  std::fprintf(stderr, "deepinfer: unknown command '%s' (run 'deepinfer --help' for the list)\n", name.c_str());
   return 2;
 }

@@ -1,0 +1,160 @@
+// KvManager: per-sequence block tables over one BlockPool, with prefix reuse.
+//
+// A sequence's KV lives in `blocks`: position p is in blocks[p / block_size] at
+// slot p % block_size. `num_tokens` counts the positions the sequence has
+// claimed (written, or about to be written by a scheduled step); always
+// blocks.size() == ceil(num_tokens / block_size). Claiming is all-or-nothing:
+// Allocate either grows the table to cover the new positions or changes
+// nothing and returns ResourceExhausted.
+//
+// Blocks are shared in two ways, both through reference counts:
+//   - prefix reuse: a new sequence adopts the blocks of a PrefixMatch;
+//   - Fork (n > 1): a child shares all of its parent's blocks.
+// A block that is shared, or registered in the prefix cache, is never written
+// in place: the first Allocate that would write into it (only the last,
+// partly filled block can be written) copies it to a fresh block and queues a
+// BlockCopy for the runner (TakePendingCopies). Full blocks enter the prefix
+// cache once their KV is known to be computed (CacheFullBlocks); Free keeps
+// them cached, and also caches the sequence's last, partly filled block.
+//
+// Capacity: free blocks plus idle cached blocks (evicted LRU-first on demand)
+// are "available". UsageRatio counts only blocks referenced by sequences, so
+// idle cached blocks do not count as used (deepinfer_kv_cache_usage_ratio).
+//
+// Extension points (later issues; the shape above is chosen so they fit):
+//   - Hybrid sliding-window models: one KvGroup per layer group (full
+//     attention; SWA with window W), each a BlockPool + PrefixCache + tables
+//     like this class. A coordinator does Allocate/Rollback/Free across groups
+//     all-or-nothing and intersects their prefix matches. An SWA group, after
+//     each Allocate, releases the blocks whose positions all lie below
+//     num_tokens - (W + lookback) and puts kNoBlock in their table slots, so
+//     indexing by p / block_size still holds and memory stays window-bounded;
+//     its prefix match needs only the last W + replay tokens resident.
+//   - Tiered KV (memory -> disk): EvictLru becomes "demote": the entry keeps
+//     its chain key and the block's bytes go to a slower tier instead of being
+//     dropped. Match then also returns blocks to load, delivered to the runner
+//     the way BlockCopy is (a transfer list executed before the forward).
+//   - Speculative decoding: Allocate claims 1 + k positions, Rollback returns
+//     the rejected ones (freeing blocks that become empty).
+//
+// Thread-safety: none. The scheduler thread is the only caller; nothing here
+// touches device memory, so the runner may read a copied table concurrently.
+// Precondition violations (unknown sequence, rollback past the start) are bugs
+// and DI_CHECK-fail; running out of blocks is a Status.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+#include "kv/block_pool.h"
+#include "kv/kv_types.h"
+#include "kv/prefix_cache.h"
+
+namespace deepinfer {
+
+struct KvConfig {
+  int32_t num_blocks = 0;
+  int32_t block_size = 16;
+  bool enable_prefix_cache = true;
+
+  // InvalidArgument naming the field when num_blocks < 1 or block_size < 1.
+  Status Validate() const;
+};
+
+class KvManager {
+ public:
+  // REQUIRES: config.Validate().ok().
+  explicit KvManager(const KvConfig& config, PrefixCache::HashFn hash = DefaultBlockHash);
+
+  int32_t block_size() const { return block_size_; }
+  int32_t num_blocks() const { return pool_.num_blocks(); }
+  const BlockPool& pool() const { return pool_; }
+  const PrefixCache& prefix_cache() const { return cache_; }
+
+  // Cached prefix of a new sequence's tokens, capped at size - 1 tokens so
+  // that at least the last token is computed and yields logits.
+  PrefixMatch MatchPrefix(std::span<const int32_t> tokens) const;
+
+  bool HasSequence(SeqId seq) const { return seqs_.count(seq) != 0; }
+  int32_t num_sequences() const { return static_cast<int32_t>(seqs_.size()); }
+
+  // Blocks that must come from the available pool to claim num_new_tokens
+  // more positions. For a sequence not yet known, `start` (may be null) is the
+  // prefix it will adopt; for a known sequence `start` must be null.
+  int32_t NumBlocksNeeded(SeqId seq, int64_t num_new_tokens, const PrefixMatch* start = nullptr) const;
+  bool CanAllocate(SeqId seq, int64_t num_new_tokens, const PrefixMatch* start = nullptr) const;
+  // The largest n <= limit with CanAllocate(seq, n, start).
+  int64_t MaxAllocatableTokens(SeqId seq, int64_t limit, const PrefixMatch* start = nullptr) const;
+
+  // Claims num_new_tokens more positions (creating the sequence, adopting
+  // `start`, if it is new). ResourceExhausted changes nothing.
+  // REQUIRES: `start` came from MatchPrefix with no mutation since.
+  Status Allocate(SeqId seq, int64_t num_new_tokens, const PrefixMatch* start = nullptr);
+
+  // Declares that the KV of positions [0, computed_tokens.size()) is written
+  // and was computed from these tokens; full blocks among them enter the
+  // prefix cache (in order; a hash collision stops caching for this sequence).
+  void CacheFullBlocks(SeqId seq, std::span<const int32_t> computed_tokens);
+
+  // Gives back the last num_tokens claimed positions (rejected drafts, a
+  // discarded slot). Blocks that become empty are released.
+  // REQUIRES: 0 <= num_tokens <= NumTokens(seq).
+  void Rollback(SeqId seq, int64_t num_tokens);
+
+  // Makes `child` share all of `parent`'s blocks and positions. The shared
+  // last block is copied on the first write by either (see TakePendingCopies).
+  // InvalidArgument when parent is unknown or child exists.
+  Status Fork(SeqId parent, SeqId child);
+
+  // Drops the sequence and its references. If computed_tokens is given (as
+  // for CacheFullBlocks) its computed blocks stay cached for reuse, including
+  // the partly filled last one.
+  void Free(SeqId seq, std::span<const int32_t> computed_tokens = {});
+
+  // Copies queued by Allocate since the last call, in execution order. The
+  // runner must perform all of them before the step's forward pass, even
+  // those whose destination has since been released (harmless: a released
+  // block is rewritten before it is read again, and a destination that was
+  // cached on Free relies on its copy having run).
+  std::vector<BlockCopy> TakePendingCopies();
+
+  // REQUIRES: HasSequence(seq).
+  const std::vector<BlockId>& BlockTable(SeqId seq) const;
+  int64_t NumTokens(SeqId seq) const;
+
+  // Blocks referenced by live sequences / pool size.
+  double UsageRatio() const;
+  // Free blocks plus idle cached blocks.
+  int32_t NumAvailableBlocks() const { return pool_.num_free() + cache_.num_idle(); }
+
+  // DI_CHECK-fails if the bookkeeping is inconsistent: reference counts differ
+  // from the block tables, a block is in two states, a table does not match
+  // its token count. For tests and debug builds; O(blocks + table entries).
+  void CheckInvariants() const;
+
+ private:
+  struct SequenceKv {
+    std::vector<BlockId> blocks;
+    int64_t num_tokens = 0;
+    std::vector<ChainLink> cached_chain;  // prefix-cache links of blocks[0, size)
+    bool caching_stopped = false;         // a hash collision broke the chain
+  };
+
+  int64_t BlocksFor(int64_t num_tokens) const { return (num_tokens + block_size_ - 1) / block_size_; }
+  bool NeedsCopyBeforeWrite(BlockId block) const;
+  BlockId AllocateBlock();
+  void ReleaseBlock(BlockId block);
+  SequenceKv& Get(SeqId seq);
+  const SequenceKv& Get(SeqId seq) const;
+
+  int32_t block_size_;
+  BlockPool pool_;
+  PrefixCache cache_;
+  std::unordered_map<SeqId, SequenceKv> seqs_;
+  std::vector<BlockCopy> pending_copies_;
+};
+
+}  // namespace deepinfer

@@ -1,0 +1,67 @@
+// StepPlan: what one model step computes, as decided by Scheduler::PlanStep,
+// and StepOutput: what the step sampled, handed back to Scheduler::OnStepSampled.
+//
+// Each ScheduledSequence is a run of consecutive positions of one request: a
+// prefill chunk (prompt, or prompt + earlier outputs when recomputing after
+// preemption), or a decode of the last token followed by num_draft_tokens
+// drafts to verify. Under async scheduling the decode input of a request whose
+// previous step is still running is kPlaceholderToken until that step is
+// committed; Scheduler::PrepareLaunch fills it in.
+//
+// Row order contract: ToForwardBatch keeps the plan's sequence order, so the
+// model's logit rows come in that order (ForwardBatch::NumLogitRows).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kv/kv_types.h"
+#include "model/forward_batch.h"
+#include "scheduler/request.h"
+
+namespace deepinfer {
+
+inline constexpr int32_t kPlaceholderToken = -1;
+
+struct ScheduledSequence {
+  RequestId request_id = 0;
+  int64_t start_pos = 0;             // positions before this are in the KV cache (or in flight)
+  std::vector<int32_t> tokens;       // positions start_pos, start_pos + 1, ...
+  int32_t num_draft_tokens = 0;      // tokens[size - num_draft_tokens, size) are drafts
+  bool samples = false;              // reaches the end of the sequence: sample the next token(s)
+  std::vector<BlockId> block_table;  // covers [0, start_pos + tokens.size())
+};
+
+struct StepPlan {
+  uint64_t step_id = 0;
+  std::vector<ScheduledSequence> seqs;
+  // Perform, in order, before the forward pass — even if `seqs` ends up empty.
+  std::vector<BlockCopy> block_copies;
+  // Requests preempted while planning (their KV is gone; the engine may reset
+  // per-request device state such as grammar matchers positioned past the cut).
+  std::vector<RequestId> preempted;
+
+  bool empty() const { return seqs.empty() && block_copies.empty(); }
+  int64_t NumTokens() const;
+};
+
+// Sampled tokens of one scheduled sequence: the accepted tokens in order —
+// one for a plain decode or last prefill chunk, 1..1+k when verifying k
+// drafts (accepted drafts then the correction/bonus token), none when the
+// sequence does not sample.
+struct SequenceOutput {
+  RequestId request_id = 0;
+  std::vector<int32_t> tokens;
+};
+
+struct StepOutput {
+  uint64_t step_id = 0;
+  std::vector<SequenceOutput> seqs;  // any order; sequences dropped by the engine may be absent
+};
+
+// The model's view of a launched plan. REQUIRES: placeholders were resolved
+// (Scheduler::PrepareLaunch). Logits: kLast for a sampling row, kAll when
+// verifying drafts, kNone for a mid-prompt chunk.
+ForwardBatch ToForwardBatch(const StepPlan& plan);
+
+}  // namespace deepinfer

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# CLI error contract (docs/DESIGN.md section 3): for any user error -- a bad flag, an unreadable or
+# damaged model, an out-of-range token id -- `deepinfer` exits non-zero with exactly ONE clear line
+# on stderr, prints nothing on stdout, and never crashes (no signal, no abort, no sanitizer report, no
+# stack trace) or hangs.
+#
+# Usage: tests/cli_test.sh path/to/deepinfer path/to/shared
+# Damaged files are made fresh in a temp dir by tests/cli_make_corrupt.py (stdlib Python only).
+# Positive controls (a valid model loads and scores) keep the error cases from passing vacuously.
+set -u
+
+DI=${1:?usage: cli_test.sh DEEPINFER SHARED_DIR}
+SHARED=${2:?usage: cli_test.sh DEEPINFER SHARED_DIR}
+HERE=$(cd "$(dirname "$0")" && pwd)
+GGUF="$SHARED/models/gguf/stories260K.gguf"   # vocab 512, context 128
+HF_STORIES="$SHARED/models/stories260K-mtp"   # config.json + model.safetensors (no tokenizer.json)
+TIMEOUT=${CLI_TEST_TIMEOUT:-30}
+
+for f in "$DI" "$GGUF" "$HF_STORIES/config.json"; do
+  [ -e "$f" ] || { echo "cli_test: FAIL: missing $f"; exit 1; }
+done
+
+TMP=$(mktemp -d /tmp/di_cli_test.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+failed_names=()
+
+# expect_error NAME ARGS... : non-zero exit (not a signal, not a timeout), exactly one non-empty line on
+# stderr, empty stdout, no crash markers.
+expect_error() {
+  local name=$1; shift
+  local out="$TMP/out" err="$TMP/err" rc
+  timeout "$TIMEOUT" "$DI" "$@" >"$out" 2>"$err" </dev/null
+  rc=$?
+  local why="" errtext lines=() l nonempty=0
+  errtext=$(<"$err")
+  mapfile -t lines <"$err"          # a last line without a trailing newline still counts
+  for l in "${lines[@]}"; do [ -n "$l" ] && nonempty=$((nonempty + 1)); done
+  local crash_re='AddressSanitizer|LeakSanitizer|runtime error:|terminate called|Segmentation fault|Aborted|core dumped|(^|'$'\n'')[[:space:]]*#[0-9]+[[:space:]]+0x'
+  if [ "$rc" -eq 0 ]; then why="exit 0 (expected an error)"
+  elif [ "$rc" -eq 124 ]; then why="timed out after ${TIMEOUT}s"
+  elif [ "$rc" -ge 128 ]; then why="killed by signal $((rc - 128))"
+  elif [[ $errtext =~ $crash_re ]]; then why="crash/stack trace on stderr"
+  elif [ "$nonempty" -ne 1 ] || [ "${#lines[@]}" -ne 1 ]; then why="stderr has ${#lines[@]} lines (want exactly 1)"
+  elif [ -s "$out" ]; then why="printed on stdout: $(head -c 100 "$out")"
+  fi
+  if [ -z "$why" ]; then
+    pass=$((pass + 1))
+    printf 'ok    %-34s rc=%d  %s\n' "$name" "$rc" "${errtext:0:150}"
+  else
+    fail=$((fail + 1)); failed_names+=("$name")
+    printf 'FAIL  %-34s %s\n' "$name" "$why"
+    printf '      cmd: deepinfer %s\n' "$(echo "$*" | cut -c1-160)"
+    sed -n '1,6p' "$err" | sed 's/^/      stderr: /'
+  fi
+}
+
+# expect_ok NAME MIN_STDOUT_LINES ARGS... : positive control.
+expect_ok() {
+  local name=$1 min=$2; shift 2
+  local out="$TMP/out" err="$TMP/err" rc
+  timeout "$TIMEOUT" "$DI" "$@" >"$out" 2>"$err" </dev/null
+  rc=$?
+  local lines; lines=$(grep -c . "$out")
+  if [ "$rc" -eq 0 ] && [ "$lines" -ge "$min" ]; then
+    pass=$((pass + 1)); printf 'ok    %-34s rc=0  (%d stdout lines)\n' "$name" "$lines"
+  else
+    fail=$((fail + 1)); failed_names+=("$name")
+    printf 'FAIL  %-34s positive control: rc=%d, %d stdout lines (want rc 0, >= %d)\n' "$name" "$rc" "$lines" "$min"
+    sed -n '1,4p' "$err" | sed 's/^/      stderr: /'
+  fi
+}
+
+echo "== positive controls"
+expect_ok  control_info_gguf        1 info --model "$GGUF"
+expect_ok  control_score_gguf       2 score --model "$GGUF" --tokens 1,403,407 --top 3
+HF_SRC="$TMP/hf_src"
+if timeout "$TIMEOUT" "$DI" synth --arch llama --preset tiny --dtype f32 --seed 7 --format hf --out "$HF_SRC" \
+     >/dev/null 2>"$TMP/synth_err"; then
+  pass=$((pass + 1)); echo "ok    control_synth_hf                   rc=0"
+  expect_ok control_score_hf        1 score --model "$HF_SRC" --tokens 1,2 --top 1
+else
+  fail=$((fail + 1)); failed_names+=("control_synth_hf")
+  echo "FAIL  control_synth_hf                   synth --format hf failed: $(head -c 200 "$TMP/synth_err")"
+  echo "      (HF damage cases below fall back to a copy of stories260K-mtp, which has no tokenizer.json)"
+  HF_SRC="$HF_STORIES"
+fi
+
+echo "== bad flags"
+expect_error unknown_command           frobnicate --model "$GGUF"
+expect_error score_unknown_flag        score --model "$GGUF" --tokens 1,2 --bogus 1
+expect_error score_missing_tokens      score --model "$GGUF"
+expect_error score_missing_model       score --tokens 1,2
+expect_error score_flag_without_value  score --model "$GGUF" --tokens 1,2 --top
+expect_error score_top_not_a_number    score --model "$GGUF" --tokens 1,2 --top abc
+expect_error score_top_negative        score --model "$GGUF" --tokens 1,2 --top -3
+expect_error generate_bad_temperature  generate --model "$GGUF" --prompt hi --temperature warm
+expect_error generate_no_prompt        generate --model "$GGUF"
+expect_error info_unknown_flag         info --model "$GGUF" --verbose-please
+expect_error synth_unknown_arch        synth --arch nosucharch --preset tiny --dtype f32 --seed 1 --format hf --out "$TMP/x"
+expect_error synth_unknown_preset      synth --arch llama --preset galactic --dtype f32 --seed 1 --format hf --out "$TMP/y"
+expect_error synth_bad_format          synth --arch llama --preset tiny --dtype f32 --seed 1 --format zip --out "$TMP/z"
+
+echo "== missing / unreadable model"
+mkdir -p "$TMP/empty_dir"; : >"$TMP/empty.gguf"; echo "hello" >"$TMP/text.gguf"
+expect_error info_nonexistent          info --model "$TMP/does/not/exist.gguf"
+expect_error score_nonexistent         score --model "$TMP/does/not/exist" --tokens 1,2
+expect_error generate_nonexistent      generate --model "$TMP/nope.gguf" --prompt hi
+expect_error score_empty_dir           score --model "$TMP/empty_dir" --tokens 1,2
+expect_error score_empty_file          score --model "$TMP/empty.gguf" --tokens 1,2
+expect_error score_text_file           score --model "$TMP/text.gguf" --tokens 1,2
+expect_error score_model_is_devnull    score --model /dev/null --tokens 1,2
+
+echo "== damaged GGUF and HF copies"
+if ! /usr/bin/python3 "$HERE/cli_make_corrupt.py" "$GGUF" "$HF_SRC" "$TMP/bad" >"$TMP/cases" 2>"$TMP/mk_err"; then
+  echo "cli_test: FAIL: cli_make_corrupt.py failed: $(cat "$TMP/mk_err")"; exit 1
+fi
+while read -r kind name path; do
+  if [ "$name" = intact ]; then
+    expect_ok    "gguf_intact_copy"     1 info --model "$path"
+    continue
+  fi
+  expect_error "${kind}_${name}_info"  info --model "$path"
+  expect_error "${kind}_${name}_score" score --model "$path" --tokens 1,2
+done <"$TMP/cases"
+
+echo "== token ids (stories260K vocab is 512)"
+expect_error tokens_id_eq_vocab        score --model "$GGUF" --tokens 1,512
+expect_error tokens_id_negative        score --model "$GGUF" --tokens 1,-1
+expect_error tokens_id_overflow        score --model "$GGUF" --tokens 1,99999999999999999999999
+expect_error tokens_not_a_number       score --model "$GGUF" --tokens 1,abc
+expect_error tokens_empty              score --model "$GGUF" --tokens ""
+expect_error tokens_only_commas        score --model "$GGUF" --tokens ,,
+expect_error tokens_id_huge_first      score --model "$GGUF" --tokens 4000000000,1
+
+echo
+echo "cli_test: $pass passed, $fail failed"
+if [ "$fail" -ne 0 ]; then
+  printf 'cli_test: failed: %s\n' "${failed_names[*]}"
+  exit 1
+fi
+exit 0

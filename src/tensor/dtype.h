@@ -32,10 +32,14 @@ int64_t BlockBytes(DType t);                             // bytes of one block
 bool IsQuantized(DType t);
 
 // Bytes of a row of `n` elements; n must be a multiple of BlockElems(t)
-// (returns -1 when it is not, so callers can report a clear error).
+// (returns -1 when it is not, when n < 0, or when the size overflows int64,
+// so callers can report a clear error).
 int64_t RowBytes(DType t, int64_t n);
 
 // GGML type ids (ggml.h's enum ggml_type) <-> DType, for GGUF files.
+// DTypeFromGgmlType: nullopt for ids this engine does not read (Q5_K, IQ*...).
+// GgmlTypeFromDType: kNoGgmlType for U8, which GGUF cannot store.
+inline constexpr uint32_t kNoGgmlType = 0xffffffffu;
 std::optional<DType> DTypeFromGgmlType(uint32_t ggml_type);
 uint32_t GgmlTypeFromDType(DType t);
 

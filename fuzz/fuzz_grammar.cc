@@ -1,0 +1,126 @@
+// libFuzzer target for the grammar engine: random regexes, JSON schemas and
+// GBNF grammars go through the front ends and the automaton builder; when
+// they compile, a matcher walks a few steps over a small fixed vocabulary
+// (mask, accept, rollback) and consumes the input bytes themselves.
+//
+// Input: first byte selects the front end, the rest is the source text.
+// Limits are lowered so one input stays well under a second.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "grammar/automaton.h"
+#include "grammar/compiled_grammar.h"
+#include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
+#include "grammar/matcher.h"
+#include "grammar/regex.h"
+
+using namespace deepinfer;
+using namespace deepinfer::grammar;
+
+namespace {
+
+std::shared_ptr<const Vocabulary> FuzzVocab() {
+  static const std::shared_ptr<const Vocabulary> vocab = [] {
+    std::vector<std::string> t = {"{",
+                                  "}",
+                                  "[",
+                                  "]",
+                                  "\"",
+                                  ":",
+                                  ",",
+                                  " ",
+                                  "\n",
+                                  "a",
+                                  "b",
+                                  "z",
+                                  "0",
+                                  "1",
+                                  "9",
+                                  "-",
+                                  ".",
+                                  "e",
+                                  "true",
+                                  "false",
+                                  "null",
+                                  "\\",
+                                  "\\u00",
+                                  "\"a\"",
+                                  "{\"",
+                                  "\":",
+                                  "\",\"",
+                                  "ab",
+                                  "abc",
+                                  "12",
+                                  "é",
+                                  "\xE4\xB8\xAD",
+                                  "\xF0\x9F\x98\x80",
+                                  "\xFF",
+                                  "(",
+                                  ")",
+                                  "x",
+                                  "+",
+                                  "*",
+                                  "<eos>"};
+    int32_t eos = static_cast<int32_t>(t.size() - 1);
+    return std::make_shared<Vocabulary>(std::move(t), std::vector<int32_t>{eos});
+  }();
+  return vocab;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
+  StatusOr<Grammar> g = Status(InvalidArgument("unset"));
+  switch (data[0] % 4) {
+    case 0:
+      g = RegexToGrammar(text);
+      break;
+    case 1:
+      g = JsonSchemaToGrammar(text);
+      break;
+    case 2: {
+      JsonSchemaOptions o;
+      o.any_whitespace = true;
+      o.lenient = true;
+      g = JsonSchemaToGrammar(text, o);
+      break;
+    }
+    default:
+      g = GbnfToGrammar(text);
+      break;
+  }
+  if (!g.ok()) return 0;
+  BuildLimits limits;
+  limits.max_nfa_states = 200'000;
+  limits.max_dfa_states_per_rule = 2'000;
+  limits.time_limit_s = 1.0;
+  Deadline deadline(limits.time_limit_s);
+  StatusOr<GrammarAutomaton> a = BuildAutomaton(*g, limits, deadline);
+  if (!a.ok()) return 0;
+  auto cg = std::make_shared<const CompiledGrammar>(std::move(*a), FuzzVocab());
+  GrammarMatcher m(cg);
+  const Vocabulary& v = cg->vocab();
+  std::vector<uint32_t> mask(v.mask_words());
+  size_t pick = size;
+  for (int step = 0; step < 12; ++step) {
+    m.FillNextTokenBitmask(mask.data());
+    std::vector<int32_t> allowed;
+    for (size_t id = 0; id < v.size(); ++id) {
+      if ((mask[id >> 5] >> (id & 31)) & 1) allowed.push_back(static_cast<int32_t>(id));
+    }
+    if (allowed.empty()) break;
+    int32_t id = allowed[pick++ % allowed.size()];
+    if (!m.AcceptToken(id)) __builtin_trap();  // the mask promised this token
+    if (step == 5) m.Rollback(2);
+  }
+  m.Reset();
+  m.AcceptBytes(text);
+  m.IsAccepting();
+  return 0;
+}

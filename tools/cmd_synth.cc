@@ -1,7 +1,58 @@
-// PLACEHOLDER: replaced by the owner of this subcommand.
+// deepinfer synth: writes a random-weight model (see src/model/synth.h).
+#include <cstdio>
+
+#include "model/synth.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
 
 namespace deepinfer::tools {
-int RunSynth(const Args& args) { return Fail("synth", "not built yet"); }
+namespace {
+
+constexpr const char* kUsage =
+    "usage: deepinfer synth --arch llama|mistral|qwen2|qwen3\n"
+    "         --preset tiny|tiny-rope-llama3|llama-110m|tinyllama-1.1b\n"
+    "         --dtype f32|f16|bf16|q8_0|q4_0 --seed S --out PATH [--format gguf|hf]\n"
+    "  gguf: PATH is the .gguf file (q8_0/q4_0 apply to 2-D weights; norms stay f32)\n"
+    "  hf:   PATH is a directory (config.json, model.safetensors, tokenizer files);\n"
+    "        f32, f16 and bf16 only\n";
+
+}  // namespace
+
+int RunSynth(const Args& args) {
+  Flags flags({"arch", "preset", "dtype", "seed", "out", "format"}, {"help"});
+  if (Status st = flags.Parse(args); !st.ok()) return Fail("synth", st.message() + "\n" + kUsage, 2);
+  if (flags.GetBool("help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  SynthOptions o;
+  o.arch = flags.GetString("arch", "llama");
+  o.preset = flags.GetString("preset", "tiny");
+  const std::string dtype = flags.GetString("dtype", "f32");
+  const auto dt = DTypeFromName(dtype);
+  if (!dt) return Fail("synth", "--dtype: unknown dtype '" + dtype + "' (f32, f16, bf16, q8_0, q4_0)", 2);
+  o.dtype = *dt;
+  auto seed = flags.GetInt("seed", 0);
+  if (!seed.ok()) return Fail("synth", seed.status().message(), 2);
+  if (*seed < 0) return Fail("synth", "--seed must be >= 0", 2);
+  o.seed = static_cast<uint64_t>(*seed);
+  auto out = flags.Required("out");
+  if (!out.ok()) return Fail("synth", out.status().message(), 2);
+  o.out = *out;
+  const std::string format = flags.GetString("format", "gguf");
+  if (format == "gguf") {
+    o.format = SynthFormat::kGguf;
+  } else if (format == "hf") {
+    o.format = SynthFormat::kHf;
+  } else {
+    return Fail("synth", "--format: unknown format '" + format + "' (gguf, hf)", 2);
+  }
+  o.progress = o.preset != "tiny" && o.preset != "tiny-rope-llama3";  // big presets take a while
+  if (Status st = WriteSynthModel(o); !st.ok()) {
+    return Fail("synth", st.message(), st.code() == StatusCode::kInvalidArgument ? 2 : 1);
+  }
+  std::fprintf(stderr, "synth: wrote %s\n", o.out.c_str());
+  return 0;
+}
+
 }  // namespace deepinfer::tools

@@ -24,6 +24,7 @@
 namespace deepinfer {
 
 class Tokenizer;
+class WeightStore;
 
 // f32 paged KV storage for every layer: [layer][block][slot][kv_head][head_dim]
 // for K and for V. Owns memory; holds no per-sequence state (block tables live
@@ -31,11 +32,15 @@ class Tokenizer;
 class KvCache {
  public:
   KvCache(const ModelConfig& config, int64_t num_blocks, int64_t block_size);
+  int64_t num_layers() const { return num_layers_; }
   int64_t num_blocks() const { return num_blocks_; }
   int64_t block_size() const { return block_size_; }
+  int64_t kv_dim() const { return kv_dim_; }
   // Pointer to K (or V) of (layer, block, slot): kv_dim floats.
   float* K(int64_t layer, int64_t block, int64_t slot);
   float* V(int64_t layer, int64_t block, int64_t slot);
+  const float* K(int64_t layer, int64_t block, int64_t slot) const;
+  const float* V(int64_t layer, int64_t block, int64_t slot) const;
   int64_t BytesPerToken() const;  // over all layers, K and V
 
  private:
@@ -56,12 +61,25 @@ class Model {
 
 struct LoadOptions {
   int num_threads = 0;  // 0 = ThreadPool::DefaultThreadCount()
+  // false: skip the tokenizer (LoadedModel::tokenizer stays null), for tools
+  // that work on token ids only (`deepinfer score`).
+  bool load_tokenizer = true;
 };
 
 struct LoadedModel {
+  // Out of line, so users need not include tokenizer.h.
+  LoadedModel();
+  ~LoadedModel();
+  LoadedModel(LoadedModel&&) noexcept;
+  LoadedModel& operator=(LoadedModel&&) noexcept;
+
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tokenizer;  // may be null only for tokenizer-less checkpoints
   std::string format;                    // "gguf" or "hf"
+  std::string path;                      // as given to LoadModel
+  // Every tensor of the checkpoint, including those the model does not bind
+  // (e.g. an MTP layer after the last decoder layer). Shared with the model.
+  std::shared_ptr<const WeightStore> weights;
   // Human-readable summary for `deepinfer info` (arch, hyper-parameters, dtypes).
   std::string Describe() const;
 };

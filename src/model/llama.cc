@@ -1,0 +1,423 @@
+#include "model/llama.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "model/attention.h"
+#include "model/config_loader.h"
+#include "model/ops.h"
+#include "model/rope.h"
+#include "tensor/dequant.h"
+
+namespace deepinfer {
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Weights. Matrices stay in the file's dtype (views into the mapping); the
+// small vectors (norm weights, biases) are dequantized to f32 once at load.
+
+struct LayerWeights {
+  std::vector<float> attn_norm;       // f32 [hidden]
+  TensorView q, k, v, o;              // [q_dim, hidden], [kv_dim, hidden] x2, [hidden, q_dim]
+  std::vector<float> q_bias, k_bias;  // f32 [q_dim], [kv_dim]; empty when absent
+  std::vector<float> v_bias, o_bias;  // f32 [kv_dim], [hidden]; empty when absent
+  std::vector<float> q_norm, k_norm;  // f32 [head_dim]; empty unless qk_norm
+  std::vector<float> ffn_norm;        // f32 [hidden]
+  TensorView gate, up, down;          // [inter, hidden] x2, [hidden, inter]
+};
+
+struct LlamaWeights {
+  TensorView token_embedding;            // [vocab, hidden]
+  std::vector<float> output_norm;        // f32 [hidden]
+  TensorView output;                     // [vocab, hidden]; the embedding when tied
+  std::vector<float> rope_freq_factors;  // f32 [rope_dim / 2]; empty when absent
+  std::vector<LayerWeights> layers;
+};
+
+// Looks tensors up by role and checks their shapes.
+class Binder {
+ public:
+  explicit Binder(const WeightStore& store) : store_(store) {}
+
+  const TensorView* Find(TensorRole role, int64_t layer = -1) const {
+    return store_.Find(WeightName(store_.naming(), role, layer));
+  }
+
+  StatusOr<TensorView> Matrix(TensorRole role, int64_t layer, int64_t rows, int64_t cols) const {
+    const std::string name = WeightName(store_.naming(), role, layer);
+    const TensorView* t = store_.Find(name);
+    if (t == nullptr) {
+      return NotFound(store_.source() + ": tensor '" + name + "' is missing");
+    }
+    DI_RETURN_IF_ERROR(CheckShape(*t, {rows, cols}));
+    return *t;
+  }
+
+  // A 1-D tensor of n elements as f32; empty when absent and !required.
+  StatusOr<std::vector<float>> Vector(TensorRole role, int64_t layer, int64_t n, bool required) const {
+    const std::string name = WeightName(store_.naming(), role, layer);
+    const TensorView* t = store_.Find(name);
+    if (t == nullptr) {
+      if (required) {
+        return NotFound(store_.source() + ": tensor '" + name + "' is missing");
+      }
+      return std::vector<float>();
+    }
+    DI_RETURN_IF_ERROR(CheckShape(*t, {n}));
+    std::vector<float> out(static_cast<size_t>(n));
+    DequantizeRow(t->dtype, t->data, out.data(), n);
+    return out;
+  }
+
+ private:
+  Status CheckShape(const TensorView& t, const std::vector<int64_t>& expected) const {
+    // A tensor that contradicts the checkpoint's own config: a damaged or
+    // inconsistent file, not a caller error.
+    if (t.shape != expected) {
+      return DataLoss(store_.source() + ": tensor '" + t.name + "' has shape " + ShapeString(t.shape) +
+                      ", expected " + ShapeString(expected));
+    }
+    const int64_t row_bytes = RowBytes(t.dtype, t.cols());
+    const bool numeric =
+        t.dtype != DType::kI32 && t.dtype != DType::kI64 && t.dtype != DType::kI8 && t.dtype != DType::kU8;
+    if (!numeric || row_bytes <= 0) {
+      return DataLoss(store_.source() + ": tensor '" + t.name + "' has dtype " + DTypeName(t.dtype) +
+                      ", which cannot hold these weights");
+    }
+    if (t.data == nullptr || t.nbytes < row_bytes * t.rows()) {
+      return DataLoss(store_.source() + ": tensor '" + t.name + "' holds " + std::to_string(t.nbytes) +
+                      " bytes, expected " + std::to_string(row_bytes * t.rows()));
+    }
+    return Status::Ok();
+  }
+
+  const WeightStore& store_;
+};
+
+Status BindLayer(const Binder& b, ModelConfig& c, int64_t l, LayerWeights& w) {
+  const int64_t h = c.hidden_size, q = c.q_dim(), kv = c.kv_dim(), ff = c.intermediate_size;
+  DI_ASSIGN_OR_RETURN(w.attn_norm, b.Vector(TensorRole::kAttnNorm, l, h, true));
+  DI_ASSIGN_OR_RETURN(w.q, b.Matrix(TensorRole::kQ, l, q, h));
+  DI_ASSIGN_OR_RETURN(w.k, b.Matrix(TensorRole::kK, l, kv, h));
+  DI_ASSIGN_OR_RETURN(w.v, b.Matrix(TensorRole::kV, l, kv, h));
+  DI_ASSIGN_OR_RETURN(w.o, b.Matrix(TensorRole::kO, l, h, q));
+  // q/k/v biases are required when the config says so (Qwen2 always) and
+  // used when present otherwise; the o bias (Llama attention_bias) is optional.
+  DI_ASSIGN_OR_RETURN(w.q_bias, b.Vector(TensorRole::kQBias, l, q, c.attention_bias));
+  DI_ASSIGN_OR_RETURN(w.k_bias, b.Vector(TensorRole::kKBias, l, kv, c.attention_bias));
+  DI_ASSIGN_OR_RETURN(w.v_bias, b.Vector(TensorRole::kVBias, l, kv, c.attention_bias));
+  DI_ASSIGN_OR_RETURN(w.o_bias, b.Vector(TensorRole::kOBias, l, h, false));
+  if (c.qk_norm) {
+    DI_ASSIGN_OR_RETURN(w.q_norm, b.Vector(TensorRole::kQNorm, l, c.head_dim, true));
+    DI_ASSIGN_OR_RETURN(w.k_norm, b.Vector(TensorRole::kKNorm, l, c.head_dim, true));
+  }
+  DI_ASSIGN_OR_RETURN(w.ffn_norm, b.Vector(TensorRole::kFfnNorm, l, h, true));
+  DI_ASSIGN_OR_RETURN(w.gate, b.Matrix(TensorRole::kGate, l, ff, h));
+  DI_ASSIGN_OR_RETURN(w.up, b.Matrix(TensorRole::kUp, l, ff, h));
+  DI_ASSIGN_OR_RETURN(w.down, b.Matrix(TensorRole::kDown, l, h, ff));
+  if (!w.q_bias.empty() && !w.k_bias.empty() && !w.v_bias.empty()) {
+    c.attention_bias = true;
+  }
+  return Status::Ok();
+}
+
+// Fills `w` and completes `c` (attention_bias when biases are present).
+Status BindWeights(const WeightStore& store, ModelConfig& c, LlamaWeights& w) {
+  Binder b(store);
+  DI_ASSIGN_OR_RETURN(w.token_embedding,
+                      b.Matrix(TensorRole::kTokenEmbedding, -1, c.vocab_size, c.hidden_size));
+  DI_ASSIGN_OR_RETURN(w.output_norm, b.Vector(TensorRole::kOutputNorm, -1, c.hidden_size, true));
+  if (c.tie_word_embeddings) {
+    w.output = w.token_embedding;
+  } else if (b.Find(TensorRole::kOutput) == nullptr) {
+    return NotFound(store.source() + ": tensor '" + WeightName(store.naming(), TensorRole::kOutput) +
+                    "' is missing and the embeddings are not tied");
+  } else {
+    DI_ASSIGN_OR_RETURN(w.output, b.Matrix(TensorRole::kOutput, -1, c.vocab_size, c.hidden_size));
+  }
+  DI_ASSIGN_OR_RETURN(w.rope_freq_factors, b.Vector(TensorRole::kRopeFreqs, -1, c.rope_dim / 2, false));
+  w.layers.resize(static_cast<size_t>(c.num_layers));
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    DI_RETURN_IF_ERROR(BindLayer(b, c, l, w.layers[static_cast<size_t>(l)]));
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------
+// The model.
+
+class LlamaModel : public Model {
+ public:
+  LlamaModel(ModelConfig config, std::shared_ptr<const WeightStore> store, LlamaWeights weights, Rope rope,
+             int num_threads)
+      : config_(std::move(config)),
+        store_(std::move(store)),
+        w_(std::move(weights)),
+        rope_(std::move(rope)),
+        pool_(num_threads) {}
+
+  const ModelConfig& config() const override { return config_; }
+  Status Forward(const ForwardBatch& batch, KvCache& kv, float* logits_out) override;
+
+ private:
+  Status CheckBatch(const ForwardBatch& batch, const KvCache& kv) const;
+  void PlanTokens(const ForwardBatch& batch);
+  void Embed();
+  void AttentionBlock(int64_t layer, const ForwardBatch& batch, KvCache& kv);
+  void MlpBlock(int64_t layer);
+  void Logits(float* logits_out);
+
+  ModelConfig config_;
+  std::shared_ptr<const WeightStore> store_;  // keeps the tensors' bytes alive
+  LlamaWeights w_;
+  Rope rope_;
+  ThreadPool pool_;
+
+  // Per-step plan (T = tokens in the batch, R = logit rows).
+  std::vector<int32_t> token_ids_;   // [T]
+  std::vector<int64_t> positions_;   // [T]
+  std::vector<int32_t> seq_of_;      // [T] index into batch.seqs
+  std::vector<int64_t> logit_rows_;  // [R] token index of each logit row
+  // Activations.
+  std::vector<float> x_;     // f32 [T, hidden] residual stream
+  std::vector<float> xn_;    // f32 [T, hidden] normed input of a sub-block
+  std::vector<float> q_;     // f32 [T, q_dim]
+  std::vector<float> k_;     // f32 [T, kv_dim]
+  std::vector<float> v_;     // f32 [T, kv_dim]
+  std::vector<float> attn_;  // f32 [T, q_dim] attention output
+  std::vector<float> gate_;  // f32 [T, intermediate]
+  std::vector<float> up_;    // f32 [T, intermediate]
+  std::vector<float> proj_;  // f32 [T, hidden] sub-block output before the residual add
+};
+
+Status LlamaModel::CheckBatch(const ForwardBatch& batch, const KvCache& kv) const {
+  if (kv.num_layers() != config_.num_layers || kv.kv_dim() != config_.kv_dim()) {
+    return InvalidArgument("KV cache shape (" + std::to_string(kv.num_layers()) + " layers, kv_dim " +
+                           std::to_string(kv.kv_dim()) + ") does not match the model");
+  }
+  // The oldest position any layer reads: 0 unless every layer is windowed.
+  int64_t max_window = 0;
+  bool all_windowed = true;
+  for (int64_t w : config_.sliding_window) {
+    all_windowed &= w > 0;
+    max_window = std::max(max_window, w);
+  }
+  const int64_t bs = kv.block_size();
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    const SequenceChunk& seq = batch.seqs[s];
+    const std::string where = "sequence " + std::to_string(s) + ": ";
+    if (seq.start_pos < 0) {
+      return InvalidArgument(where + "negative start_pos");
+    }
+    for (size_t i = 0; i < seq.tokens.size(); ++i) {
+      if (seq.tokens[i] < 0 || seq.tokens[i] >= config_.vocab_size) {
+        return InvalidArgument(where + "token id " + std::to_string(seq.tokens[i]) + " at index " +
+                               std::to_string(i) + " is out of range [0, " +
+                               std::to_string(config_.vocab_size) + ")");
+      }
+    }
+    if (seq.tokens.empty()) {
+      continue;
+    }
+    const int64_t end = seq.start_pos + static_cast<int64_t>(seq.tokens.size());
+    const int64_t needed = (end + bs - 1) / bs;
+    if (static_cast<int64_t>(seq.block_table.size()) < needed) {
+      return InvalidArgument(where + "block table has " + std::to_string(seq.block_table.size()) +
+                             " blocks; positions [0, " + std::to_string(end) + ") need " +
+                             std::to_string(needed));
+    }
+    const int64_t first_read = all_windowed ? std::max<int64_t>(0, seq.start_pos - max_window + 1) : 0;
+    for (int64_t b = first_read / bs; b < needed; ++b) {
+      const int32_t id = seq.block_table[static_cast<size_t>(b)];
+      if (id < 0 || id >= kv.num_blocks()) {
+        return InvalidArgument(where + "block table entry " + std::to_string(b) + " = " + std::to_string(id) +
+                               " is out of range [0, " + std::to_string(kv.num_blocks()) + ")");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+void LlamaModel::PlanTokens(const ForwardBatch& batch) {
+  token_ids_.clear();
+  positions_.clear();
+  seq_of_.clear();
+  logit_rows_.clear();
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    const SequenceChunk& seq = batch.seqs[s];
+    const int64_t first = static_cast<int64_t>(token_ids_.size());
+    for (size_t i = 0; i < seq.tokens.size(); ++i) {
+      token_ids_.push_back(seq.tokens[i]);
+      positions_.push_back(seq.start_pos + static_cast<int64_t>(i));
+      seq_of_.push_back(static_cast<int32_t>(s));
+    }
+    const int64_t n = static_cast<int64_t>(seq.tokens.size());
+    if (seq.logits == SequenceChunk::Logits::kAll) {
+      for (int64_t i = 0; i < n; ++i) {
+        logit_rows_.push_back(first + i);
+      }
+    } else if (seq.logits == SequenceChunk::Logits::kLast && n > 0) {
+      logit_rows_.push_back(first + n - 1);
+    }
+  }
+}
+
+void LlamaModel::Embed() {
+  const int64_t h = config_.hidden_size;
+  const TensorView& e = w_.token_embedding;
+  const int64_t row_bytes = RowBytes(e.dtype, h);
+  for (size_t t = 0; t < token_ids_.size(); ++t) {
+    const auto* row = static_cast<const uint8_t*>(e.data) + token_ids_[t] * row_bytes;
+    DequantizeRow(e.dtype, row, x_.data() + t * h, h);
+  }
+}
+
+void LlamaModel::AttentionBlock(int64_t l, const ForwardBatch& batch, KvCache& kv) {
+  const LayerWeights& w = w_.layers[static_cast<size_t>(l)];
+  const int64_t n_tokens = static_cast<int64_t>(token_ids_.size());
+  const int64_t h = config_.hidden_size, qd = config_.q_dim(), kvd = config_.kv_dim();
+  const int64_t hd = config_.head_dim, nh = config_.num_heads, nkv = config_.num_kv_heads;
+  const auto bias = [](const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); };
+
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    ops::RmsNorm(&x_[t * h], w.attn_norm.data(), h, config_.rms_norm_eps, &xn_[t * h]);
+  }
+  ops::MatMul(w.q, xn_.data(), n_tokens, bias(w.q_bias), q_.data(), pool_);
+  ops::MatMul(w.k, xn_.data(), n_tokens, bias(w.k_bias), k_.data(), pool_);
+  ops::MatMul(w.v, xn_.data(), n_tokens, bias(w.v_bias), v_.data(), pool_);
+
+  // q/k norm and RoPE per token, then K/V into the cache: every new token's
+  // K/V must be in place before any token of its chunk attends.
+  const int64_t bs = kv.block_size();
+  ops::ParallelForCost(pool_, n_tokens, n_tokens * (qd + kvd) * 8, [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; ++t) {
+      float* qt = &q_[t * qd];
+      float* kt = &k_[t * kvd];
+      if (config_.qk_norm) {
+        for (int64_t i = 0; i < nh; ++i) {
+          ops::RmsNorm(qt + i * hd, w.q_norm.data(), hd, config_.rms_norm_eps, qt + i * hd);
+        }
+        for (int64_t i = 0; i < nkv; ++i) {
+          ops::RmsNorm(kt + i * hd, w.k_norm.data(), hd, config_.rms_norm_eps, kt + i * hd);
+        }
+      }
+      rope_.Apply(qt, nh, hd, positions_[t]);
+      rope_.Apply(kt, nkv, hd, positions_[t]);
+      const SequenceChunk& seq = batch.seqs[static_cast<size_t>(seq_of_[t])];
+      const int64_t pos = positions_[t];
+      const int32_t block = seq.block_table[static_cast<size_t>(pos / bs)];
+      std::memcpy(kv.K(l, block, pos % bs), kt, sizeof(float) * kvd);
+      std::memcpy(kv.V(l, block, pos % bs), &v_[t * kvd], sizeof(float) * kvd);
+    }
+  });
+
+  AttentionParams p;
+  p.layer = l;
+  p.num_heads = nh;
+  p.num_kv_heads = nkv;
+  p.head_dim = hd;
+  p.window = config_.sliding_window[static_cast<size_t>(l)];
+  p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  // Rough cost: the keys each token reads.
+  int64_t cost = 0;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    cost += (positions_[t] + 1) * qd * 2;
+  }
+  ops::ParallelForCost(pool_, n_tokens * nh, cost, [&](int64_t b, int64_t e, int) {
+    thread_local std::vector<float> scores;
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t t = i / nh, head = i % nh;
+      const SequenceChunk& seq = batch.seqs[static_cast<size_t>(seq_of_[t])];
+      AttendOneHead(&q_[t * qd + head * hd], head, positions_[t], seq.block_table, kv, p, scores,
+                    &attn_[t * qd + head * hd]);
+    }
+  });
+
+  ops::MatMul(w.o, attn_.data(), n_tokens, bias(w.o_bias), proj_.data(), pool_);
+  for (int64_t i = 0; i < n_tokens * h; ++i) {
+    x_[i] += proj_[i];
+  }
+}
+
+void LlamaModel::MlpBlock(int64_t l) {
+  const LayerWeights& w = w_.layers[static_cast<size_t>(l)];
+  const int64_t n_tokens = static_cast<int64_t>(token_ids_.size());
+  const int64_t h = config_.hidden_size, ff = config_.intermediate_size;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    ops::RmsNorm(&x_[t * h], w.ffn_norm.data(), h, config_.rms_norm_eps, &xn_[t * h]);
+  }
+  ops::MatMul(w.gate, xn_.data(), n_tokens, nullptr, gate_.data(), pool_);
+  ops::MatMul(w.up, xn_.data(), n_tokens, nullptr, up_.data(), pool_);
+  ops::SiluMul(gate_.data(), up_.data(), n_tokens * ff);
+  ops::MatMul(w.down, gate_.data(), n_tokens, nullptr, proj_.data(), pool_);
+  for (int64_t i = 0; i < n_tokens * h; ++i) {
+    x_[i] += proj_[i];
+  }
+}
+
+void LlamaModel::Logits(float* logits_out) {
+  const int64_t h = config_.hidden_size;
+  const int64_t n_rows = static_cast<int64_t>(logit_rows_.size());
+  if (n_rows == 0) {
+    return;
+  }
+  // Only the rows that need logits go through the final norm and LM head.
+  for (int64_t r = 0; r < n_rows; ++r) {
+    ops::RmsNorm(&x_[logit_rows_[r] * h], w_.output_norm.data(), h, config_.rms_norm_eps, &xn_[r * h]);
+  }
+  ops::MatMul(w_.output, xn_.data(), n_rows, nullptr, logits_out, pool_);
+}
+
+Status LlamaModel::Forward(const ForwardBatch& batch, KvCache& kv, float* logits_out) {
+  DI_RETURN_IF_ERROR(CheckBatch(batch, kv));
+  if (logits_out == nullptr && batch.NumLogitRows() > 0) {
+    return InvalidArgument("the batch asks for " + std::to_string(batch.NumLogitRows()) +
+                           " logit rows but logits_out is null");
+  }
+  PlanTokens(batch);
+  const size_t n_tokens = token_ids_.size();
+  if (n_tokens == 0) {
+    return Status::Ok();
+  }
+  const auto n = [n_tokens](int64_t width) { return n_tokens * static_cast<size_t>(width); };
+  x_.resize(n(config_.hidden_size));
+  xn_.resize(n(config_.hidden_size));
+  proj_.resize(n(config_.hidden_size));
+  q_.resize(n(config_.q_dim()));
+  attn_.resize(n(config_.q_dim()));
+  k_.resize(n(config_.kv_dim()));
+  v_.resize(n(config_.kv_dim()));
+  gate_.resize(n(config_.intermediate_size));
+  up_.resize(n(config_.intermediate_size));
+
+  Embed();
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
+    AttentionBlock(l, batch, kv);
+    MlpBlock(l);
+  }
+  Logits(logits_out);
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Model>> CreateLlamaModel(const ModelConfig& config,
+                                                  std::shared_ptr<const WeightStore> weights,
+                                                  int num_threads) {
+  ModelConfig c = config;
+  DI_RETURN_IF_ERROR(ValidateModelConfig(c));
+  LlamaWeights w;
+  DI_RETURN_IF_ERROR(BindWeights(*weights, c, w));
+  DI_ASSIGN_OR_RETURN(Rope rope, Rope::Create(c, w.rope_freq_factors));
+  if (num_threads <= 0) {
+    num_threads = ThreadPool::DefaultThreadCount();
+  }
+  return std::unique_ptr<Model>(
+      new LlamaModel(std::move(c), std::move(weights), std::move(w), std::move(rope), num_threads));
+}
+
+}  // namespace deepinfer

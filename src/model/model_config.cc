@@ -1,0 +1,119 @@
+#include <cstdio>
+#include <string>
+
+#include "model/config_loader.h"
+
+namespace deepinfer {
+
+namespace {
+
+Status RequirePositive(const char* field, double value) {
+  if (!(value > 0)) {
+    return InvalidArgument(std::string("model config: ") + field + " must be positive (got " +
+                           std::to_string(value) + ")");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateModelConfig(const ModelConfig& c) {
+  if (c.arch.empty()) {
+    return InvalidArgument("model config: architecture is not set");
+  }
+  DI_RETURN_IF_ERROR(RequirePositive("vocab_size", static_cast<double>(c.vocab_size)));
+  DI_RETURN_IF_ERROR(RequirePositive("hidden_size", static_cast<double>(c.hidden_size)));
+  DI_RETURN_IF_ERROR(RequirePositive("num_layers", static_cast<double>(c.num_layers)));
+  DI_RETURN_IF_ERROR(RequirePositive("num_heads", static_cast<double>(c.num_heads)));
+  DI_RETURN_IF_ERROR(RequirePositive("num_kv_heads", static_cast<double>(c.num_kv_heads)));
+  DI_RETURN_IF_ERROR(RequirePositive("head_dim", static_cast<double>(c.head_dim)));
+  DI_RETURN_IF_ERROR(RequirePositive("intermediate_size", static_cast<double>(c.intermediate_size)));
+  DI_RETURN_IF_ERROR(RequirePositive("max_position", static_cast<double>(c.max_position)));
+  DI_RETURN_IF_ERROR(RequirePositive("rms_norm_eps", c.rms_norm_eps));
+  DI_RETURN_IF_ERROR(RequirePositive("rope_theta", c.rope_theta));
+  if (c.num_heads % c.num_kv_heads != 0) {
+    return InvalidArgument("model config: num_heads (" + std::to_string(c.num_heads) +
+                           ") is not a multiple of num_kv_heads (" + std::to_string(c.num_kv_heads) + ")");
+  }
+  if (c.rope_dim <= 0 || c.rope_dim % 2 != 0 || c.rope_dim > c.head_dim) {
+    return InvalidArgument("model config: rope_dim (" + std::to_string(c.rope_dim) +
+                           ") must be even and in [2, head_dim=" + std::to_string(c.head_dim) + "]");
+  }
+  if (static_cast<int64_t>(c.sliding_window.size()) != c.num_layers) {
+    return InvalidArgument("model config: sliding_window has " + std::to_string(c.sliding_window.size()) +
+                           " entries for " + std::to_string(c.num_layers) + " layers");
+  }
+  for (size_t i = 0; i < c.sliding_window.size(); ++i) {
+    if (c.sliding_window[i] < 0) {
+      return InvalidArgument("model config: layer " + std::to_string(i) + " has a negative sliding window");
+    }
+  }
+  const RopeScaling& s = c.rope_scaling;
+  if (s.type == "linear" || s.type == "llama3") {
+    DI_RETURN_IF_ERROR(RequirePositive("rope_scaling.factor", s.factor));
+  }
+  if (s.type == "llama3") {
+    DI_RETURN_IF_ERROR(RequirePositive("rope_scaling.low_freq_factor", s.low_freq_factor));
+    DI_RETURN_IF_ERROR(RequirePositive("rope_scaling.original_max_position_embeddings",
+                                       static_cast<double>(s.original_max_position)));
+    if (!(s.high_freq_factor > s.low_freq_factor)) {
+      return InvalidArgument("model config: rope_scaling.high_freq_factor must exceed low_freq_factor");
+    }
+  } else if (!s.type.empty() && s.type != "linear") {
+    return Unimplemented("model config: rope scaling type '" + s.type +
+                         "' is not supported (supported: linear, llama3)");
+  }
+  return Status::Ok();
+}
+
+std::string DescribeModelConfig(const ModelConfig& c) {
+  std::string out;
+  auto line = [&out](const char* key, const std::string& value) {
+    out += key;
+    out += ": ";
+    out += value;
+    out += "\n";
+  };
+  auto num = [](double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%g", v);
+    return std::string(buf);
+  };
+  line("architecture", c.arch);
+  line("vocab_size", std::to_string(c.vocab_size));
+  line("hidden_size", std::to_string(c.hidden_size));
+  line("num_layers", std::to_string(c.num_layers));
+  line("num_heads", std::to_string(c.num_heads));
+  line("num_kv_heads", std::to_string(c.num_kv_heads));
+  line("head_dim", std::to_string(c.head_dim));
+  line("intermediate_size", std::to_string(c.intermediate_size));
+  line("max_position", std::to_string(c.max_position));
+  line("rms_norm_eps", num(c.rms_norm_eps));
+  line("rope", std::string(c.rope_style == RopeStyle::kNeox ? "neox" : "interleaved") + ", theta " +
+                   num(c.rope_theta) + ", dims " + std::to_string(c.rope_dim));
+  if (!c.rope_scaling.type.empty()) {
+    std::string s = c.rope_scaling.type + ", factor " + num(c.rope_scaling.factor);
+    if (c.rope_scaling.type == "llama3") {
+      s += ", low_freq_factor " + num(c.rope_scaling.low_freq_factor) + ", high_freq_factor " +
+           num(c.rope_scaling.high_freq_factor) + ", original_max_position " +
+           std::to_string(c.rope_scaling.original_max_position);
+    }
+    line("rope_scaling", s);
+  }
+  line("attention_bias", c.attention_bias ? "true" : "false");
+  line("qk_norm", c.qk_norm ? "true" : "false");
+  line("tie_word_embeddings", c.tie_word_embeddings ? "true" : "false");
+  std::string windows;
+  bool any_window = false;
+  for (size_t i = 0; i < c.sliding_window.size(); ++i) {
+    if (i) {
+      windows += ",";
+    }
+    windows += std::to_string(c.sliding_window[i]);
+    any_window |= c.sliding_window[i] > 0;
+  }
+  line("sliding_window", any_window ? windows + " (per layer; 0 = full)" : "none");
+  return out;
+}
+
+}  // namespace deepinfer

@@ -1,0 +1,88 @@
+#include "model/rope.h"
+
+#include <cmath>
+#include <numbers>
+
+namespace deepinfer {
+
+namespace {
+
+// Llama 3.1 frequency scaling (HF `_compute_llama3_parameters`): long
+// wavelengths are divided by `factor`, short ones kept, and the band between
+// the two thresholds interpolated smoothly.
+double Llama3Scale(double inv_freq, const RopeScaling& s) {
+  const double old_len = static_cast<double>(s.original_max_position);
+  const double low_freq_wavelen = old_len / s.low_freq_factor;
+  const double high_freq_wavelen = old_len / s.high_freq_factor;
+  const double wavelen = 2.0 * std::numbers::pi / inv_freq;
+  if (wavelen < high_freq_wavelen) {
+    return inv_freq;
+  }
+  if (wavelen > low_freq_wavelen) {
+    return inv_freq / s.factor;
+  }
+  const double smooth = (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+  return (1.0 - smooth) * inv_freq / s.factor + smooth * inv_freq;
+}
+
+}  // namespace
+
+StatusOr<Rope> Rope::Create(const ModelConfig& config, std::vector<float> freq_factors) {
+  Rope rope;
+  rope.style_ = config.rope_style;
+  rope.rope_dim_ = config.rope_dim > 0 ? config.rope_dim : config.head_dim;
+  if (rope.rope_dim_ % 2 != 0 || rope.rope_dim_ > config.head_dim) {
+    return InvalidArgument("rope_dim " + std::to_string(rope.rope_dim_) +
+                           " must be even and at most head_dim " + std::to_string(config.head_dim));
+  }
+  const int64_t half = rope.rope_dim_ / 2;
+  if (!freq_factors.empty() && static_cast<int64_t>(freq_factors.size()) != half) {
+    return InvalidArgument("rope frequency factors: expected " + std::to_string(half) + " values, got " +
+                           std::to_string(freq_factors.size()));
+  }
+  const RopeScaling& scaling = config.rope_scaling;
+  rope.inv_freq_.resize(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) {
+    double f =
+        std::pow(config.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(rope.rope_dim_));
+    if (scaling.type == "linear") {
+      f /= scaling.factor;
+    } else if (scaling.type == "llama3") {
+      f = Llama3Scale(f, scaling);
+    } else if (!scaling.type.empty()) {
+      return Unimplemented("rope scaling type '" + scaling.type + "' is not supported");
+    }
+    if (!freq_factors.empty()) {
+      f /= static_cast<double>(freq_factors[static_cast<size_t>(i)]);
+    }
+    rope.inv_freq_[static_cast<size_t>(i)] = f;
+  }
+  return rope;
+}
+
+void Rope::Apply(float* x, int64_t n_heads, int64_t head_dim, int64_t pos) const {
+  const int64_t half = rope_dim_ / 2;
+  // Pair i is (2i, 2i+1) when interleaved, (i, i + rope_dim/2) for NeoX.
+  const int64_t stride = style_ == RopeStyle::kInterleaved ? 2 : 1;
+  const int64_t partner = style_ == RopeStyle::kInterleaved ? 1 : half;
+  thread_local std::vector<float> cos_sin;
+  cos_sin.resize(static_cast<size_t>(2 * half));
+  for (int64_t i = 0; i < half; ++i) {
+    const double angle = static_cast<double>(pos) * inv_freq_[static_cast<size_t>(i)];
+    cos_sin[2 * i] = static_cast<float>(std::cos(angle));
+    cos_sin[2 * i + 1] = static_cast<float>(std::sin(angle));
+  }
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* head = x + h * head_dim;
+    for (int64_t i = 0; i < half; ++i) {
+      float* a = head + i * stride;
+      float* b = a + partner;
+      const float c = cos_sin[2 * i], s = cos_sin[2 * i + 1];
+      const float x0 = *a, x1 = *b;
+      *a = x0 * c - x1 * s;
+      *b = x0 * s + x1 * c;
+    }
+  }
+}
+
+}  // namespace deepinfer

@@ -1,0 +1,79 @@
+// `deepinfer synth`: random-weight checkpoints of named shapes, written as
+// GGUF (llama.cpp names, metadata and Q/K row order) or as an HF directory
+// (config.json, model.safetensors, tokenizer files).
+//
+// Weights are a pure function of (seed, HF tensor name, element index)
+// through a counter-based generator, so the GGUF and HF copies of one seed
+// are the same model and any tensor can be produced alone (streamed to disk
+// one at a time). Scales keep activations O(1): projections ~ N(0, 1/fan_in),
+// embeddings ~ N(0, 1) (N(0, 1/hidden) when tied to the output), norm weights ~ 1 + N(0, 0.2^2), biases ~
+// N(0, 0.2^2). Thread-safety: pure functions; WriteSynthModel writes only under opts.out.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "tensor/dtype.h"
+
+namespace deepinfer {
+
+// Resolved hyper-parameters of one (arch, preset) pair.
+struct SynthSpec {
+  std::string arch;  // llama | mistral | qwen2 | qwen3
+  int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0;
+  int64_t vocab = 0, context = 0;
+  double rms_eps = 1e-5, rope_theta = 10000.0;
+  bool tie_embeddings = false;
+  bool qkv_bias = false;             // qwen2
+  bool qk_norm = false;              // qwen3: RMSNorm over each q/k head (weight [head_dim])
+  bool neox_rope = false;            // qwen2/3: rotate-half in both formats, no Q/K permutation
+  int64_t sliding_window = 0;        // mistral: window of the sliding layers
+  std::vector<bool> sliding_layers;  // per layer; empty = all full attention
+  struct RopeLlama3 {
+    double factor = 8, low_freq_factor = 1, high_freq_factor = 4;
+    int64_t original_context = 32;
+  };
+  std::optional<RopeLlama3> rope_llama3;
+};
+
+// Presets: tiny (hidden 64, 3 layers, 4 heads / 2 KV heads, head_dim 16 (32
+// for qwen3, to exercise an explicit head_dim), ffn 160, vocab 512),
+// tiny-rope-llama3 (tiny + llama3 rope scaling), llama-110m, tinyllama-1.1b.
+// Arch variants: mistral = sliding window 16 on every layer; qwen2 = qkv
+// bias, rope theta 1e6, NEOX rope, tied embeddings; qwen3 = q/k norms,
+// explicit head_dim, rope theta 1e6, tied embeddings. InvalidArgument for
+// unknown names.
+StatusOr<SynthSpec> ResolveSynthSpec(const std::string& arch, const std::string& preset);
+
+enum class SynthFormat { kGguf, kHf };
+
+struct SynthOptions {
+  std::string arch = "llama";
+  std::string preset = "tiny";
+  DType dtype = DType::kF32;  // gguf: f32 f16 bf16 q8_0 q4_0; hf: f32 f16 bf16
+  uint64_t seed = 0;
+  std::string out;  // gguf: the file; hf: a directory (created if missing)
+  SynthFormat format = SynthFormat::kGguf;
+  bool progress = false;  // per-tensor progress lines on stderr (the CLI sets it for big presets)
+};
+
+// Writes the model. Errors: InvalidArgument (bad arch/preset/dtype for the
+// format), Internal (I/O), each naming the path or flag.
+Status WriteSynthModel(const SynthOptions& opts);
+
+// llama.cpp's `llama` architecture rotates adjacent pairs (x[2i], x[2i+1])
+// while HF Llama rotates halves (x[i], x[i + d/2]); convert_hf_to_gguf.py
+// therefore reorders the rows of q_proj / k_proj within each head:
+//   gguf_row(h*d + 2i + s) = hf_row(h*d + s*d/2 + i),  s in {0,1}, i < d/2.
+// `w` is [heads*head_dim, cols] row-major; returns the GGUF order.
+std::vector<float> PermuteRowsForGgufRope(const std::vector<float>& w, int64_t heads, int64_t head_dim,
+                                          int64_t cols);
+
+// The counter-based generator behind every weight: element `index` of the
+// standard-normal stream named `stream` under `seed`.
+float SynthNormal(uint64_t seed, const std::string& stream, uint64_t index);
+
+}  // namespace deepinfer

@@ -1,0 +1,134 @@
+// The HF copy of a synth model: config.json, model.safetensors (streamed),
+// tokenizer.json, tokenizer_config.json, generation_config.json.
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors.h"
+#include "model/synth_internal.h"
+#include "model/synth_tokenizer.h"
+
+namespace deepinfer::synth_internal {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+const char* TorchDType(DType t) {
+  switch (t) {
+    case DType::kF16:
+      return "float16";
+    case DType::kBF16:
+      return "bfloat16";
+    default:
+      return "float32";
+  }
+}
+
+json ConfigJson(const SynthSpec& s, DType dtype) {
+  static const std::map<std::string, std::pair<const char*, const char*>> kNames = {
+      {"llama", {"LlamaForCausalLM", "llama"}},
+      {"mistral", {"MistralForCausalLM", "mistral"}},
+      {"qwen2", {"Qwen2ForCausalLM", "qwen2"}},
+      {"qwen3", {"Qwen3ForCausalLM", "qwen3"}},
+  };
+  const auto& names = kNames.at(s.arch);
+  json j;
+  j["architectures"] = {names.first};
+  j["model_type"] = names.second;
+  j["hidden_size"] = s.hidden;
+  j["intermediate_size"] = s.ffn;
+  j["num_hidden_layers"] = s.layers;
+  j["num_attention_heads"] = s.heads;
+  j["num_key_value_heads"] = s.kv_heads;
+  j["head_dim"] = s.head_dim;
+  j["vocab_size"] = s.vocab;
+  j["max_position_embeddings"] = s.context;
+  j["rms_norm_eps"] = s.rms_eps;
+  j["rope_theta"] = s.rope_theta;
+  if (s.rope_llama3) {
+    const auto& r = *s.rope_llama3;
+    j["rope_scaling"] = {{"rope_type", "llama3"},
+                         {"factor", r.factor},
+                         {"low_freq_factor", r.low_freq_factor},
+                         {"high_freq_factor", r.high_freq_factor},
+                         {"original_max_position_embeddings", r.original_context}};
+  } else {
+    j["rope_scaling"] = nullptr;
+  }
+  j["hidden_act"] = "silu";
+  if (s.arch != "qwen2") j["attention_bias"] = s.qkv_bias;  // Qwen2 always has q/k/v biases
+  if (s.arch == "llama" || s.arch == "mistral") j["mlp_bias"] = false;
+  if (s.arch == "mistral") {
+    j["sliding_window"] = s.sliding_window;
+    json types = json::array();
+    for (bool sl : s.sliding_layers) types.push_back(sl ? "sliding_attention" : "full_attention");
+    j["layer_types"] = types;
+  }
+  if ((s.arch == "qwen2" || s.arch == "qwen3") && !s.sliding_layers.empty()) {
+    j["use_sliding_window"] = true;
+    j["sliding_window"] = s.sliding_window;
+    j["max_window_layers"] = s.layers;
+    json types = json::array();
+    for (bool sl : s.sliding_layers) types.push_back(sl ? "sliding_attention" : "full_attention");
+    j["layer_types"] = types;
+  } else if (s.arch == "qwen2" || s.arch == "qwen3") {
+    j["use_sliding_window"] = false;
+    j["sliding_window"] = nullptr;
+    j["max_window_layers"] = s.layers;
+  }
+  j["tie_word_embeddings"] = s.tie_embeddings;
+  j["bos_token_id"] = 1;
+  j["eos_token_id"] = 2;
+  j["attention_dropout"] = 0.0;
+  j["initializer_range"] = 0.02;
+  j["use_cache"] = true;
+  j["torch_dtype"] = TorchDType(dtype);
+  return j;
+}
+
+Status WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) return Internal(path + ": write failed");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status WriteSynthHf(const SynthSpec& spec, const SynthOptions& o) {
+  std::error_code ec;
+  std::filesystem::create_directories(o.out, ec);
+  if (ec) return Internal(o.out + ": cannot create directory: " + ec.message());
+
+  DI_RETURN_IF_ERROR(WriteText(o.out + "/config.json", ConfigJson(spec, o.dtype).dump(2) + "\n"));
+  const SynthVocab v = BuildSynthVocab(spec.vocab);
+  DI_RETURN_IF_ERROR(WriteText(o.out + "/tokenizer.json", SynthTokenizerJson(v)));
+  const json tok_config = {{"add_bos_token", true},
+                           {"add_eos_token", false},
+                           {"bos_token", v.tokens[v.bos_id]},
+                           {"eos_token", v.tokens[v.eos_id]},
+                           {"unk_token", v.tokens[v.unk_id]},
+                           {"clean_up_tokenization_spaces", false},
+                           {"model_max_length", spec.context},
+                           {"tokenizer_class", "PreTrainedTokenizerFast"}};
+  DI_RETURN_IF_ERROR(WriteText(o.out + "/tokenizer_config.json", tok_config.dump(2) + "\n"));
+  const json gen_config = {{"bos_token_id", v.bos_id}, {"eos_token_id", v.eos_id}, {"do_sample", false}};
+  DI_RETURN_IF_ERROR(WriteText(o.out + "/generation_config.json", gen_config.dump(2) + "\n"));
+
+  // Every tensor, norms included, in the checkpoint dtype (as HF saves them).
+  const std::vector<SynthTensor> tensors = SynthTensors(spec);
+  SafetensorsWriter w;
+  w.SetMetadata("format", "pt");
+  size_t i = 0;
+  for (const SynthTensor& t : tensors) {
+    w.AddTensor(t.hf_name, o.dtype, t.shape, [&t, &o, &i, n = tensors.size()]() {
+      ReportProgress(o.progress, ++i, n, t.hf_name);
+      return EncodeRows(SynthValues(t, o.seed), o.dtype, t.shape);
+    });
+  }
+  return w.Write(o.out + "/model.safetensors");
+}
+
+}  // namespace deepinfer::synth_internal

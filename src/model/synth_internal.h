@@ -1,0 +1,40 @@
+// Shared by synth.cc (spec, weights, GGUF) and synth_hf.cc (HF directory).
+// Not a public header.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "model/synth.h"
+
+namespace deepinfer::synth_internal {
+
+// One logical weight, named in both conventions. Values are generated in HF
+// layout; `permute` says how GGUF reorders the rows.
+struct SynthTensor {
+  enum class Init { kProjection, kEmbedding, kNorm, kBias };
+  enum class Permute { kNone, kQ, kK };
+  std::string hf_name, gguf_name;
+  std::vector<int64_t> shape;  // outermost first ([out, in] for projections)
+  Init init = Init::kProjection;
+  float stddev = 1.0f;  // of the N(mean, stddev^2) values; mean is 1 for norms, else 0
+  Permute permute = Permute::kNone;
+};
+
+std::vector<SynthTensor> SynthTensors(const SynthSpec& spec);
+
+// f32 values of `t` in HF layout.
+std::vector<float> SynthValues(const SynthTensor& t, uint64_t seed);
+
+// Encodes row-major f32 values of `shape` (rows of shape.back()) as `dtype`.
+StatusOr<std::vector<uint8_t>> EncodeRows(const std::vector<float>& values, DType dtype,
+                                          const std::vector<int64_t>& shape);
+
+// Prints "synth: [i/n] name" on stderr when `enabled`.
+void ReportProgress(bool enabled, size_t i, size_t n, const std::string& name);
+
+Status WriteSynthHf(const SynthSpec& spec, const SynthOptions& opts);
+
+}  // namespace deepinfer::synth_internal

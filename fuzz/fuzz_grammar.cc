@@ -1,5 +1,5 @@
-// libFuzzer target for the grammar engine: random regexes, JSON schemas and
-// GBNF grammars go through the front ends and the automaton builder; when
+// libFuzzer target for the grammar engine: random regexes, JSON schemas, GBNF
+// and Lark grammars go through the front ends and the automaton builder; when
 // they compile, a matcher walks a few steps over a small fixed vocabulary
 // (mask, accept, rollback) and consumes the input bytes themselves.
 //
@@ -15,6 +15,7 @@
 #include "grammar/compiled_grammar.h"
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
+#include "grammar/lark.h"
 #include "grammar/matcher.h"
 #include "grammar/regex.h"
 
@@ -77,7 +78,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   StatusOr<Grammar> g = Status(InvalidArgument("unset"));
-  switch (data[0] % 4) {
+  switch (data[0] % 5) {
     case 0:
       g = RegexToGrammar(text);
       break;
@@ -91,8 +92,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       g = JsonSchemaToGrammar(text, o);
       break;
     }
-    default:
+    case 3:
       g = GbnfToGrammar(text);
+      break;
+    default:
+      g = LarkToGrammar(text);
       break;
   }
   if (!g.ok()) return 0;

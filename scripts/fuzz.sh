@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# fuzz.sh [SECONDS]: builds the libFuzzer targets with clang and runs each for
+# SECONDS (default 20) from its seed corpus. Any crash, leak or sanitizer
+# report fails the run; the reproducer lands in build-fuzz/fuzz/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-20}
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DDEEPINFER_FUZZ=ON -DDEEPINFER_TESTS=OFF >/dev/null
+targets=(fuzz_gguf fuzz_safetensors)
+[ -f fuzz/fuzz_grammar.cc ] && grep -q fuzz_grammar fuzz/CMakeLists.txt && targets+=(fuzz_grammar)
+cmake --build build-fuzz --target "${targets[@]}" fuzz_seeds
+for t in "${targets[@]}"; do
+  corpus=build-fuzz/fuzz/corpus_${t#fuzz_}
+  mkdir -p "$corpus"
+  echo "== $t for ${seconds}s" >&2
+  (cd build-fuzz/fuzz && ./"$t" -max_total_time="$seconds" -print_final_stats=1 "../../$corpus" 2>&1 | tail -n 3)
+done

@@ -1,0 +1,198 @@
+// GrammarCompiler cache; masks on the real llama3 vocabulary checked by
+// brute force; the property test (random sampling under the mask produces
+// JSON that an independent validator, python3-jsonschema, accepts).
+#include "grammar/compiler.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <unordered_map>
+
+#include "grammar/testing/test_util.h"
+#include "grammar/testing/vocab_loader.h"
+
+namespace deepinfer::grammar {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using testing::AllStringsVocab;
+using testing::MaskMatchesProbe;
+
+TEST(CompilerTest, CacheReturnsSharedGrammar) {
+  GrammarCompiler compiler(AllStringsVocab("ab", 1));
+  auto a = compiler.CompileJsonSchema(R"({"type":"string"})");
+  auto b = compiler.CompileJsonSchema(R"({"type":"string"})");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->get(), b->get());
+  JsonSchemaOptions ws;
+  ws.any_whitespace = true;
+  auto c = compiler.CompileJsonSchema(R"({"type":"string"})", ws);
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(a->get(), c->get());
+  EXPECT_FALSE(compiler.CompileJsonSchema("{bad").ok());
+  EXPECT_FALSE(compiler.CompileRegex("(").ok());
+  EXPECT_EQ(compiler.cache_size(), 2u);
+  auto r1 = compiler.CompileRegex("a+");
+  auto r2 = compiler.CompileChoice({"a", "b"});
+  auto r3 = compiler.CompileGbnf("root ::= \"a\"");
+  auto r4 = compiler.CompileJsonObject();
+  auto r5 = compiler.CompileLark("start: \"a\"+");
+  EXPECT_TRUE(r1.ok() && r2.ok() && r3.ok() && r4.ok() && r5.ok());
+  EXPECT_EQ(compiler.cache_size(), 7u);
+  EXPECT_FALSE(compiler.CompileChoice({}).ok());
+}
+
+TEST(CompilerTest, TimeLimitIsAnError) {
+  CompilerOptions opts;
+  opts.limits.time_limit_s = 0.0;
+  GrammarCompiler compiler(AllStringsVocab("a", 1), opts);
+  auto r = compiler.CompileRegex("(a|b|c|d)*e{1,400}(f|g)*");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(r.status().message().find("time limit"), std::string::npos) << r.status().message();
+}
+
+std::shared_ptr<const Vocabulary> Llama3() {
+  static auto vocab =
+      testing::LoadTokenizerJson(std::string(DI_SHARED_DIR) + "/models/tokenizers/llama3/tokenizer.json.gz",
+                                 {"<|eot_id|>", "<|end_of_text|>"});
+  return vocab.ok() ? *vocab : nullptr;
+}
+
+std::vector<int32_t> GreedyTokenize(const Vocabulary& v, const std::string& text) {
+  std::unordered_map<std::string, int32_t> by_bytes;
+  for (int32_t id : v.sorted_ids()) by_bytes.emplace(v.token(id), id);
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < text.size();) {
+    size_t len = std::min(v.max_token_length(), text.size() - i);
+    while (len > 0 && !by_bytes.count(text.substr(i, len))) --len;
+    if (len == 0) return {};
+    out.push_back(by_bytes[text.substr(i, len)]);
+    i += len;
+  }
+  return out;
+}
+
+TEST(CompilerTest, Llama3MasksMatchBruteForce) {
+  auto vocab = Llama3();
+  if (!vocab) GTEST_SKIP() << "llama3 tokenizer not found under " << DI_SHARED_DIR;
+  ASSERT_EQ(vocab->size(), 128256u);
+  GrammarCompiler compiler(vocab);
+  struct Walk {
+    GrammarCompiler::Result grammar;
+    std::string text;
+  };
+  std::vector<Walk> walks;
+  walks.push_back(
+      {compiler.CompileJsonSchema(
+           R"({"type":"object","properties":{"name":{"type":"string","maxLength":12},"n":{"type":"integer","minimum":-5,"maximum":300},"tags":{"type":"array","items":{"enum":["x","y z"]}}},"required":["name"]})"),
+       R"({"name":"Zoë \"Z\"","n":-5,"tags":["y z","x"],"extra":[1,{"a":null}]})"});
+  walks.push_back({compiler.CompileRegex(R"(\(\d{3}\) [a-z]+\.com)"), "(555) example.com"});
+  walks.push_back({compiler.CompileGbnf("root ::= (\"ab\" | \"a\" [0-9]+ \" \")+ \"!\""), "aba12 a3 ab!"});
+  for (Walk& w : walks) {
+    ASSERT_TRUE(w.grammar.ok()) << w.grammar.status().ToString();
+    std::vector<int32_t> tokens = GreedyTokenize(*vocab, w.text);
+    ASSERT_FALSE(tokens.empty());
+    GrammarMatcher m(*w.grammar);
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      // Every other step, to keep the test fast; the last step always.
+      if (i % 2 == 0 || i + 1 == tokens.size()) {
+        ASSERT_TRUE(MaskMatchesProbe(m)) << w.text << " step " << i;
+      }
+      ASSERT_TRUE(m.AcceptToken(tokens[i])) << w.text << " token " << i;
+    }
+    EXPECT_TRUE(m.IsAccepting()) << w.text;
+    EXPECT_TRUE(MaskMatchesProbe(m));
+    EXPECT_TRUE(m.AcceptToken(vocab->eos_ids()[0]));
+  }
+}
+
+// Random sampling under the mask with a JSON-ish vocabulary; steps past a
+// budget prefer tokens that close things, so most walks complete.
+std::vector<std::string> SampleCompletions(const std::shared_ptr<const CompiledGrammar>& cg, uint32_t seed,
+                                           int count) {
+  std::mt19937 rng(seed);
+  const Vocabulary& v = cg->vocab();
+  std::vector<std::string> out;
+  std::vector<uint32_t> mask(v.mask_words());
+  for (int n = 0; n < count; ++n) {
+    GrammarMatcher m(cg);
+    std::string text;
+    for (int step = 0; step < 400; ++step) {
+      m.FillNextTokenBitmask(mask.data());
+      std::vector<int32_t> allowed, closing;
+      for (size_t id = 0; id < v.size(); ++id) {
+        if (!((mask[id >> 5] >> (id & 31)) & 1)) continue;
+        allowed.push_back(static_cast<int32_t>(id));
+        const std::string& t = v.token(static_cast<int32_t>(id));
+        if (v.is_eos(static_cast<int32_t>(id)) || t.find_first_of("\"]}0") != std::string::npos) {
+          closing.push_back(static_cast<int32_t>(id));
+        }
+      }
+      if (allowed.empty()) {
+        ADD_FAILURE() << "dead end after " << text;
+        break;
+      }
+      bool wrap_up = step > 40 && !closing.empty() && rng() % 4 != 0;
+      const auto& pool = wrap_up ? closing : allowed;
+      int32_t id = pool[rng() % pool.size()];
+      EXPECT_TRUE(m.AcceptToken(id));
+      if (v.is_eos(id)) {
+        out.push_back(text);
+        break;
+      }
+      text += v.token(id);
+    }
+  }
+  return out;
+}
+
+TEST(CompilerTest, SampledOutputsValidateWithJsonschema) {
+  if (std::system("python3 -c 'import jsonschema' 2>/dev/null") != 0) {
+    GTEST_SKIP() << "python3-jsonschema not installed";
+  }
+  std::ifstream in(std::string(DI_SOURCE_DIR) + "/src/grammar/testdata/json_schema_cases.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  Json cases = Json::parse(ss.str());
+  // Every printable ASCII char (so any key can be spelled) plus multi-byte
+  // tokens that straddle JSON structure.
+  std::vector<std::string> tokens = {"true",  "false", "null", "\\n", "\\\"", "é",   "abc", "\":\"",
+                                     "\",\"", "{\"",   "\"}",  "12",  "0.",   "\"]", "[\"", "\":"};
+  for (char c = 0x20; c < 0x7F; ++c) tokens.push_back(std::string(1, c));
+  tokens.push_back("<eos>");
+  auto vocab = std::make_shared<Vocabulary>(tokens, std::vector<int32_t>{int32_t(tokens.size() - 1)});
+  GrammarCompiler compiler(vocab);
+  Json batch = Json::array();
+  uint32_t seed = 1;
+  size_t completed = 0;
+  for (const Json& c : cases) {
+    auto cg = compiler.CompileJsonSchema(c["schema"].dump());
+    ASSERT_TRUE(cg.ok()) << c["name"];
+    for (const std::string& text : SampleCompletions(*cg, seed++, 4)) {
+      batch.push_back({{"schema", c["schema"]}, {"draft", c.value("draft", 2020)}, {"text", text}});
+      ++completed;
+    }
+  }
+  EXPECT_GT(completed, 150u);
+  std::string path = ::testing::TempDir() + "/grammar_sampled.json";
+  std::ofstream(path) << batch.dump();
+  std::string cmd =
+      "python3 -c '\nimport json, sys, jsonschema\nbad = 0\nfor c in json.load(open(sys.argv[1])):\n"
+      "  cls = jsonschema.Draft7Validator if c[\"draft\"] == 7 else jsonschema.Draft202012Validator\n"
+      "  v = cls(c[\"schema\"], format_checker=cls.FORMAT_CHECKER)\n"
+      "  try:\n    inst = json.loads(c[\"text\"])\n  except Exception as e:\n    bad += 1; print(\"not "
+      "JSON:\", c[\"text\"]); continue\n"
+      "  if not v.is_valid(inst):\n    bad += 1; print(\"invalid:\", json.dumps(c[\"schema\"]), "
+      "c[\"text\"])\n"
+      "sys.exit(1 if bad else 0)' " +
+      path;
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << "see the lines printed above";
+}
+
+}  // namespace
+}  // namespace deepinfer::grammar

@@ -1,0 +1,204 @@
+#include "grammar/json_primitives.h"
+
+#include <string>
+
+#include "grammar/regex.h"
+#include "grammar/utf8.h"
+
+namespace deepinfer::grammar {
+
+namespace {
+
+ExprId Digits(Grammar* g) { return g->Bytes({{'0', '9'}}); }
+
+// Digit strings of equal length L in [lo, hi] (decimal strings, lo <= hi).
+// Recursion depth is the number of digits (<= 19).
+ExprId SameLengthRange(Grammar* g, const std::string& lo, const std::string& hi) {
+  size_t n = lo.size();
+  if (n == 1) return g->Bytes({{static_cast<uint8_t>(lo[0]), static_cast<uint8_t>(hi[0])}});
+  if (lo[0] == hi[0]) {
+    return g->Sequence(
+        {g->Byte(static_cast<uint8_t>(lo[0])), SameLengthRange(g, lo.substr(1), hi.substr(1))});
+  }
+  std::string zeros(n - 1, '0'), nines(n - 1, '9');
+  std::vector<ExprId> alts;
+  char first_full = lo[0], last_full = hi[0];
+  if (lo.substr(1) != zeros) {
+    alts.push_back(
+        g->Sequence({g->Byte(static_cast<uint8_t>(lo[0])), SameLengthRange(g, lo.substr(1), nines)}));
+    ++first_full;
+  }
+  bool hi_partial = hi.substr(1) != nines;
+  if (hi_partial) --last_full;
+  if (first_full <= last_full) {
+    alts.push_back(
+        g->Sequence({g->Bytes({{static_cast<uint8_t>(first_full), static_cast<uint8_t>(last_full)}}),
+                     g->Repeat(Digits(g), static_cast<int32_t>(n - 1), static_cast<int32_t>(n - 1))}));
+  }
+  if (hi_partial) {
+    alts.push_back(
+        g->Sequence({g->Byte(static_cast<uint8_t>(hi[0])), SameLengthRange(g, zeros, hi.substr(1))}));
+  }
+  return g->Choice(std::move(alts));
+}
+
+// Non-negative integers in [lo, hi] (hi = nullopt: unbounded), no leading zeros.
+ExprId NonNegativeRange(Grammar* g, int64_t lo, std::optional<int64_t> hi) {
+  std::vector<ExprId> alts;
+  std::string los = std::to_string(lo);
+  size_t max_len = hi ? std::to_string(*hi).size() : los.size();
+  for (size_t len = los.size(); len <= max_len; ++len) {
+    std::string a(len, '0');  // smallest len-digit number (built in place:
+    a[0] = '1';               // GCC 12 warns falsely on "1" + string)
+    if (len == los.size()) a = los;
+    std::string b = std::string(len, '9');
+    if (hi && len == max_len) b = std::to_string(*hi);
+    if (a.size() == b.size() && a <= b) alts.push_back(SameLengthRange(g, a, b));
+  }
+  if (!hi) {  // every longer number
+    alts.push_back(g->Sequence({g->Bytes({{'1', '9'}}), g->Repeat(Digits(g), static_cast<int32_t>(los.size()),
+                                                                  Grammar::kUnbounded)}));
+  }
+  return g->Choice(std::move(alts));
+}
+
+ExprId Hex(Grammar* g) { return g->Bytes({{'0', '9'}, {'A', 'F'}, {'a', 'f'}}); }
+
+}  // namespace
+
+ExprId JsonEscape(Grammar* g) {
+  return g->Sequence({g->Byte('\\'), g->Choice({g->Bytes({{'"', '"'},
+                                                          {'\\', '\\'},
+                                                          {'/', '/'},
+                                                          {'b', 'b'},
+                                                          {'f', 'f'},
+                                                          {'n', 'n'},
+                                                          {'r', 'r'},
+                                                          {'t', 't'}}),
+                                                g->Sequence({g->Byte('u'), g->Repeat(Hex(g), 4, 4)})})});
+}
+
+ExprId JsonStringChar(Grammar* g) {
+  std::vector<CodepointRange> plain = {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, kMaxCodepoint}};
+  return g->Choice({Utf8Class(g, plain), JsonEscape(g)});
+}
+
+ExprId JsonString(Grammar* g, int64_t min_len, std::optional<int64_t> max_len) {
+  ExprId ch = JsonStringChar(g);
+  ExprId body = g->Repeat(ch, static_cast<int32_t>(min_len),
+                          max_len ? static_cast<int32_t>(*max_len) : Grammar::kUnbounded);
+  return g->Sequence({g->Byte('"'), body, g->Byte('"')});
+}
+
+StatusOr<ExprId> JsonStringPattern(Grammar* g, const std::string& pattern) {
+  RegexOptions opts;
+  opts.search = true;
+  opts.json_string_content = true;
+  DI_ASSIGN_OR_RETURN(ExprId body, ParseRegex(pattern, opts, g));
+  return g->Sequence({g->Byte('"'), body, g->Byte('"')});
+}
+
+std::optional<std::string> FormatRegex(const std::string& format) {
+  // Day ranges per month, Feb 29 only in leap years (Gregorian rule on the
+  // 4-digit year); leap seconds (:60) are not generated.
+  static const std::string kLeapYear =
+      R"((\d\d(0[48]|[2468][048]|[13579][26])|([02468][048]|[13579][26])00))";
+  static const std::string kDate =
+      R"((\d{4}-(0[13578]|1[02])-(0[1-9]|[12]\d|3[01])|\d{4}-(0[469]|11)-(0[1-9]|[12]\d|30)|\d{4}-02-(0[1-9]|1\d|2[0-8])|)" +
+      kLeapYear + "-02-29)";
+  static const std::string kTime =
+      R"(([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d))";
+  static const std::string kOctet = R"((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))";
+  static const std::string kH = "[0-9a-fA-F]{1,4}";
+  if (format == "date") return "^" + kDate + "$";
+  if (format == "time") return "^" + kTime + "$";
+  if (format == "date-time") return "^" + kDate + "[Tt]" + kTime + "$";
+  if (format == "uuid") {
+    return R"(^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$)";
+  }
+  if (format == "email") {
+    return R"(^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*)"
+           R"(@[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$)";
+  }
+  if (format == "uri") {
+    return R"(^[A-Za-z][A-Za-z0-9+.-]*:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*$)";
+  }
+  if (format == "ipv4") return "^(" + kOctet + "\\.){3}" + kOctet + "$";
+  if (format == "ipv6") {
+    std::string h = kH;
+    return "^(" + ("(" + h + ":){7}" + h) + "|(" + h + ":){1,7}:" + "|(" + h + ":){1,6}:" + h + "|(" + h +
+           ":){1,5}(:" + h + "){1,2}" + "|(" + h + ":){1,4}(:" + h + "){1,3}" + "|(" + h + ":){1,3}(:" + h +
+           "){1,4}" + "|(" + h + ":){1,2}(:" + h + "){1,5}" + "|" + h + ":(:" + h + "){1,6}" + "|:((:" + h +
+           "){1,7}|:))$";
+  }
+  return std::nullopt;
+}
+
+ExprId JsonInteger(Grammar* g) {
+  return g->Sequence({g->Optional(g->Byte('-')),
+                      g->Choice({g->Byte('0'), g->Sequence({g->Bytes({{'1', '9'}}), g->Star(Digits(g))})})});
+}
+
+namespace {
+ExprId FractionExponent(Grammar* g) {
+  return g->Sequence(
+      {g->Optional(g->Sequence({g->Byte('.'), g->Plus(Digits(g))})),
+       g->Optional(g->Sequence({g->Bytes({{'E', 'E'}, {'e', 'e'}}),
+                                g->Optional(g->Bytes({{'+', '+'}, {'-', '-'}})), g->Plus(Digits(g))}))});
+}
+}  // namespace
+
+ExprId JsonNumber(Grammar* g) { return g->Sequence({JsonInteger(g), FractionExponent(g)}); }
+
+ExprId NonNegativeNumber(Grammar* g, bool strictly_positive) {
+  ExprId natural = g->Choice({g->Byte('0'), g->Sequence({g->Bytes({{'1', '9'}}), g->Star(Digits(g))})});
+  if (!strictly_positive) return g->Sequence({natural, FractionExponent(g)});
+  ExprId exponent =
+      g->Optional(g->Sequence({g->Bytes({{'E', 'E'}, {'e', 'e'}}),
+                               g->Optional(g->Bytes({{'+', '+'}, {'-', '-'}})), g->Plus(Digits(g))}));
+  // > 0: a non-zero integer part, or "0." followed by a non-zero digit somewhere.
+  ExprId positive_int = g->Sequence({g->Bytes({{'1', '9'}}), g->Star(Digits(g)),
+                                     g->Optional(g->Sequence({g->Byte('.'), g->Plus(Digits(g))}))});
+  ExprId small =
+      g->Sequence({g->Literal("0."), g->Star(g->Byte('0')), g->Bytes({{'1', '9'}}), g->Star(Digits(g))});
+  return g->Sequence({g->Choice({positive_int, small}), exponent});
+}
+
+ExprId IntegerRange(Grammar* g, std::optional<int64_t> lo, std::optional<int64_t> hi) {
+  std::vector<ExprId> alts;
+  // Negative part: -x with x in [max(1, -hi), -lo].
+  if (!lo || *lo < 0) {
+    int64_t neg_lo = (hi && *hi < 0) ? -*hi : 1;
+    std::optional<int64_t> neg_hi = lo ? std::optional<int64_t>(-*lo) : std::nullopt;
+    if (!neg_hi || neg_lo <= *neg_hi) {
+      alts.push_back(g->Sequence({g->Byte('-'), NonNegativeRange(g, neg_lo, neg_hi)}));
+    }
+  }
+  if (!hi || *hi >= 0) {
+    int64_t pos_lo = (lo && *lo > 0) ? *lo : 0;
+    if (!hi || pos_lo <= *hi) alts.push_back(NonNegativeRange(g, pos_lo, hi));
+  }
+  return g->Choice(std::move(alts));
+}
+
+RuleId AnyJsonValueRule(Grammar* g, ExprId ws) {
+  RuleId value = g->AddRule("json_value");
+  RuleId string = g->DefineRule("json_string", JsonString(g, 0, std::nullopt));
+  RuleId number = g->DefineRule("json_number", JsonNumber(g));
+  ExprId sep = g->Sequence({ws, g->Byte(','), ws});
+  ExprId member = g->Sequence({g->Ref(string), ws, g->Byte(':'), ws, g->Ref(value)});
+  RuleId object = g->DefineRule(
+      "json_object",
+      g->Sequence({g->Byte('{'), ws, g->Optional(g->Sequence({member, g->Star(g->Sequence({sep, member}))})),
+                   ws, g->Byte('}')}));
+  RuleId array = g->DefineRule(
+      "json_array",
+      g->Sequence({g->Byte('['), ws,
+                   g->Optional(g->Sequence({g->Ref(value), g->Star(g->Sequence({sep, g->Ref(value)}))})), ws,
+                   g->Byte(']')}));
+  g->SetBody(value, g->Choice({g->Ref(object), g->Ref(array), g->Ref(string), g->Ref(number),
+                               g->Literal("true"), g->Literal("false"), g->Literal("null")}));
+  return value;
+}
+
+}  // namespace deepinfer::grammar

@@ -1,0 +1,30 @@
+// Internal helpers of the JSON Schema front end (not a public API):
+// keyword tables, $ref resolution and allOf merging on ordered_json.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace deepinfer::grammar::json_schema_internal {
+
+using Json = nlohmann::ordered_json;
+
+// Keywords that never constrain an instance here (annotations, containers).
+bool IsAnnotation(const std::string& keyword);
+// True if `schema` has any keyword other than annotations.
+bool HasConstraints(const Json& schema);
+// Copy of `schema` without `keyword`.
+Json Without(const Json& schema, const std::string& keyword);
+
+// Resolves a local reference ("#", "#/$defs/a", "#/definitions/a/properties/b").
+StatusOr<const Json*> ResolveRef(const Json& root, const std::string& ref);
+
+// Schema accepting exactly the instances both accept, where expressible.
+// Nested subschemas are combined lazily as {"allOf": [a, b]}. Errors
+// (kUnimplemented) name the keyword that cannot be merged.
+StatusOr<Json> MergeSchemas(const Json& a, const Json& b);
+
+}  // namespace deepinfer::grammar::json_schema_internal

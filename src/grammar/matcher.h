@@ -1,0 +1,67 @@
+// GrammarMatcher: per-request state of constrained decoding.
+//
+// Feed it the tokens the sampler picked (AcceptToken); ask it which tokens
+// may come next (FillNextTokenBitmask); take tokens back after a rejected
+// speculative draft (Rollback). A token is allowed iff some string the
+// grammar accepts starts with (everything accepted so far + its bytes); EOS
+// ids are allowed iff everything accepted so far is a complete match.
+//
+// Cost: AcceptToken is O(token bytes x Earley set size). The mask is the
+// union of cached per-position masks plus a real parse of the few
+// "uncertain" tokens, sharing prefixes (see position_mask.h).
+//
+// Thread-safety: none (one matcher per request); the CompiledGrammar it
+// holds may be shared. Errors: a disallowed token returns false and leaves
+// the state unchanged.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "grammar/compiled_grammar.h"
+#include "grammar/earley.h"
+
+namespace deepinfer::grammar {
+
+class GrammarMatcher {
+ public:
+  explicit GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar);
+
+  // Consumes one token. EOS is accepted only when IsAccepting(); after it
+  // the matcher is terminated and accepts nothing more (until Rollback).
+  bool AcceptToken(int32_t token_id);
+  // Consumes raw bytes as one step (for tests and jump-forward text);
+  // counts as one token for Rollback.
+  bool AcceptBytes(std::string_view bytes);
+  // Undoes the last `num_tokens` accepted tokens (clamped to what exists).
+  void Rollback(int num_tokens);
+  void Reset();
+
+  // Writes vocab().mask_words() words: bit (id % 32) of word (id / 32) set
+  // iff token id is allowed next. A terminated matcher allows nothing.
+  void FillNextTokenBitmask(uint32_t* words);
+
+  bool IsAccepting() const { return !terminated_ && parser_.CanEnd(); }
+  bool IsTerminated() const { return terminated_; }
+  // True if no byte can follow (the only continuation is EOS).
+  bool IsCompleted() const;
+  size_t num_tokens() const { return history_.size(); }
+
+  const CompiledGrammar& grammar() const { return *grammar_; }
+
+ private:
+  // Checks candidate tokens (sorted indices, ascending) by real parsing.
+  void CheckCandidates(const std::vector<uint32_t>& sorted_indices, uint32_t* words);
+
+  std::shared_ptr<const CompiledGrammar> grammar_;
+  EarleyParser parser_;
+  // Per accepted token: number of Earley sets before it; kEosMark for EOS.
+  std::vector<size_t> history_;
+  bool terminated_ = false;
+  std::vector<uint32_t> positions_;   // scratch
+  std::vector<uint32_t> candidates_;  // scratch
+};
+
+}  // namespace deepinfer::grammar

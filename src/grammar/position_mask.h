@@ -1,0 +1,43 @@
+// Adaptive token-mask cache entry for one automaton state ("position").
+//
+// For a position p (a state inside rule R) every maskable token falls in one
+// of three classes, decided by running its bytes from p *without* any
+// context outside R (R's completion is only recorded, see
+// EarleyParser::ResetAtState):
+//   accepted  - all bytes consumed inside R (or R ends exactly at the
+//               token's end): allowed whatever the stack above R is;
+//   uncertain - R can end after k bytes, 1 <= k < length, and the rest would
+//               have to be matched by R's parents: checked per step;
+//   rejected  - everything else: never allowed from p.
+// Only tokens whose first byte is scanned by p's own byte edges are
+// considered: tokens starting inside a rule p predicts, or after R ends
+// before the token's first byte, are covered by the other positions of the
+// same Earley set (the predicted rules' starts and the parents advanced by
+// an empty completion are items of that set), so they are neither accepted
+// nor uncertain here.
+//
+// The matcher's mask is the union of `accepted` over the positions of the
+// current set plus the uncertain tokens that pass a real parse. Accepted is
+// stored as a bitset when large, as an id list when small.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "grammar/automaton.h"
+#include "grammar/earley.h"
+#include "grammar/vocabulary.h"
+
+namespace deepinfer::grammar {
+
+struct PositionMask {
+  std::vector<uint32_t> accepted_bits;  // vocab.mask_words() words, or empty
+  std::vector<int32_t> accepted_ids;    // used when accepted_bits is empty
+  std::vector<uint32_t> uncertain;      // indices into vocab.sorted_ids(), ascending
+};
+
+// Computes the entry for `state`. `scratch` is reused between calls.
+PositionMask ComputePositionMask(const GrammarAutomaton& automaton, const Vocabulary& vocab, uint32_t state,
+                                 EarleyParser* scratch);
+
+}  // namespace deepinfer::grammar

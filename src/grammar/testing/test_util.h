@@ -1,0 +1,114 @@
+// Helpers shared by the grammar tests: small vocabularies, full-string
+// checks, and the brute-force mask oracle.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "grammar/automaton.h"
+#include "grammar/compiled_grammar.h"
+#include "grammar/matcher.h"
+#include "grammar/vocabulary.h"
+
+namespace deepinfer::grammar::testing {
+
+// Every string over `alphabet` of length 1..max_len, then one EOS token.
+inline std::shared_ptr<const Vocabulary> AllStringsVocab(const std::string& alphabet, int max_len) {
+  std::vector<std::string> tokens;
+  std::vector<std::string> frontier = {""};
+  for (int len = 1; len <= max_len; ++len) {
+    std::vector<std::string> next;
+    for (const std::string& p : frontier) {
+      for (char c : alphabet) next.push_back(p + c);
+    }
+    tokens.insert(tokens.end(), next.begin(), next.end());
+    frontier = std::move(next);
+  }
+  tokens.push_back("<eos>");
+  int32_t eos = static_cast<int32_t>(tokens.size() - 1);
+  return std::make_shared<Vocabulary>(std::move(tokens), std::vector<int32_t>{eos});
+}
+
+inline std::shared_ptr<const CompiledGrammar> CompileOrDie(const Grammar& g,
+                                                           std::shared_ptr<const Vocabulary> v) {
+  Deadline deadline(5.0);
+  StatusOr<GrammarAutomaton> a = BuildAutomaton(g, BuildLimits{}, deadline);
+  EXPECT_TRUE(a.ok()) << a.status().ToString();
+  if (!a.ok()) return nullptr;
+  return std::make_shared<CompiledGrammar>(std::move(*a), std::move(v));
+}
+
+// Byte-level full match (no vocabulary needed beyond a dummy).
+inline bool Matches(const std::shared_ptr<const CompiledGrammar>& g, const std::string& s) {
+  GrammarMatcher m(g);
+  return m.AcceptBytes(s) && m.IsAccepting();
+}
+
+// Oracle: token t is allowed iff the byte parser accepts its bytes (the
+// grammar is trimmed, so a live parse can always be completed); EOS iff
+// the matcher is accepting.
+inline ::testing::AssertionResult MaskMatchesProbe(GrammarMatcher& m) {
+  const Vocabulary& v = m.grammar().vocab();
+  std::vector<uint32_t> mask(v.mask_words());
+  m.FillNextTokenBitmask(mask.data());
+  for (size_t id = 0; id < v.size(); ++id) {
+    bool in_mask = (mask[id >> 5] >> (id & 31)) & 1;
+    bool expect;
+    if (v.is_eos(static_cast<int32_t>(id))) {
+      expect = m.IsAccepting();
+    } else {
+      expect = m.AcceptToken(static_cast<int32_t>(id));
+      if (expect) m.Rollback(1);
+    }
+    if (in_mask != expect) {
+      return ::testing::AssertionFailure()
+             << "token " << id << " '" << v.token(static_cast<int32_t>(id)) << "': mask says " << in_mask
+             << ", probe says " << expect << " after " << m.num_tokens() << " tokens";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Random walk under the mask; checks the mask against the oracle at every
+// step and that rollback restores earlier masks. Returns the text produced.
+inline std::string RandomWalkChecked(const std::shared_ptr<const CompiledGrammar>& g, uint32_t seed,
+                                     int max_steps) {
+  std::mt19937 rng(seed);
+  GrammarMatcher m(g);
+  const Vocabulary& v = g->vocab();
+  std::vector<std::vector<uint32_t>> masks;
+  std::string text;
+  for (int step = 0; step < max_steps && !m.IsTerminated(); ++step) {
+    EXPECT_TRUE(MaskMatchesProbe(m)) << "seed " << seed << " text '" << text << "'";
+    std::vector<uint32_t> mask(v.mask_words());
+    m.FillNextTokenBitmask(mask.data());
+    masks.push_back(mask);
+    std::vector<int32_t> allowed;
+    for (size_t id = 0; id < v.size(); ++id) {
+      if ((mask[id >> 5] >> (id & 31)) & 1) allowed.push_back(static_cast<int32_t>(id));
+    }
+    if (allowed.empty()) {
+      ADD_FAILURE() << "dead end (no token allowed) after '" << text << "'";
+      break;
+    }
+    int32_t pick = allowed[rng() % allowed.size()];
+    EXPECT_TRUE(m.AcceptToken(pick));
+    if (!v.is_eos(pick)) text += v.token(pick);
+  }
+  // Rollback to a random earlier step must reproduce its mask.
+  if (!masks.empty()) {
+    size_t back = rng() % masks.size();
+    size_t target = masks.size() - 1 - back;  // step index to return to
+    m.Rollback(static_cast<int>(m.num_tokens() - target));
+    std::vector<uint32_t> mask(v.mask_words());
+    m.FillNextTokenBitmask(mask.data());
+    EXPECT_EQ(mask, masks[target]) << "rollback to step " << target;
+  }
+  return text;
+}
+
+}  // namespace deepinfer::grammar::testing

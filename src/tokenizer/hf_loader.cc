@@ -252,6 +252,28 @@ Status ParseConfig(const std::string& path, TokenizerData* data) {
   return Status::Ok();
 }
 
+// generation_config.json's eos_token_id (an id or a list of ids) names every
+// token that ends a generation — Llama 3 lists both <|end_of_text|> and
+// <|eot_id|> there, while tokenizer_config.json names only one.
+Status ParseGenerationConfig(const std::string& path, TokenizerData* data) {
+  DI_ASSIGN_OR_RETURN(json config, ParseJson(path));
+  Fields f(path);
+  if (!config.is_object()) return f.Error("(root)", "expected an object");
+  auto eos = config.find("eos_token_id");
+  if (eos == config.end() || eos->is_null()) return Status::Ok();
+  std::vector<json> ids = eos->is_array() ? eos->get<std::vector<json>>() : std::vector<json>{*eos};
+  const auto vocab = static_cast<int64_t>(data->pieces.size());
+  for (const json& v : ids) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= vocab) {
+      return f.Error("eos_token_id", "expected token ids in [0, " + std::to_string(vocab) + ")");
+    }
+    const auto id = static_cast<int32_t>(v.get<int64_t>());
+    if (data->eos_id < 0) data->eos_id = id;
+    if (id != data->eos_id) data->extra_eos_ids.push_back(id);
+  }
+  return Status::Ok();
+}
+
 StatusOr<TokenizerData> LoadHf(const std::string& path) {
   DI_ASSIGN_OR_RETURN(HfTokenizerJson doc, ReadHfTokenizerJson(path));
   const json& root = doc.rest;
@@ -292,6 +314,8 @@ StatusOr<TokenizerData> LoadHf(const std::string& path) {
   const std::filesystem::path config = std::filesystem::path(path).parent_path() / "tokenizer_config.json";
   std::error_code ec;
   if (std::filesystem::exists(config, ec)) DI_RETURN_IF_ERROR(ParseConfig(config.string(), &data));
+  const std::filesystem::path gen = std::filesystem::path(path).parent_path() / "generation_config.json";
+  if (std::filesystem::exists(gen, ec)) DI_RETURN_IF_ERROR(ParseGenerationConfig(gen.string(), &data));
   return data;
 }
 

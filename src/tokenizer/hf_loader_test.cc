@@ -78,6 +78,29 @@ TEST_F(HfLoaderTest, LoadsMinimalTokenizerWithStringAndPairMerges) {
   (void)path;
 }
 
+TEST_F(HfLoaderTest, GenerationConfigAddsEndOfGenerationIds) {
+  Write("tokenizer.json", Json(kModel));
+  Write("tokenizer_config.json", R"({"eos_token": "b"})");
+  Write("generation_config.json", R"({"bos_token_id": 0, "eos_token_id": [1, 5]})");
+  auto tok = Tokenizer::FromHfDir(dir_.string());
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  EXPECT_EQ((*tok)->eos_id(), 1);
+  EXPECT_TRUE((*tok)->IsEndOfGeneration(1));
+  EXPECT_TRUE((*tok)->IsEndOfGeneration(5));
+  EXPECT_FALSE((*tok)->IsEndOfGeneration(2));
+
+  // A single id works too, and sets EOS when tokenizer_config names none.
+  fs::remove(dir_ / "tokenizer_config.json");
+  Write("generation_config.json", R"({"eos_token_id": 3})");
+  tok = Tokenizer::FromHfDir(dir_.string());
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  EXPECT_EQ((*tok)->eos_id(), 3);
+
+  Write("generation_config.json", R"({"eos_token_id": [1, 99]})");
+  ExpectError(Tokenizer::FromHfDir(dir_.string()), StatusCode::kInvalidArgument,
+              {"generation_config.json", "eos_token_id"});
+}
+
 TEST_F(HfLoaderTest, ReadsGzipAndReportsTruncation) {
   const std::string json = Json(kModel);
   const std::string gz_path = (dir_ / "tokenizer.json.gz").string();

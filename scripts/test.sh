@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets up a fresh machine and runs every test: the Release build, then the
-# same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Sets up a fresh machine and runs every test: the Release build, the same
+# suite under AddressSanitizer + UndefinedBehaviorSanitizer, then a short
+# libFuzzer run of each parser (FUZZ_SECONDS each, default 20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -14,3 +15,6 @@ echo "== ASan+UBSan build and tests" >&2
 bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEEPINFER_SANITIZE=ON
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+echo "== libFuzzer smoke run of the untrusted-input parsers (GGUF, safetensors, grammars)" >&2
+bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Sets up a fresh machine and runs every test: the Release build, the same
-# suite under AddressSanitizer + UndefinedBehaviorSanitizer, then a short
-# libFuzzer run of each parser (FUZZ_SECONDS each, default 20).
+# Sets up a fresh machine and runs every test: the Release build and its
+# suite, a short libFuzzer run of each parser (FUZZ_SECONDS each, default 20),
+# then the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer
+# (last, so ctest's summary closes the output).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -11,10 +12,10 @@ echo "== Release build and tests" >&2
 bash scripts/build.sh build
 ctest --test-dir build --output-on-failure -j "$jobs"
 
+echo "== libFuzzer smoke run of the untrusted-input parsers (GGUF, safetensors, grammars)" >&2
+bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
+
 echo "== ASan+UBSan build and tests" >&2
 bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEEPINFER_SANITIZE=ON
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
-
-echo "== libFuzzer smoke run of the untrusted-input parsers (GGUF, safetensors, grammars)" >&2
-bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}"

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/utf8.h"
 #include "grammar/grammar.h"
 
 namespace deepinfer::grammar {
@@ -17,7 +18,7 @@ struct CodepointRange {
   uint32_t hi;  // inclusive
 };
 
-void AppendUtf8(uint32_t cp, std::string* out);
+using ::deepinfer::AppendUtf8;
 // Decodes one code point at *pos and advances it; false on malformed input.
 bool DecodeUtf8(std::string_view s, size_t* pos, uint32_t* cp);
 

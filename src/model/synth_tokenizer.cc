@@ -1,5 +1,7 @@
 #include "model/synth_tokenizer.h"
 
+#include "core/utf8.h"
+
 #include <cctype>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -57,15 +59,6 @@ std::vector<std::string> SplitChunks(const std::string& text) {
   return out;
 }
 
-void AppendUtf8(std::string& s, uint32_t cp) {
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else {  // every code point here is < 0x800
-    s += static_cast<char>(0xc0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3f));
-  }
-}
-
 }  // namespace
 
 // GPT-2's map: printable Latin-1 bytes ('!'..'~', '¡'..'¬', '®'..'ÿ') keep
@@ -79,7 +72,7 @@ std::string ByteLevelSpelling(uint8_t byte) {
     cp = 256 + static_cast<uint32_t>(rank);
   }
   std::string s;
-  AppendUtf8(s, cp);
+  AppendUtf8(cp, &s);
   return s;
 }
 

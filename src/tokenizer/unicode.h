@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/utf8.h"
+
 namespace deepinfer::unicode {
 
 // Length that a UTF-8 sequence starting with `lead` claims (1..4). Invalid
@@ -16,7 +18,7 @@ namespace deepinfer::unicode {
 size_t Utf8SequenceLength(uint8_t lead);
 
 // Appends the UTF-8 encoding of code point `cp` (must be <= 0x10FFFF).
-void AppendUtf8(uint32_t cp, std::string* out);
+using ::deepinfer::AppendUtf8;
 
 // Decodes the code point starting at text[*pos] and advances *pos past it.
 // Returns false (and advances by one byte) on an invalid or truncated sequence.

@@ -11,6 +11,8 @@ packages=(
   libpcre2-dev                          # Unicode pre-tokenizer regexes
   zlib1g-dev                            # tokenizer.json.gz
   python3 python3-numpy                 # independent NumPy reference in tests/reference
+  python3-jsonschema                    # independent validator for structured-output tests
+  libboost-dev                          # Boost.Beast/Asio: the HTTP server and bench-serve client
 )
 
 missing=()
@@ -24,4 +26,14 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Node.js + npm run the official `openai` client against the server in the
+# tests (the package itself is installed by tests/server/ into a cache folder).
+if ! command -v npm >/dev/null 2>&1; then
+  echo "install-deps: installing nodejs npm" >&2
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 fi

@@ -14,5 +14,9 @@ int RunGenerate(const Args& args);
 int RunScore(const Args& args);
 int RunInfo(const Args& args);
 int RunSynth(const Args& args);
+int RunServe(const Args& args);
+int RunBench(const Args& args);
+int RunBenchServe(const Args& args);
+int RunConstrain(const Args& args);
 
 }  // namespace deepinfer::tools

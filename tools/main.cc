@@ -19,11 +19,15 @@ const Command kCommands[] = {
     {"score", deepinfer::tools::RunScore, "print per-position log-probs of a token sequence (JSON lines)"},
     {"info", deepinfer::tools::RunInfo, "describe a checkpoint: architecture, hyper-parameters, dtypes, vocab"},
     {"synth", deepinfer::tools::RunSynth, "write a random-weight model of a named shape"},
+    {"serve", deepinfer::tools::RunServe, "run the OpenAI-compatible HTTP server"},
+    {"bench", deepinfer::tools::RunBench, "offline benchmark: prefill and decode tokens/s per batch size"},
+    {"bench-serve", deepinfer::tools::RunBenchServe, "load generator against a running server"},
+    {"constrain", deepinfer::tools::RunConstrain, "run the structured-output engine alone over a text"},
 };
 
 void PrintUsage(FILE* out) {
   std::fprintf(out, "usage: deepinfer COMMAND [flags]\n\ncommands:\n");
-  for (const auto& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  for (const auto& c : kCommands) std::fprintf(out, "  %-12s %s\n", c.name, c.summary);
   std::fprintf(out, "\nRun 'deepinfer COMMAND --help' for a command's flags.\n");
 }
 

@@ -21,6 +21,8 @@ enum class StatusCode {
   kUnimplemented,    // valid input that this build does not support
   kResourceExhausted,
   kInternal,
+  kUnavailable,  // not ready or shutting down (HTTP 503)
+  kOutOfRange,   // input longer than a configured limit (e.g. prompt > max_model_len)
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -52,6 +54,8 @@ inline Status DataLoss(std::string m) { return Status(StatusCode::kDataLoss, std
 inline Status Unimplemented(std::string m) { return Status(StatusCode::kUnimplemented, std::move(m)); }
 inline Status ResourceExhausted(std::string m) { return Status(StatusCode::kResourceExhausted, std::move(m)); }
 inline Status Internal(std::string m) { return Status(StatusCode::kInternal, std::move(m)); }
+inline Status Unavailable(std::string m) { return Status(StatusCode::kUnavailable, std::move(m)); }
+inline Status OutOfRange(std::string m) { return Status(StatusCode::kOutOfRange, std::move(m)); }
 
 // Holds either a value or a non-OK Status.
 template <typename T>

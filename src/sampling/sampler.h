@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 
@@ -21,6 +23,14 @@ struct SamplingParams {
   double top_p = 1.0;        // (0, 1]; 1 = off
   double min_p = 0.0;        // [0, 1]; 0 = off
   uint64_t seed = 0;
+  // Penalties over the tokens generated so far (vLLM/OpenAI semantics):
+  // repetition divides positive logits / multiplies negative ones of tokens
+  // seen in prompt or output; presence subtracts once per seen output token;
+  // frequency subtracts per occurrence in the output.
+  double repetition_penalty = 1.0;  // > 0; 1 = off
+  double presence_penalty = 0.0;    // [-2, 2]
+  double frequency_penalty = 0.0;   // [-2, 2]
+  std::vector<std::pair<int32_t, float>> logit_bias;  // added to the raw logits; ids < vocab
 
   // InvalidArgument naming the field when a value is out of range.
   Status Validate() const;

@@ -1,0 +1,47 @@
+// StructuredOutput: the one entry point the engine, the server and the CLI use
+// to turn a user's constraint (JSON Schema, regex, grammar, choice list, any
+// JSON object) into a TokenConstraint over a model's vocabulary.
+//
+// Usage:
+//   DI_ASSIGN_OR_RETURN(auto so, StructuredOutput::Create(token_bytes, eos_ids));
+//   StructuredOutputSpec spec{StructuredOutputSpec::Kind::kJsonSchema, schema_text};
+//   DI_ASSIGN_OR_RETURN(auto constraint, so->MakeConstraint(spec));  // per request
+//
+// Compiling is cached by (kind, text): a repeated schema costs one lookup.
+// Errors are InvalidArgument (malformed or unsupported constraint, with the
+// reason) or ResourceExhausted (compile time limit).
+//
+// Thread-safety: MakeConstraint may be called from several threads; each
+// returned constraint belongs to one request.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "sampling/token_constraint.h"
+
+namespace deepinfer {
+
+struct StructuredOutputSpec {
+  enum class Kind { kJsonSchema, kJsonObject, kRegex, kGbnf, kLark, kChoice };
+  Kind kind = Kind::kJsonObject;
+  std::string text;                  // schema / regex / grammar source
+  std::vector<std::string> choices;  // kChoice
+  bool any_whitespace = false;       // JSON: allow (bounded) whitespace between tokens
+};
+
+class StructuredOutput {
+ public:
+  // token_bytes[id] = the raw bytes token id contributes to the text ("" for
+  // special/control tokens that never match); eos_ids end generation.
+  static StatusOr<std::unique_ptr<StructuredOutput>> Create(std::vector<std::string> token_bytes,
+                                                             std::vector<int32_t> eos_ids);
+  virtual ~StructuredOutput() = default;
+  virtual StatusOr<std::unique_ptr<TokenConstraint>> MakeConstraint(const StructuredOutputSpec& spec) = 0;
+  virtual int64_t vocab_size() const = 0;
+};
+
+}  // namespace deepinfer

@@ -13,6 +13,7 @@
 
 #include "grammar/automaton.h"
 #include "grammar/compiled_grammar.h"
+#include "grammar/compiler.h"
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 #include "grammar/lark.h"
@@ -78,7 +79,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   StatusOr<Grammar> g = Status(InvalidArgument("unset"));
-  switch (data[0] % 5) {
+  switch (data[0] % 6) {
     case 0:
       g = RegexToGrammar(text);
       break;
@@ -95,9 +96,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 3:
       g = GbnfToGrammar(text);
       break;
-    default:
+    case 4:
       g = LarkToGrammar(text);
       break;
+    default: {
+      // choice: the text split at NUL bytes.
+      std::vector<std::string> choices(1);
+      for (char c : text) {
+        if (c == '\0') {
+          choices.emplace_back();
+        } else {
+          choices.back() += c;
+        }
+      }
+      g = ChoiceToGrammar(choices);
+      break;
+    }
   }
   if (!g.ok()) return 0;
   BuildLimits limits;
@@ -119,6 +133,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if ((mask[id >> 5] >> (id & 31)) & 1) allowed.push_back(static_cast<int32_t>(id));
     }
     if (allowed.empty()) break;
+    // Jump-forward bytes must be accepted and leave the state as it was.
+    std::string forced = m.ForcedBytes(64);
+    if (!forced.empty()) {
+      if (!m.AcceptBytes(forced)) __builtin_trap();
+      m.Rollback(1);
+    }
     int32_t id = allowed[pick++ % allowed.size()];
     if (!m.AcceptToken(id)) __builtin_trap();  // the mask promised this token
     if (step == 5) m.Rollback(2);

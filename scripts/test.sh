@@ -15,6 +15,12 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 echo "== libFuzzer smoke run of the untrusted-input parsers (GGUF, safetensors, grammars)" >&2
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
 
+echo "== ThreadSanitizer build of the threaded engine and its scheduler" >&2
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEEPINFER_SANITIZE_THREAD=ON >/dev/null
+cmake --build build-tsan --target engine_test scheduler_test
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  ctest --test-dir build-tsan --output-on-failure -j "$jobs" -R '^(EngineTest|Scheduler)'
+
 echo "== ASan+UBSan build and tests" >&2
 bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEEPINFER_SANITIZE=ON
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -1,13 +1,180 @@
-// Placeholder until this subcommand lands (owned by its issue's work).
-#include <cstdio>
+// deepinfer bench: offline throughput of the forward pass (prefill, time to
+// first token, decode at several batch sizes), see tools/bench_runner.h for
+// what is timed. Human table on stdout, progress on stderr, optional JSON and
+// PNG plot.
+#include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/log.h"
+#include "core/thread_pool.h"
+#include "model/model.h"
+#include "model/weights.h"
+#include "tools/bench_report.h"
+#include "tools/bench_runner.h"
 #include "tools/commands.h"
+#include "tools/flags.h"
 
 namespace deepinfer::tools {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: deepinfer bench --model PATH [--prompt-tokens 512] [--gen-tokens 128] [--batch 1,4,16,64]\n"
+    "         [--threads N] [--rounds R] [--prefill-chunk 512] [--shared-prompt] [--seed S]\n"
+    "         [--json FILE] [--plot FILE.png]\n"
+    "  --shared-prompt: all sequences of a batch share the prompt's KV blocks (like a prefix-cache hit)\n";
+
+struct BenchOptions {
+  std::string model_path, json_path, plot_path;
+  int threads = 0;
+  BenchConfig config;
+};
+
+StatusOr<std::vector<int64_t>> ParseBatchList(const std::string& text) {
+  std::vector<int64_t> out;
+  std::set<int64_t> seen;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || v < 1 || v > 4096) {
+      return InvalidArgument("--batch: '" + item + "' is not a batch size in [1, 4096] (use e.g. 1,4,16,64)");
+    }
+    if (seen.insert(v).second) out.push_back(v);
+  }
+  if (out.empty()) return InvalidArgument("--batch: no batch sizes given");
+  return out;
+}
+
+StatusOr<BenchOptions> ParseOptions(const Args& args) {
+  Flags flags({"model", "prompt-tokens", "gen-tokens", "batch", "threads", "json", "plot", "rounds",
+               "prefill-chunk", "seed"},
+              {"shared-prompt", "help"});
+  DI_RETURN_IF_ERROR(flags.Parse(args));
+  if (flags.Has("help")) return InvalidArgument(kUsage);
+  BenchOptions o;
+  DI_ASSIGN_OR_RETURN(o.model_path, flags.Required("model"));
+  BenchConfig& c = o.config;
+  DI_ASSIGN_OR_RETURN(c.prompt_tokens, flags.GetInt("prompt-tokens", 512));
+  if (c.prompt_tokens < 1 || c.prompt_tokens > (1 << 20)) return InvalidArgument("--prompt-tokens must be in [1, 1048576]");
+  DI_ASSIGN_OR_RETURN(c.gen_tokens, flags.GetInt("gen-tokens", 128));
+  if (c.gen_tokens < 1 || c.gen_tokens > (1 << 20)) return InvalidArgument("--gen-tokens must be in [1, 1048576]");
+  DI_ASSIGN_OR_RETURN(c.batches, ParseBatchList(flags.GetString("batch", "1,4,16,64")));
+  DI_ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
+  if (threads < 0 || threads > 1024) return InvalidArgument("--threads must be in [0, 1024]");
+  o.threads = static_cast<int>(threads);
+  DI_ASSIGN_OR_RETURN(c.rounds, flags.GetInt("rounds", 1));
+  if (c.rounds < 1 || c.rounds > 1000) return InvalidArgument("--rounds must be in [1, 1000]");
+  DI_ASSIGN_OR_RETURN(c.prefill_chunk, flags.GetInt("prefill-chunk", 512));
+  if (c.prefill_chunk < 1 || c.prefill_chunk > (1 << 16)) return InvalidArgument("--prefill-chunk must be in [1, 65536]");
+  DI_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", 1));
+  if (seed < 0) return InvalidArgument("--seed must be >= 0");
+  c.seed = static_cast<uint64_t>(seed);
+  c.shared_prompt = flags.Has("shared-prompt");
+  o.json_path = flags.GetString("json");
+  o.plot_path = flags.GetString("plot");
+  if (flags.Has("json") && o.json_path.empty()) return InvalidArgument("--json needs a file name");
+  if (flags.Has("plot") && o.plot_path.empty()) return InvalidArgument("--plot needs a file name");
+  return o;
+}
+
+// A one-line progress bar redrawn in place on a terminal; on a pipe, one line
+// per finished phase.
+class ProgressBar {
+ public:
+  ProgressBar() : tty_(isatty(STDERR_FILENO) == 1) {}
+  void Update(const std::string& phase, int64_t done, int64_t total) {
+    if (tty_) {
+      constexpr int kWidth = 30;
+      const int filled = total > 0 ? static_cast<int>(kWidth * done / total) : kWidth;
+      std::fprintf(stderr, "\r[%s%s] %-20s %lld/%lld", std::string(filled, '#').c_str(),
+                   std::string(kWidth - filled, ' ').c_str(), phase.c_str(), static_cast<long long>(done),
+                   static_cast<long long>(total));
+      if (done == total) std::fputc('\n', stderr);
+    } else if (done == total) {
+      std::fprintf(stderr, "bench: %s done (%lld steps)\n", phase.c_str(), static_cast<long long>(total));
+    }
+    std::fflush(stderr);
+  }
+
+ private:
+  bool tty_;
+};
+
+void DescribeWeights(const LoadedModel& loaded, BenchReport& r) {
+  const WeightStore& store = *loaded.weights;
+  const TensorView* embedding = store.Find(WeightName(store.naming(), TensorRole::kTokenEmbedding));
+  const TensorView* output = store.Find(WeightName(store.naming(), TensorRole::kOutput));
+  const TensorView* q0 = store.Find(WeightName(store.naming(), TensorRole::kQ, 0));
+  for (const TensorView* t : store.All()) r.weight_bytes += t->nbytes;
+  // A decode step reads one embedding row, but the whole LM head, which is
+  // the embedding matrix itself when the two are tied.
+  const bool tied = loaded.model->config().tie_word_embeddings || output == nullptr;
+  r.weight_bytes_per_token = r.weight_bytes - (embedding != nullptr && !tied ? embedding->nbytes : 0);
+  r.dtype = q0 != nullptr ? DTypeName(q0->dtype) : "?";
+  r.arch = loaded.model->config().arch;
+}
+
+}  // namespace
 
 int RunBench(const Args& args) {
-  std::fprintf(stderr, "deepinfer: this command is not available in this build yet\n");
-  return 2;
+  auto options = ParseOptions(args);
+  if (!options.ok()) {
+    if (options.status().message() == kUsage) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    return Fail("bench", options.status().message(), 2);
+  }
+  SetLogLevel(LogLevel::kWarning);
+  LoadOptions load;
+  load.num_threads = options->threads;
+  load.load_tokenizer = false;
+  auto loaded = LoadModel(options->model_path, load);
+  if (!loaded.ok()) return Fail("bench", loaded.status().message());
+  if (Status st = ValidateBenchConfig(options->config, loaded->model->config()); !st.ok()) {
+    return Fail("bench", st.message(), 2);
+  }
+  // Fail before a long run, not after it, when an output cannot be written.
+  for (const std::string& path : {options->json_path, options->plot_path}) {
+    if (!path.empty() && !std::ofstream(path, std::ios::app)) {
+      return Fail("bench", "cannot open '" + path + "' for writing", 2);
+    }
+  }
+
+  BenchReport report;
+  report.model_path = options->model_path;
+  report.threads = options->threads > 0 ? options->threads : ThreadPool::DefaultThreadCount();
+  report.config = options->config;
+  DescribeWeights(*loaded, report);
+
+  ProgressBar bar;
+  auto result = RunBench(*loaded->model, options->config,
+                         [&](const std::string& phase, int64_t done, int64_t total) { bar.Update(phase, done, total); });
+  if (!result.ok()) return Fail("bench", result.status().message());
+  report.result = std::move(*result);
+  report.peak_rss_bytes = PeakRssBytes();
+  ReadLoadAverage(report.load_avg);
+
+  std::fputs(FormatBenchTable(report).c_str(), stdout);
+  if (!options->json_path.empty()) {
+    std::ofstream out(options->json_path);
+    out << FormatBenchJson(report);
+    if (!out) return Fail("bench", "cannot write --json file '" + options->json_path + "'");
+  }
+  if (!options->plot_path.empty()) {
+    if (Status st = WriteBenchPlot(report, options->plot_path); !st.ok()) return Fail("bench", st.message());
+  }
+  return 0;
 }
 
 }  // namespace deepinfer::tools

@@ -4,6 +4,13 @@
 // decoded one at a time with the sampler; text streams to stdout through the
 // incremental detokenizer, so a multi-byte character split across tokens is
 // never printed half-way. Diagnostics go to stderr.
+//
+// Structured output (--json-schema/--json-object/--regex/--grammar/--choice,
+// see tools/structured_flags.h): before each sampled token the constraint's
+// mask sets disallowed logits to -inf; when the constraint admits exactly one
+// continuation its tokens are appended without sampling (jump-forward, one
+// forward pass for all of them); EOS is allowed only where the output may
+// end, and generation stops as soon as nothing but EOS may follow.
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -13,9 +20,11 @@
 #include "core/log.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
+#include "sampling/token_constraint.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
+#include "tools/structured_flags.h"
 
 namespace deepinfer::tools {
 namespace {
@@ -23,7 +32,9 @@ namespace {
 constexpr const char* kUsage =
     "usage: deepinfer generate --model PATH (--prompt TEXT | --prompt-file F) [--max-tokens N]\n"
     "         [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--threads N]\n"
-    "         [--prefill-chunk N] [--ignore-eos] [--verbose]\n";
+    "         [--prefill-chunk N] [--ignore-eos] [--verbose]\n"
+    "         [--json-schema F|JSON | --json-object | --regex R | --grammar F | --choice A,B]\n"
+    "         [--any-whitespace]\n";
 
 constexpr int64_t kBlockSize = 16;
 
@@ -36,12 +47,17 @@ struct GenerateOptions {
   bool ignore_eos = false;
   bool verbose = false;
   SamplingParams sampling;
+  bool constrained = false;
+  StructuredOutputSpec structured;
 };
 
 StatusOr<GenerateOptions> ParseOptions(const Args& args) {
-  Flags flags({"model", "prompt", "prompt-file", "max-tokens", "temperature", "top-k", "top-p", "min-p",
-               "seed", "threads", "prefill-chunk"},
-              {"ignore-eos", "verbose", "help"});
+  std::set<std::string> value_flags = {"model", "prompt", "prompt-file", "max-tokens", "temperature", "top-k",
+                                       "top-p", "min-p", "seed", "threads", "prefill-chunk"};
+  std::set<std::string> bool_flags = {"ignore-eos", "verbose", "help"};
+  value_flags.insert(StructuredValueFlags().begin(), StructuredValueFlags().end());
+  bool_flags.insert(StructuredBoolFlags().begin(), StructuredBoolFlags().end());
+  Flags flags(value_flags, bool_flags);
   DI_RETURN_IF_ERROR(flags.Parse(args));
   if (flags.Has("help")) return InvalidArgument(kUsage);
   GenerateOptions o;
@@ -79,12 +95,14 @@ StatusOr<GenerateOptions> ParseOptions(const Args& args) {
   DI_RETURN_IF_ERROR(o.sampling.Validate().WithContext("bad sampling flag"));
   o.ignore_eos = flags.Has("ignore-eos");
   o.verbose = flags.Has("verbose");
+  DI_ASSIGN_OR_RETURN(o.structured, ParseStructuredFlags(flags, &o.constrained));
+  if (o.constrained && o.ignore_eos) return InvalidArgument("--ignore-eos cannot be combined with a constraint");
   return o;
 }
 
 // Runs prefill + decode; streams text to stdout. Returns the number of
 // generated tokens.
-StatusOr<int64_t> Generate(const GenerateOptions& o, LoadedModel& loaded) {
+StatusOr<int64_t> Generate(const GenerateOptions& o, LoadedModel& loaded, TokenConstraint* constraint) {
   Model& model = *loaded.model;
   const Tokenizer& tok = *loaded.tokenizer;
   const ModelConfig& cfg = model.config();
@@ -119,26 +137,60 @@ StatusOr<int64_t> Generate(const GenerateOptions& o, LoadedModel& loaded) {
   IncrementalDetokenizer detok(tok);
   int64_t pos = static_cast<int64_t>(prompt.size());
   int64_t generated = 0;
+  std::vector<uint32_t> allowed(static_cast<size_t>((cfg.vocab_size + 31) / 32));
   while (generated < o.max_tokens) {
-    int32_t next = SampleToken(logits.data(), cfg.vocab_size, o.sampling, static_cast<uint64_t>(pos));
-    if (!o.ignore_eos && tok.IsEndOfGeneration(next)) break;
-    ++generated;
-    std::string piece = detok.Push(next);
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    // Jump-forward: tokens the constraint forces are appended unsampled.
+    std::vector<int32_t> step_tokens;
+    if (constraint) step_tokens = constraint->ForcedTokens();
+    if (step_tokens.empty()) {
+      if (constraint) {
+        constraint->FillAllowedMask(allowed.data(), cfg.vocab_size);
+        ApplyAllowedMask(allowed.data(), logits.data(), cfg.vocab_size);
+      }
+      step_tokens = {SampleToken(logits.data(), cfg.vocab_size, o.sampling, static_cast<uint64_t>(pos))};
+    }
+    // Never past max-tokens or the context.
+    const int64_t room = std::min(o.max_tokens - generated, capacity - pos);
+    if (static_cast<int64_t>(step_tokens.size()) > room) step_tokens.resize(static_cast<size_t>(std::max<int64_t>(room, 1)));
+    bool end = false;
+    for (int32_t next : step_tokens) {
+      if (constraint && !constraint->Accept(next)) {
+        return Internal("structured output: no token is allowed after " + std::to_string(generated) +
+                        " generated tokens");
+      }
+      if (!o.ignore_eos && tok.IsEndOfGeneration(next)) {
+        end = true;
+        break;
+      }
+      ++generated;
+      std::string piece = detok.Push(next);
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+    }
     std::fflush(stdout);
-    if (generated == o.max_tokens || pos + 1 >= capacity) break;
+    if (end || (constraint && constraint->IsComplete())) break;
+    if (generated == o.max_tokens || pos + static_cast<int64_t>(step_tokens.size()) >= capacity) break;
     ForwardBatch batch;
     SequenceChunk step;
-    step.tokens = {next};
+    step.tokens = step_tokens;
     step.start_pos = pos;
     step.block_table = block_table;
     batch.seqs.push_back(std::move(step));
+    step.logits = SequenceChunk::Logits::kLast;
     DI_RETURN_IF_ERROR(model.Forward(batch, kv, logits.data()));
-    ++pos;
+    pos += static_cast<int64_t>(step_tokens.size());
   }
   std::string tail = detok.Flush();
   std::fwrite(tail.data(), 1, tail.size(), stdout);
   std::fflush(stdout);
+  if (constraint && !constraint->IsComplete()) {
+    std::vector<uint32_t> mask(allowed.size());
+    constraint->FillAllowedMask(mask.data(), cfg.vocab_size);
+    bool may_end = false;
+    for (int32_t id = 0; id < cfg.vocab_size && !may_end; ++id) {
+      may_end = tok.IsEndOfGeneration(id) && ((mask[id >> 5] >> (id & 31)) & 1u);
+    }
+    if (!may_end) DI_LOG_WARN("stopped before the output matched the constraint (raise --max-tokens)");
+  }
   if (generated < o.max_tokens && pos + 1 >= capacity) {
     DI_LOG_WARN("stopped at the model's context length (%lld tokens)", static_cast<long long>(cfg.max_position));
   }
@@ -164,7 +216,15 @@ int RunGenerate(const Args& args) {
   if (!loaded->tokenizer) {
     return Fail("generate", options->model_path + ": checkpoint has no tokenizer (tokenizer.json); use 'score' with token ids");
   }
-  auto generated = Generate(*options, *loaded);
+  std::unique_ptr<TokenConstraint> constraint;
+  if (options->constrained) {
+    auto so = StructuredOutputFor(*loaded->tokenizer);
+    if (!so.ok()) return Fail("generate", so.status().message());
+    auto made = (*so)->MakeConstraint(options->structured);
+    if (!made.ok()) return Fail("generate", "bad constraint: " + made.status().message(), 2);
+    constraint = std::move(*made);
+  }
+  auto generated = Generate(*options, *loaded, constraint.get());
   if (!generated.ok()) return Fail("generate", generated.status().message());
   return 0;
 }

@@ -1,13 +1,264 @@
-// Placeholder until this subcommand lands (owned by its issue's work).
+// deepinfer serve: loads a checkpoint, starts the Engine and the
+// OpenAI-compatible HTTP server (src/server), prints
+// "listening on http://HOST:PORT" once /health answers 200, and on SIGTERM /
+// SIGINT stops accepting, drains live requests and exits 0.
+//
+// Signals: SIGINT/SIGTERM are blocked in every thread (the mask is set before
+// any thread starts) and taken synchronously with sigwait on this thread, so
+// no handler runs inside the engine or the I/O threads.
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
 
+#include "core/log.h"
+#include "model/model.h"
+#include "server/api_service.h"
+#include "server/http_server.h"
+#include "tokenizer/tokenizer.h"
 #include "tools/commands.h"
+#include "tools/flags.h"
+#ifdef DI_HAVE_ENGINE
+#include "engine/engine.h"
+#endif
+#ifdef DI_HAVE_CHAT_TEMPLATE
+#include "tokenizer/chat_template.h"
+#endif
 
 namespace deepinfer::tools {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: deepinfer serve --model PATH [--host 127.0.0.1] [--port 8000] [--api-key KEY]\n"
+    "         [--served-model-name NAME] [--max-num-seqs N] [--max-model-len L]\n"
+    "         [--max-num-batched-tokens T] [--kv-cache-memory BYTES] [--block-size 16] [--threads N]\n"
+    "         [--no-prefix-cache] [--no-async-scheduling] [--batch-invariant]\n"
+    "         [--speculative-method mtp|ngram|draft --num-speculative-tokens K]\n"
+    "         [--chat-template FILE] [--scheduling-policy fcfs|priority] [--max-waiting-requests N]\n"
+    "         [--io-threads N] [--max-body-bytes N] [--verbose]\n";
+
+struct ServeOptions {
+  std::string model_path;
+  std::string chat_template_file;
+  int threads = 0;
+  bool batch_invariant = false;
+  std::string speculative_method;
+  server::HttpServerOptions http;
+  server::ServiceOptions service;
+#ifdef DI_HAVE_ENGINE
+  EngineConfig engine;
+#endif
+  bool verbose = false;
+};
+
+// "123", "64M", "2G", "512KiB" -> bytes.
+StatusOr<int64_t> ParseBytes(const std::string& flag, const std::string& text) {
+  size_t pos = 0;
+  while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
+  if (pos == 0 || pos > 15) return InvalidArgument("--" + flag + ": '" + text + "' is not a byte count (e.g. 512M)");
+  int64_t value = std::stoll(text.substr(0, pos));
+  std::string unit = text.substr(pos);
+  int64_t scale = 1;
+  if (unit == "" || unit == "B") scale = 1;
+  else if (unit == "K" || unit == "KB" || unit == "KiB") scale = int64_t{1} << 10;
+  else if (unit == "M" || unit == "MB" || unit == "MiB") scale = int64_t{1} << 20;
+  else if (unit == "G" || unit == "GB" || unit == "GiB") scale = int64_t{1} << 30;
+  else return InvalidArgument("--" + flag + ": unknown unit in '" + text + "' (K, M, G)");
+  return value * scale;
+}
+
+StatusOr<ServeOptions> ParseOptions(const Args& args) {
+  Flags flags({"model", "host", "port", "api-key", "served-model-name", "max-num-seqs", "max-model-len",
+               "max-num-batched-tokens", "kv-cache-memory", "block-size", "threads", "speculative-method",
+               "num-speculative-tokens", "chat-template", "scheduling-policy", "max-waiting-requests", "io-threads",
+               "max-body-bytes"},
+              {"no-prefix-cache", "no-async-scheduling", "batch-invariant", "verbose", "help"});
+  DI_RETURN_IF_ERROR(flags.Parse(args));
+  if (flags.Has("help")) return InvalidArgument(kUsage);
+  ServeOptions o;
+  DI_ASSIGN_OR_RETURN(o.model_path, flags.Required("model"));
+  o.http.host = flags.GetString("host", "127.0.0.1");
+  DI_ASSIGN_OR_RETURN(int64_t port, flags.GetInt("port", 8000));
+  if (port < 0 || port > 65535) return InvalidArgument("--port must be in [0, 65535]");
+  o.http.port = static_cast<uint16_t>(port);
+  DI_ASSIGN_OR_RETURN(int64_t io_threads, flags.GetInt("io-threads", 4));
+  if (io_threads < 1 || io_threads > 64) return InvalidArgument("--io-threads must be in [1, 64]");
+  o.http.io_threads = static_cast<int>(io_threads);
+  if (flags.Has("max-body-bytes")) {
+    DI_ASSIGN_OR_RETURN(o.http.max_body_bytes, ParseBytes("max-body-bytes", flags.GetString("max-body-bytes")));
+    if (o.http.max_body_bytes < 1) return InvalidArgument("--max-body-bytes must be >= 1");
+  }
+  o.service.api_key = flags.GetString("api-key");
+  if (flags.Has("api-key") && o.service.api_key.empty()) return InvalidArgument("--api-key must not be empty");
+  o.service.served_model_name = flags.GetString("served-model-name", o.model_path);
+  if (o.service.served_model_name.empty()) return InvalidArgument("--served-model-name must not be empty");
+  o.chat_template_file = flags.GetString("chat-template");
+  DI_ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
+  if (threads < 0 || threads > 1024) return InvalidArgument("--threads must be in [0, 1024]");
+  o.threads = static_cast<int>(threads);
+  o.batch_invariant = flags.Has("batch-invariant");
+  o.verbose = flags.Has("verbose");
+  o.speculative_method = flags.GetString("speculative-method");
+  if (!o.speculative_method.empty() && o.speculative_method != "mtp" && o.speculative_method != "ngram" &&
+      o.speculative_method != "draft") {
+    return InvalidArgument("--speculative-method must be mtp, ngram or draft");
+  }
+  DI_ASSIGN_OR_RETURN(int64_t spec_tokens, flags.GetInt("num-speculative-tokens", 0));
+  if (spec_tokens < 0 || spec_tokens > 64) return InvalidArgument("--num-speculative-tokens must be in [0, 64]");
+  if (spec_tokens > 0 && o.speculative_method.empty()) {
+    return InvalidArgument("--num-speculative-tokens needs --speculative-method");
+  }
+  if (!o.speculative_method.empty() && spec_tokens == 0) {
+    return InvalidArgument("--speculative-method needs --num-speculative-tokens K (K >= 1)");
+  }
+#ifdef DI_HAVE_ENGINE
+  EngineConfig& e = o.engine;
+  DI_ASSIGN_OR_RETURN(int64_t max_num_seqs, flags.GetInt("max-num-seqs", e.scheduler.max_num_seqs));
+  if (max_num_seqs < 1 || max_num_seqs > (1 << 20)) return InvalidArgument("--max-num-seqs must be in [1, 1048576]");
+  e.scheduler.max_num_seqs = static_cast<int32_t>(max_num_seqs);
+  DI_ASSIGN_OR_RETURN(e.scheduler.max_model_len, flags.GetInt("max-model-len", 0));  // 0: the model's context
+  DI_ASSIGN_OR_RETURN(e.scheduler.max_num_batched_tokens,
+                      flags.GetInt("max-num-batched-tokens", e.scheduler.max_num_batched_tokens));
+  if (flags.Has("kv-cache-memory")) {
+    DI_ASSIGN_OR_RETURN(e.kv_cache_memory_bytes, ParseBytes("kv-cache-memory", flags.GetString("kv-cache-memory")));
+  }
+  DI_ASSIGN_OR_RETURN(int64_t block_size, flags.GetInt("block-size", 16));
+  if (block_size < 1 || block_size > 1024) return InvalidArgument("--block-size must be in [1, 1024]");
+  e.block_size = static_cast<int32_t>(block_size);
+  e.enable_prefix_cache = !flags.Has("no-prefix-cache");
+  e.async_scheduling = !flags.Has("no-async-scheduling");
+  e.scheduler.max_num_speculative_tokens = static_cast<int32_t>(spec_tokens);
+  std::string policy = flags.GetString("scheduling-policy", "fcfs");
+  if (policy == "fcfs") e.scheduler.policy = SchedulingPolicy::kFcfs;
+  else if (policy == "priority") e.scheduler.policy = SchedulingPolicy::kPriority;
+  else return InvalidArgument("--scheduling-policy must be fcfs or priority");
+  DI_ASSIGN_OR_RETURN(int64_t max_waiting, flags.GetInt("max-waiting-requests", e.max_waiting_requests));
+  if (max_waiting < 1 || max_waiting > (1 << 24)) return InvalidArgument("--max-waiting-requests must be >= 1");
+  e.max_waiting_requests = static_cast<int32_t>(max_waiting);
+#endif
+  return o;
+}
+
+#ifdef DI_HAVE_ENGINE
+StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot read '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The chat renderer: --chat-template FILE, else the checkpoint's template,
+// else the documented fallback format (with a notice).
+StatusOr<server::ChatPromptRenderer> MakeChatRenderer(const ServeOptions& o, const LoadedModel& loaded) {
+#ifdef DI_HAVE_CHAT_TEMPLATE
+  std::optional<std::string> source;
+  std::string origin;
+  if (!o.chat_template_file.empty()) {
+    DI_ASSIGN_OR_RETURN(std::string text, ReadFile(o.chat_template_file));
+    source = std::move(text);
+    origin = o.chat_template_file;
+  } else {
+    auto from_model = ChatTemplate::SourceFromModelFiles(loaded.format, loaded.path);
+    if (!from_model.ok()) {
+      DI_LOG_WARN("reading the checkpoint's chat template failed (%s)", from_model.status().message().c_str());
+    } else if (from_model->has_value()) {
+      source = std::move(**from_model);
+      origin = "the checkpoint";
+    }
+  }
+  std::shared_ptr<ChatTemplate> tmpl;
+  if (source) {
+    auto parsed = ChatTemplate::FromSource(*source);
+    if (!parsed.ok()) {
+      if (!o.chat_template_file.empty()) return parsed.status().WithContext("--chat-template " + origin);
+      std::fprintf(stderr, "deepinfer serve: the chat template of the checkpoint is not supported (%s); "
+                   "using the fallback chat format\n", parsed.status().message().c_str());
+    } else {
+      tmpl = std::make_shared<ChatTemplate>(std::move(parsed).value());
+    }
+  } else {
+    std::fprintf(stderr, "deepinfer serve: the checkpoint has no chat template; using the fallback chat format "
+                 "(<|role|>\\ncontent\\n ... <|assistant|>\\n)\n");
+  }
+  if (!tmpl) tmpl = std::make_shared<ChatTemplate>(ChatTemplate::Fallback());
+  ChatRenderOptions render;
+  const TokenizerData& data = loaded.tokenizer->data();
+  auto piece = [&](int32_t id) { return id >= 0 && id < static_cast<int32_t>(data.pieces.size()) ? data.pieces[id] : ""; };
+  render.bos_token = piece(data.bos_id);
+  render.eos_token = piece(data.eos_id);
+  return server::ChatPromptRenderer([tmpl, render](const std::vector<ChatMessage>& messages) {
+    return tmpl->Render(messages, render);
+  });
+#else
+  if (!o.chat_template_file.empty()) return Unimplemented("--chat-template: chat templates are not in this build");
+  std::fprintf(stderr, "deepinfer serve: chat templates are not in this build; using the fallback chat format\n");
+  return server::ChatPromptRenderer();
+#endif
+}
+
+int Serve(ServeOptions o) {
+  // Before any thread exists, so every thread inherits the blocked mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a client that vanished must not kill the server
+
+  if (o.batch_invariant) setenv("DEEPINFER_BATCH_INVARIANT", "1", 1);  // the seed system's switch
+  LoadOptions load;
+  load.num_threads = o.threads;
+  auto loaded = LoadModel(o.model_path, load);
+  if (!loaded.ok()) return Fail("serve", loaded.status().message());
+  if (!loaded->tokenizer) return Fail("serve", o.model_path + ": checkpoint has no tokenizer");
+  auto renderer = MakeChatRenderer(o, *loaded);
+  if (!renderer.ok()) return Fail("serve", renderer.status().message());
+  o.service.chat_renderer = std::move(*renderer);
+  if (o.engine.scheduler.max_model_len <= 0) o.engine.scheduler.max_model_len = loaded->model->config().max_position;
+  if (Status s = o.engine.Validate(); !s.ok()) return Fail("serve", s.message());
+
+  auto engine = Engine::Create(std::move(*loaded), o.engine);
+  if (!engine.ok()) return Fail("serve", engine.status().message());
+  server::ApiService service(**engine, o.service);
+  server::HttpServer http(service, o.http);
+  if (Status s = http.Start(); !s.ok()) return Fail("serve", s.message());
+  service.SetReady(true);
+  std::printf("listening on http://%s:%u\n", o.http.host.c_str(), static_cast<unsigned>(http.port()));
+  std::fflush(stdout);
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  std::fprintf(stderr, "deepinfer serve: %s received; draining\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  http.StopAccepting();
+  service.BeginShutdown();
+  (*engine)->Shutdown(/*drain=*/true);
+  // Let the last bytes of finished responses reach their clients.
+  if (!http.WaitIdle(std::chrono::seconds(30))) DI_LOG_WARN("some responses were still being written at exit");
+  http.Stop();
+  return 0;
+}
+#endif
+
+}  // namespace
 
 int RunServe(const Args& args) {
-  std::fprintf(stderr, "deepinfer: this command is not available in this build yet\n");
-  return 2;
+  auto options = ParseOptions(args);
+  if (!options.ok()) {
+    if (options.status().message() == kUsage) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    return Fail("serve", options.status().message(), 2);
+  }
+  if (!options->verbose) SetLogLevel(LogLevel::kWarning);
+#ifdef DI_HAVE_ENGINE
+  return Serve(std::move(*options));
+#else
+  return Fail("serve", "the serving engine is not in this build yet");
+#endif
 }
 
 }  // namespace deepinfer::tools

@@ -1,8 +1,42 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace deepinfer {
+namespace {
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Spins until done() or kSpinMicros elapse; returns done()'s last value.
+template <class Done>
+bool SpinUntil(Done done) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::microseconds(ThreadPool::kSpinMicros);
+  for (int i = 1;; ++i) {
+    if (done()) return true;
+    CpuRelax();
+    if (i % 32 == 0 && Clock::now() >= deadline) return done();
+  }
+}
+
+void ChunkBounds(int64_t n, int parts, int index, int64_t* begin, int64_t* end) {
+  const int64_t base = n / parts, extra = n % parts;
+  *begin = index * base + std::min<int64_t>(index, extra);
+  *end = *begin + base + (index < extra ? 1 : 0);
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {
   for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
@@ -11,7 +45,7 @@ ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads))
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true, std::memory_order_release);
   }
   work_cv_.notify_all();
   for (auto& t : workers_) t.join();
@@ -22,53 +56,55 @@ int ThreadPool::DefaultThreadCount() {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
-static void ChunkBounds(int64_t n, int parts, int index, int64_t* begin, int64_t* end) {
-  int64_t base = n / parts, extra = n % parts;
-  *begin = index * base + std::min<int64_t>(index, extra);
-  *end = *begin + base + (index < extra ? 1 : 0);
-}
-
 void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_t, int)>& body) {
   if (n <= 0) return;
   if (num_threads_ == 1 || n == 1) {
     body(0, n, 0);
     return;
   }
+  body_ = &body;
+  n_ = n;
+  pending_.store(num_threads_ - 1, std::memory_order_relaxed);
   {
+    // Under the lock so that a worker about to sleep either sees the new
+    // generation in its predicate or is already waiting when we notify.
     std::lock_guard<std::mutex> lock(mu_);
-    body_ = &body;
-    n_ = n;
-    pending_ = num_threads_ - 1;
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   work_cv_.notify_all();
+
   int64_t b, e;
   ChunkBounds(n, num_threads_, 0, &b, &e);
   if (b < e) body(b, e, 0);
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [this] { return pending_ == 0; });
+
+  auto all_done = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!SpinUntil(all_done)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, all_done);
+  }
   body_ = nullptr;
 }
 
 void ThreadPool::WorkerLoop(int index) {
   int64_t seen = 0;
   for (;;) {
-    const std::function<void(int64_t, int64_t, int)>* body;
-    int64_t n;
-    {
+    auto has_news = [&] {
+      return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
+    };
+    if (!SpinUntil(has_news)) {
       std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      body = body_;
-      n = n_;
+      work_cv_.wait(lock, has_news);
     }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = generation_.load(std::memory_order_acquire);
     int64_t b, e;
-    ChunkBounds(n, num_threads_, index, &b, &e);
-    if (b < e) (*body)(b, e, index);
-    {
+    ChunkBounds(n_, num_threads_, index, &b, &e);
+    if (b < e) (*body_)(b, e, index);
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // The caller may be between its predicate check and its wait: taking
+      // the lock orders this notify after that wait begins.
       std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_cv_.notify_one();
+      done_cv_.notify_one();
     }
   }
 }

@@ -1,6 +1,8 @@
 #include "core/thread_pool.h"
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -29,6 +31,34 @@ TEST(ThreadPoolTest, SplitIsDeterministic) {
   EXPECT_EQ(owner_a, owner_b);
   EXPECT_EQ(owner_a[0], 0);
   EXPECT_EQ(owner_a[9], 2);
+}
+
+// Back-to-back jobs (workers still spinning) and jobs after the workers went
+// to sleep (idle longer than the spin bound) must both run every index once.
+TEST(ThreadPoolTest, SpinningAndSleepingWorkersBothPickUpJobs) {
+  ThreadPool pool(2);
+  std::atomic<int64_t> total{0};
+  auto job = [&](int64_t b, int64_t e, int) { total += e - b; };
+  for (int i = 0; i < 2000; ++i) pool.ParallelFor(64, job);
+  EXPECT_EQ(total.load(), 2000 * 64);
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::microseconds(ThreadPool::kSpinMicros * 20));
+    pool.ParallelFor(64, job);
+  }
+  EXPECT_EQ(total.load(), 2003 * 64);
+}
+
+// Both threads really run chunks: the worker's share is not done by the caller.
+TEST(ThreadPoolTest, WorkerRunsItsChunk) {
+  ThreadPool pool(2);
+  std::atomic<int> caller{0}, worker{0};
+  const std::thread::id main_id = std::this_thread::get_id();
+  pool.ParallelFor(2, [&](int64_t, int64_t, int t) {
+    (std::this_thread::get_id() == main_id ? caller : worker)++;
+    EXPECT_EQ(t == 0, std::this_thread::get_id() == main_id);
+  });
+  EXPECT_EQ(caller.load(), 1);
+  EXPECT_EQ(worker.load(), 1);
 }
 
 }  // namespace

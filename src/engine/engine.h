@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,6 +54,8 @@ struct EngineConfig {
   Status Validate() const;
 };
 
+inline constexpr int32_t kMaxLogprobs = 20;  // like vLLM's default max_logprobs
+
 struct TokenLogprob {
   int32_t token = 0;
   float logprob = 0.0f;                          // log-softmax of the raw logits
@@ -62,6 +65,11 @@ struct TokenLogprob {
 struct GenerationRequest {
   std::vector<int32_t> prompt_tokens;  // non-empty
   SamplingParams sampling;
+  // Makes sampling reproducible (alone, in any batch, after preemption, across
+  // restarts). Unset: sampling.seed if it is non-zero (callers that resolve
+  // the seed themselves), else a random seed drawn at Submit. Prefer this
+  // field: it is the only way to ask for seed 0.
+  std::optional<uint64_t> seed;
   // Separates the random streams of several choices that share one seed
   // (OpenAI n > 1: choice i uses draw_stream i).
   uint32_t draw_stream = 0;
@@ -69,7 +77,7 @@ struct GenerationRequest {
   std::vector<int32_t> stop_token_ids;  // in addition to the model's end-of-generation ids
   std::vector<std::string> stop;        // stop strings; the text ends before the match
   bool ignore_eos = false;
-  int32_t logprobs = -1;  // -1 none; k >= 0: the sampled token's logprob plus the top k
+  int32_t logprobs = -1;  // -1 none; 0 <= k <= kMaxLogprobs: the sampled token's logprob plus the top k
   int32_t priority = 0;   // lower first, under the priority policy
   std::unique_ptr<TokenConstraint> constraint;  // structured output; null = none
 };
@@ -128,7 +136,8 @@ class Engine {
   virtual void Abort(RequestId id) = 0;
   virtual EngineMetrics Metrics() const = 0;
   // Stops accepting requests (Submit -> Unavailable). drain: returns once
-  // every live request finished; otherwise aborts them first.
+  // every live request finished; otherwise aborts them first. Every final
+  // event has been delivered when it returns. Not from an event callback.
   virtual void Shutdown(bool drain) = 0;
 
   virtual const ModelConfig& model_config() const = 0;

@@ -524,6 +524,15 @@ StatusOr<GrammarAutomaton> BuildAutomaton(const Grammar& g, const BuildLimits& l
       }
     }
   }
+  // Self-loop byte sets of dense states.
+  a.dense_loop.assign(a.dense_next.size() / 64, 0);
+  for (uint32_t s = 0; s < a.num_states(); ++s) {
+    if (a.dense_offset[s] == kNoState) continue;
+    uint64_t* loop = &a.dense_loop[a.dense_offset[s] / 64];
+    for (int b = 0; b < 256; ++b) {
+      if (a.DenseNext(s, static_cast<uint8_t>(b)) == s) loop[b >> 6] |= uint64_t{1} << (b & 63);
+    }
+  }
   return a;
 }
 

@@ -69,11 +69,17 @@ struct GrammarAutomaton {
   // rule-local state numbers (empty otherwise). Equal signatures mean equal
   // mask-cache entries, so they key the cross-grammar cache (mask_cache.h).
   std::vector<std::string> terminal_signature;
+  // Per dense state: the 256-bit set of bytes that loop back to it (e.g.
+  // plain characters inside a string), so a mask walk can accept a whole
+  // vocabulary subtree made of such bytes at once. 4 words per dense state,
+  // indexed like dense_next (dense_offset / 64).
+  std::vector<uint64_t> dense_loop;
   std::vector<std::string> rule_names;
   RuleId root = -1;
 
   // Transition of a dense state (terminal rule) on byte b.
   uint32_t DenseNext(uint32_t state, uint8_t b) const { return dense_next[dense_offset[state] + b]; }
+  const uint64_t* DenseLoop(uint32_t state) const { return &dense_loop[dense_offset[state] / 64]; }
 };
 
 // Deadline shared by a whole compile (front end + build).

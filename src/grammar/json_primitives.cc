@@ -102,10 +102,13 @@ std::optional<std::string> FormatRegex(const std::string& format) {
   // Day ranges per month, Feb 29 only in leap years (Gregorian rule on the
   // 4-digit year); leap seconds (:60) are not generated.
   static const std::string kLeapYear =
-      R"((\d\d(0[48]|[2468][048]|[13579][26])|([02468][048]|[13579][26])00))";
-  static const std::string kDate =
-      R"((\d{4}-(0[13578]|1[02])-(0[1-9]|[12]\d|3[01])|\d{4}-(0[469]|11)-(0[1-9]|[12]\d|30)|\d{4}-02-(0[1-9]|1\d|2[0-8])|)" +
-      kLeapYear + "-02-29)";
+      R"((\d\d(0[48]|[2468][048]|[13579][26])|(0[48]|[2468][048]|[13579][26])00))";
+  // Years 0001-9999: year 0000 fits RFC 3339's 4DIGIT but common validators
+  // (e.g. Python's datetime, used by python3-jsonschema) reject it.
+  static const std::string kYear = R"(([1-9]\d{3}|0[1-9]\d{2}|00[1-9]\d|000[1-9]))";
+  static const std::string kDate = "(" + kYear + R"(-(0[13578]|1[02])-(0[1-9]|[12]\d|3[01])|)" + kYear +
+                                   R"(-(0[469]|11)-(0[1-9]|[12]\d|30)|)" + kYear + R"(-02-(0[1-9]|1\d|2[0-8])|)" +
+                                   kLeapYear + "-02-29)";
   static const std::string kTime =
       R"(([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d))";
   static const std::string kOctet = R"((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))";
@@ -153,14 +156,17 @@ ExprId JsonNumber(Grammar* g) { return g->Sequence({JsonInteger(g), FractionExpo
 ExprId NonNegativeNumber(Grammar* g, bool strictly_positive) {
   ExprId natural = g->Choice({g->Byte('0'), g->Sequence({g->Bytes({{'1', '9'}}), g->Star(Digits(g))})});
   if (!strictly_positive) return g->Sequence({natural, FractionExponent(g)});
-  ExprId exponent =
-      g->Optional(g->Sequence({g->Bytes({{'E', 'E'}, {'e', 'e'}}),
-                               g->Optional(g->Bytes({{'+', '+'}, {'-', '-'}})), g->Plus(Digits(g))}));
+  // No negative exponent and at most 300 leading fraction zeros: a value
+  // like 5e-999 is > 0 exactly but 0.0 as a double, so validators that parse
+  // numbers as doubles (most) would reject it. Refusing those few spellings
+  // keeps every generated number > 0 wherever it is checked.
+  ExprId exponent = g->Optional(g->Sequence(
+      {g->Bytes({{'E', 'E'}, {'e', 'e'}}), g->Optional(g->Byte('+')), g->Plus(Digits(g))}));
   // > 0: a non-zero integer part, or "0." followed by a non-zero digit somewhere.
   ExprId positive_int = g->Sequence({g->Bytes({{'1', '9'}}), g->Star(Digits(g)),
                                      g->Optional(g->Sequence({g->Byte('.'), g->Plus(Digits(g))}))});
-  ExprId small =
-      g->Sequence({g->Literal("0."), g->Star(g->Byte('0')), g->Bytes({{'1', '9'}}), g->Star(Digits(g))});
+  ExprId small = g->Sequence(
+      {g->Literal("0."), g->Repeat(g->Byte('0'), 0, 300), g->Bytes({{'1', '9'}}), g->Star(Digits(g))});
   return g->Sequence({g->Choice({positive_int, small}), exponent});
 }
 

@@ -65,6 +65,34 @@ bool GrammarMatcher::IsCompleted() const {
   return parser_.CanEnd();
 }
 
+std::string GrammarMatcher::ForcedBytes(size_t max_bytes) {
+  std::string out;
+  if (terminated_) return out;
+  const GrammarAutomaton& a = grammar_->automaton();
+  const size_t base = parser_.num_sets();
+  while (out.size() < max_bytes && !parser_.CanEnd()) {
+    // Every byte edge of a live item leads somewhere completable (the
+    // automaton is trimmed), so one distinct byte over all items = forced.
+    int only = -1;
+    bool choice = false;
+    for (const EarleyItem& it : parser_.TopItems()) {
+      for (uint32_t e = a.byte_edge_begin[it.state]; e < a.byte_edge_begin[it.state + 1]; ++e) {
+        const ByteEdge& edge = a.byte_edges[e];
+        if (edge.lo != edge.hi || (only >= 0 && only != edge.lo)) {
+          choice = true;
+          break;
+        }
+        only = edge.lo;
+      }
+      if (choice) break;
+    }
+    if (choice || only < 0 || !parser_.Advance(static_cast<uint8_t>(only))) break;
+    out.push_back(static_cast<char>(only));
+  }
+  parser_.PopTo(base);
+  return out;
+}
+
 void GrammarMatcher::FillNextTokenBitmask(uint32_t* words) {
   const Vocabulary& vocab = grammar_->vocab();
   const size_t num_words = vocab.mask_words();

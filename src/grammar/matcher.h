@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -47,6 +48,10 @@ class GrammarMatcher {
   bool IsTerminated() const { return terminated_; }
   // True if no byte can follow (the only continuation is EOS).
   bool IsCompleted() const;
+  // Jump-forward: the longest byte string every continuation starts with
+  // (each step has exactly one possible next byte and the grammar cannot
+  // end there), at most `max_bytes`. Leaves the state unchanged.
+  std::string ForcedBytes(size_t max_bytes = 256);
   size_t num_tokens() const { return history_.size(); }
 
   const CompiledGrammar& grammar() const { return *grammar_; }

@@ -6,42 +6,68 @@ namespace deepinfer::grammar {
 
 namespace {
 
+constexpr size_t kLoopCheckDepth = 3;
+
 // Collects the three classes; flushes accepted to the cheaper form.
+// Accepted tokens go straight into a bitset (16 KB for 128k tokens, stays
+// in L1/L2): an id vector of ~120k entries would cost reallocations and
+// page faults on every first visit of a broad position.
 class Classifier {
  public:
-  explicit Classifier(const Vocabulary& vocab) : vocab_(vocab) {}
-  void Accept(uint32_t sorted_index) { accepted_.push_back(vocab_.sorted_ids()[sorted_index]); }
+  explicit Classifier(const Vocabulary& vocab)
+      : vocab_(vocab), ids_(vocab.sorted_ids().data()), bits_(vocab.mask_words(), 0) {}
+  void Accept(uint32_t sorted_index) {
+    int32_t id = ids_[sorted_index];
+    bits_[id >> 5] |= 1u << (id & 31);
+    ++num_accepted_;
+  }
   void Uncertain(uint32_t sorted_index) { out_.uncertain.push_back(sorted_index); }
   PositionMask Finish() {
     // An id list costs 4 bytes a token, the bitset 1/8 byte per vocab entry.
-    if (accepted_.size() * 32 > vocab_.size()) {
-      out_.accepted_bits.assign(vocab_.mask_words(), 0);
-      for (int32_t id : accepted_) out_.accepted_bits[id >> 5] |= 1u << (id & 31);
+    if (num_accepted_ * 32 > vocab_.size()) {
+      out_.accepted_bits = std::move(bits_);
     } else {
-      std::sort(accepted_.begin(), accepted_.end());
-      out_.accepted_ids = std::move(accepted_);
+      out_.accepted_ids.reserve(num_accepted_);
+      for (size_t w = 0; w < bits_.size(); ++w) {
+        for (uint32_t m = bits_[w]; m != 0; m &= m - 1) {
+          out_.accepted_ids.push_back(static_cast<int32_t>(w * 32 + __builtin_ctz(m)));
+        }
+      }
     }
     return std::move(out_);
   }
 
  private:
   const Vocabulary& vocab_;
-  std::vector<int32_t> accepted_;
+  const int32_t* ids_;
+  std::vector<uint32_t> bits_;
+  size_t num_accepted_ = 0;
   PositionMask out_;
 };
+// True if every byte in `below` (256 bits) loops on `state`.
+bool AllLoop(const GrammarAutomaton& a, uint32_t state, const uint64_t* below) {
+  const uint64_t* loop = a.DenseLoop(state);
+  return ((below[0] & ~loop[0]) | (below[1] & ~loop[1]) | (below[2] & ~loop[2]) | (below[3] & ~loop[3])) == 0;
+}
 
-// Terminal rule: walk the sorted vocabulary with the dense DFA table.
+// Terminal rule: walk the sorted vocabulary (the trie in preorder) with the
+// dense DFA table. Two shortcuts keep a first visit cheap on big
+// vocabularies: a failing byte skips its whole subtree (trie node ranges),
+// and near the root a subtree whose remaining bytes all loop on the current
+// state (e.g. plain characters inside a string) is accepted as a range.
 PositionMask ComputeDense(const GrammarAutomaton& a, const Vocabulary& vocab, uint32_t start) {
   Classifier out(vocab);
   const auto& ids = vocab.sorted_ids();
   const auto& lcp = vocab.sorted_lcp();
-  std::vector<uint32_t> states(vocab.max_token_length() + 1);
+  const size_t max_len = vocab.max_token_length();
+  std::vector<uint32_t> states(max_len + 1);
   // ended[d]: the rule could end after d bytes for some 1 <= d' <= d.
-  std::vector<uint8_t> ended(vocab.max_token_length() + 1, 0);
+  std::vector<uint8_t> ended(max_len + 1, 0);
   states[0] = start;
   size_t depth = 0;
   bool failed = false;
-  for (uint32_t i = 0; i < ids.size(); ++i) {
+  const uint32_t n = static_cast<uint32_t>(ids.size());
+  for (uint32_t i = 0; i < n; ++i) {
     std::string_view tok = vocab.sorted_token(i);
     size_t shared = lcp[i];
     if (failed && shared > depth) {  // same failing byte as the previous token
@@ -50,6 +76,7 @@ PositionMask ComputeDense(const GrammarAutomaton& a, const Vocabulary& vocab, ui
     }
     depth = std::min(depth, shared);
     failed = false;
+    bool decided = false;
     while (depth < tok.size()) {
       uint32_t next = a.DenseNext(states[depth], static_cast<uint8_t>(tok[depth]));
       if (next == kNoState) {
@@ -59,11 +86,29 @@ PositionMask ComputeDense(const GrammarAutomaton& a, const Vocabulary& vocab, ui
       states[depth + 1] = next;
       ended[depth + 1] = ended[depth] || a.is_final[next];
       ++depth;
+      // Near the root, where subtrees are big: if every byte below this
+      // node loops on `next`, every token of the subtree ends in `next`:
+      // all accepted. (Deeper checks would cost more cache misses than
+      // they save.) depth > lcp[i]: the prefix is a node of token i.
+      if (depth > kLoopCheckDepth) continue;
+      uint32_t node = vocab.node(i, depth);
+      uint32_t end = vocab.node_end(node);
+      if (end - i < 8 || !AllLoop(a, next, vocab.node_bytes_below(node))) continue;
+      for (uint32_t j = i; j < end; ++j) out.Accept(j);
+      i = end - 1;
+      decided = true;
+      break;
     }
+    if (decided) continue;
     if (!failed) {
       out.Accept(i);
-    } else if (ended[depth]) {
-      out.Uncertain(i);
+    } else {
+      // Every token sharing the failing byte fails there too.
+      uint32_t end = vocab.node_end(vocab.node(i, depth + 1));
+      for (uint32_t j = i; j < end; ++j) {
+        if (ended[depth]) out.Uncertain(j);
+      }
+      i = end - 1;
     }
   }
   return out.Finish();
@@ -98,8 +143,12 @@ PositionMask ComputeEarley(const Vocabulary& vocab, uint32_t start, EarleyParser
     }
     if (!failed) {
       out.Accept(i);
-    } else if (ended[depth]) {
-      out.Uncertain(i);
+    } else {
+      uint32_t end = vocab.node_end(vocab.node(i, depth + 1));
+      for (uint32_t j = i; j < end; ++j) {
+        if (ended[depth]) out.Uncertain(j);
+      }
+      i = end - 1;
     }
   }
   return out.Finish();

@@ -60,6 +60,41 @@ Vocabulary::Vocabulary(std::vector<std::string> token_bytes, std::vector<int32_t
     while (l < n && a[l] == b[l]) ++l;
     sorted_lcp_[i] = static_cast<uint16_t>(l);
   }
+  BuildTrie();
+}
+
+void Vocabulary::BuildTrie() {
+  const size_t n = sorted_ids_.size();
+  node_base_.resize(n);
+  std::vector<uint32_t> parent;    // per node; kNone for depth-1 nodes
+  std::vector<uint8_t> edge_byte;  // last byte of the node's prefix
+  constexpr uint32_t kNone = 0xFFFFFFFFu;
+  std::vector<uint32_t> open(max_len_ + 1, kNone);  // open[d]: node of the current path's prefix d
+  size_t open_depth = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    std::string_view tok = sorted_token(i);
+    size_t lcp = sorted_lcp_[i];
+    // Nodes deeper than the shared prefix end before token i.
+    for (; open_depth > lcp; --open_depth) node_end_[open[open_depth]] = i;
+    node_base_[i] = static_cast<uint32_t>(node_end_.size());
+    for (size_t d = lcp + 1; d <= tok.size(); ++d) {
+      uint32_t id = static_cast<uint32_t>(node_end_.size());
+      node_end_.push_back(static_cast<uint32_t>(n));
+      parent.push_back(d >= 2 ? open[d - 1] : kNone);
+      edge_byte.push_back(static_cast<uint8_t>(tok[d - 1]));
+      open[d] = id;
+    }
+    open_depth = tok.size();
+  }
+  // Children come after their parent (preorder): fold bottom-up.
+  node_below_.assign(node_end_.size() * 4, 0);
+  for (size_t k = node_end_.size(); k-- > 0;) {
+    if (parent[k] == kNone) continue;
+    uint64_t* up = &node_below_[size_t{parent[k]} * 4];
+    const uint64_t* below = &node_below_[k * 4];
+    for (int w = 0; w < 4; ++w) up[w] |= below[w];
+    up[edge_byte[k] >> 6] |= uint64_t{1} << (edge_byte[k] & 63);
+  }
 }
 
 }  // namespace deepinfer::grammar

@@ -45,6 +45,19 @@ class Vocabulary {
   }
   size_t max_token_length() const { return max_len_; }
 
+  // Trie nodes, so a mask walk can treat a whole subtree at once. Every
+  // prefix (length >= 1) of a maskable token is a node, numbered by the
+  // sorted token that first has it: node(i, len) for sorted_lcp()[i] < len
+  // <= length of sorted token i. Its subtree is the sorted tokens
+  // [i, node_end(node)) (sorted order is trie preorder), and
+  // node_bytes_below(node) is the 256-bit set of the bytes that follow the
+  // prefix in them (empty when no token extends it).
+  uint32_t node(uint32_t i, size_t prefix_len) const {
+    return node_base_[i] + static_cast<uint32_t>(prefix_len - sorted_lcp_[i] - 1);
+  }
+  uint32_t node_end(uint32_t node) const { return node_end_[node]; }
+  const uint64_t* node_bytes_below(uint32_t node) const { return &node_below_[size_t{node} * 4]; }
+
   // Stable hash of the contents, for compile-cache keys.
   uint64_t fingerprint() const { return fingerprint_; }
 
@@ -54,10 +67,15 @@ class Vocabulary {
   std::vector<uint8_t> is_eos_;
   std::vector<uint8_t> maskable_;
   std::vector<int32_t> sorted_ids_;
+  void BuildTrie();
+
   std::vector<uint16_t> sorted_lcp_;
   std::string sorted_bytes_;
   std::vector<uint32_t> sorted_offset_;  // [sorted_ids_.size() + 1]
   size_t max_len_ = 0;
+  std::vector<uint32_t> node_base_;   // [sorted_ids_.size()]
+  std::vector<uint32_t> node_end_;    // [num nodes]
+  std::vector<uint64_t> node_below_;  // [num nodes * 4]
   uint64_t fingerprint_ = 0;
 };
 

@@ -1,42 +1,129 @@
 #include "model/attention.h"
 
 #include <algorithm>
-#include <cmath>
 
+#include "backend/cpu/attention_kernel.h"
 #include "model/ops.h"
 
 namespace deepinfer {
 
+namespace {
+
+// The K/V view of one layer and KV head. K(layer, block, slot) and V(...) are
+// affine in block and slot (kv_cache.cc's layout), so differences give the strides.
+cpu::PagedKvView KvHeadView(const KvCache& kv, int64_t layer, int64_t kv_head, int64_t head_dim,
+                            const std::vector<int32_t>& table) {
+  cpu::PagedKvView v;
+  v.k = kv.K(layer, 0, 0) + kv_head * head_dim;
+  v.v = kv.V(layer, 0, 0) + kv_head * head_dim;
+  v.block_table = table.data();
+  v.block_size = kv.block_size();
+  v.slot_stride = kv.block_size() > 1 ? kv.K(layer, 0, 1) - kv.K(layer, 0, 0) : kv.kv_dim();
+  v.block_stride = kv.num_blocks() > 1 ? kv.K(layer, 1, 0) - kv.K(layer, 0, 0) : kv.block_size() * kv.kv_dim();
+  v.v_slot_stride = kv.block_size() > 1 ? kv.V(layer, 0, 1) - kv.V(layer, 0, 0) : kv.v_dim();
+  v.v_block_stride = kv.num_blocks() > 1 ? kv.V(layer, 1, 0) - kv.V(layer, 0, 0) : kv.block_size() * kv.v_dim();
+  return v;
+}
+
+int64_t FirstKey(int64_t pos, int64_t window) { return window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0; }
+
+struct WorkItem {
+  int64_t token, kv_head, begin, end;
+};
+
+// Per-call plan and partial states, reused across calls of one caller thread.
+struct AttentionScratch {
+  std::vector<WorkItem> items;
+  std::vector<int64_t> first_item;
+  std::vector<float> states;
+};
+
+}  // namespace
+
+void PagedAttention(const float* q, int64_t n_tokens, const int64_t* positions,
+                    const std::vector<const std::vector<int32_t>*>& block_tables, const KvCache& kv,
+                    const AttentionParams& p, ThreadPool& pool, float* out) {
+  const int64_t hd = p.head_dim, group = p.num_heads / p.num_kv_heads, qd = p.num_heads * hd;
+  const int64_t state_floats = group * (hd + 2);  // acc, then max, then sum
+
+  // Plan: items in (token, kv head, split) order; first_item[t * nkv + g] is
+  // where a (token, head) pair's splits start.
+  // Named references: the pool's workers must see the caller's scratch, not
+  // their own thread_local instance.
+  thread_local AttentionScratch scratch;
+  std::vector<WorkItem>& items = scratch.items;
+  std::vector<int64_t>& first_item = scratch.first_item;
+  std::vector<float>& states = scratch.states;
+  items.clear();
+  first_item.clear();
+  int64_t cost = 0;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const int64_t lo = FirstKey(positions[t], p.window), hi = positions[t] + 1;
+    for (int64_t g = 0; g < p.num_kv_heads; ++g) {
+      first_item.push_back(static_cast<int64_t>(items.size()));
+      for (int64_t b = lo; b < hi;) {
+        const int64_t e = std::min(hi, (b / kAttentionSplitKeys + 1) * kAttentionSplitKeys);
+        items.push_back({t, g, b, e});
+        b = e;
+      }
+    }
+    cost += (hi - lo) * qd * 2;
+  }
+  first_item.push_back(static_cast<int64_t>(items.size()));
+  states.resize(items.size() * static_cast<size_t>(state_floats));
+
+  const auto state_of = [&](int64_t item) {
+    float* base = states.data() + item * state_floats;
+    return cpu::AttentionState{base + group * hd, base + group * hd + group, base};
+  };
+  ops::ParallelForCost(pool, static_cast<int64_t>(items.size()), cost, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) {
+      const WorkItem& w = items[static_cast<size_t>(i)];
+      const cpu::AttentionState s = state_of(i);
+      cpu::ResetAttentionState(group, hd, s);
+      cpu::AttentionQuery query{q + w.token * qd + w.kv_head * group * hd, group, hd, p.scale};
+      cpu::AttendKeys(query, KvHeadView(kv, p.layer, w.kv_head, hd, *block_tables[static_cast<size_t>(w.token)]),
+                      w.begin, w.end, s);
+    }
+  });
+  // Merge each (token, head)'s splits in position order, then normalize.
+  const int64_t pairs = n_tokens * p.num_kv_heads;
+  ops::ParallelForCost(pool, pairs, static_cast<int64_t>(items.size()) * state_floats,
+                       [&](int64_t b, int64_t e, int) {
+                         for (int64_t pair = b; pair < e; ++pair) {
+                           const int64_t first = first_item[pair], last = first_item[pair + 1];
+                           const cpu::AttentionState s = state_of(first);
+                           for (int64_t i = first + 1; i < last; ++i) cpu::MergeAttentionState(group, hd, s, state_of(i));
+                           const int64_t t = pair / p.num_kv_heads, g = pair % p.num_kv_heads;
+                           cpu::FinishAttention(group, hd, s, out + t * qd + g * group * hd);
+                         }
+                       });
+}
+
 void AttendOneHead(const float* q, int64_t head, int64_t pos, const std::vector<int32_t>& block_table,
                    const KvCache& kv, const AttentionParams& p, std::vector<float>& scores, float* out) {
-  const int64_t kv_head = head / (p.num_heads / p.num_kv_heads);
-  const int64_t lo = p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : 0;
-  const int64_t n_keys = pos - lo + 1;
-  const int64_t bs = kv.block_size();
-  const int64_t head_offset = kv_head * p.head_dim;
-  scores.resize(static_cast<size_t>(n_keys));
-
-  float max_score = -INFINITY;
-  for (int64_t j = lo; j <= pos; ++j) {
-    const float* k = kv.K(p.layer, block_table[j / bs], j % bs) + head_offset;
-    const float s = ops::Dot(q, k, p.head_dim) * p.scale;
-    scores[j - lo] = s;
-    max_score = std::max(max_score, s);
-  }
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n_keys; ++i) {
-    scores[i] = std::exp(scores[i] - max_score);
-    sum += scores[i];
-  }
-  const float inv_sum = 1.0f / sum;
-  std::fill(out, out + p.head_dim, 0.0f);
-  for (int64_t j = lo; j <= pos; ++j) {
-    const float* v = kv.V(p.layer, block_table[j / bs], j % bs) + head_offset;
-    const float w = scores[j - lo] * inv_sum;
-    for (int64_t d = 0; d < p.head_dim; ++d) {
-      out[d] += w * v[d];
+  (void)scores;
+  const int64_t hd = p.head_dim, kv_head = head / (p.num_heads / p.num_kv_heads);
+  std::vector<float> state(static_cast<size_t>(2 * (hd + 2)));
+  const cpu::AttentionState a{state.data() + hd, state.data() + hd + 1, state.data()};
+  const cpu::AttentionState split{state.data() + 2 * hd + 2, state.data() + 2 * hd + 3, state.data() + hd + 2};
+  const cpu::PagedKvView view = KvHeadView(kv, p.layer, kv_head, hd, block_table);
+  const cpu::AttentionQuery query{q, 1, hd, p.scale};
+  // Same splits as PagedAttention, so both give identical results.
+  const int64_t lo = FirstKey(pos, p.window), hi = pos + 1;
+  cpu::ResetAttentionState(1, hd, a);
+  for (int64_t b = lo; b < hi;) {
+    const int64_t e = std::min(hi, (b / kAttentionSplitKeys + 1) * kAttentionSplitKeys);
+    if (b == lo) {
+      cpu::AttendKeys(query, view, b, e, a);
+    } else {
+      cpu::ResetAttentionState(1, hd, split);
+      cpu::AttendKeys(query, view, b, e, split);
+      cpu::MergeAttentionState(1, hd, a, split);
     }
+    b = e;
   }
+  cpu::FinishAttention(1, hd, a, out);
 }
 
 }  // namespace deepinfer

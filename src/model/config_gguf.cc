@@ -1,4 +1,5 @@
 // ModelConfig from GGUF metadata (key names as llama.cpp's converters write them).
+#include <algorithm>
 #include <string>
 
 #include "io/gguf.h"
@@ -9,6 +10,13 @@
 namespace deepinfer {
 
 namespace {
+
+// llama.cpp's architecture names that differ from ours.
+std::string GgufToArchName(const std::string& gguf_arch) {
+  if (gguf_arch == "qwen2moe") return "qwen2_moe";
+  if (gguf_arch == "qwen3moe") return "qwen3_moe";
+  return gguf_arch;
+}
 
 // A required integer key; the error names the key.
 StatusOr<int64_t> RequiredInt(const GgufFile& gguf, const std::string& key) {
@@ -100,6 +108,29 @@ Status ReadRopeScaling(const GgufFile& gguf, const std::string& arch, ModelConfi
   return Status::Ok();
 }
 
+// MoE metadata as llama.cpp writes it. Where llama.cpp hard-codes a routing
+// choice per architecture (Mixtral and Qwen3-MoE renormalize the top-k
+// weights, Qwen2-MoE does not), that is the default.
+Status ReadMoe(const GgufFile& gguf, const std::string& p, ModelConfig& c) {
+  MoeConfig& m = c.moe;
+  if (m.num_experts <= 0) {
+    return Status::Ok();
+  }
+  DI_ASSIGN_OR_RETURN(m.experts_per_token, RequiredInt(gguf, p + "expert_used_count"));
+  DI_ASSIGN_OR_RETURN(m.expert_ffn, OptionalInt(gguf, p + "expert_feed_forward_length", c.intermediate_size));
+  DI_ASSIGN_OR_RETURN(m.shared_ffn, OptionalInt(gguf, p + "expert_shared_feed_forward_length", 0));
+  m.shared_expert_gate = c.arch == "qwen2_moe" && m.shared_ffn > 0;
+  bool norm_default = c.arch != "qwen2_moe";
+  if (const GgufValue* v = gguf.Find(p + "expert_weights_norm"); v != nullptr && v->type == GgufType::kBool) {
+    DI_ASSIGN_OR_RETURN(norm_default, gguf.GetBool(p + "expert_weights_norm"));
+  }
+  m.norm_topk_prob = norm_default;
+  DI_ASSIGN_OR_RETURN(int64_t dense, OptionalInt(gguf, p + "leading_dense_block_count", 0));
+  m.sparse_layers.assign(static_cast<size_t>(c.num_layers), true);
+  for (int64_t l = 0; l < std::min(dense, c.num_layers); ++l) m.sparse_layers[static_cast<size_t>(l)] = false;
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
@@ -107,7 +138,7 @@ StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
     return NotFound("GGUF metadata key 'general.architecture' is missing");
   }
   DI_ASSIGN_OR_RETURN(std::string arch, gguf.GetString("general.architecture"));
-  const ArchitectureSpec* spec = FindArchitectureByName(arch);
+  const ArchitectureSpec* spec = FindArchitectureByName(GgufToArchName(arch));
   if (spec == nullptr) {
     return Unimplemented("GGUF architecture '" + arch +
                          "' is not supported (supported: " + SupportedArchitectures() + ")");
@@ -115,8 +146,21 @@ StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   ModelConfig c;
   c.arch = arch;
   const std::string p = arch + ".";
+  DI_ASSIGN_OR_RETURN(c.moe.num_experts, OptionalInt(gguf, p + "expert_count", 0));
+  if (arch == "llama" && c.moe.num_experts > 0) {
+    spec = FindArchitectureByName("mixtral");  // llama.cpp writes Mixtral as llama + experts
+  }
+  c.arch = spec->name;
   DI_ASSIGN_OR_RETURN(c.hidden_size, RequiredInt(gguf, p + "embedding_length"));
   DI_ASSIGN_OR_RETURN(c.num_layers, RequiredInt(gguf, p + "block_count"));
+  // llama.cpp counts the MTP (next-n) layers in block_count and stores them
+  // as the last blocks; the decoder stack is the rest.
+  DI_ASSIGN_OR_RETURN(c.num_nextn_predict_layers, OptionalInt(gguf, p + "nextn_predict_layers", 0));
+  if (c.num_nextn_predict_layers < 0 || c.num_nextn_predict_layers >= c.num_layers) {
+    return InvalidArgument("GGUF '" + p + "nextn_predict_layers' (" + std::to_string(c.num_nextn_predict_layers) +
+                           ") must be in [0, block_count = " + std::to_string(c.num_layers) + ")");
+  }
+  c.num_layers -= c.num_nextn_predict_layers;
   DI_ASSIGN_OR_RETURN(c.intermediate_size, RequiredInt(gguf, p + "feed_forward_length"));
   DI_ASSIGN_OR_RETURN(c.num_heads, RequiredInt(gguf, p + "attention.head_count"));
   DI_ASSIGN_OR_RETURN(c.num_kv_heads, OptionalInt(gguf, p + "attention.head_count_kv", c.num_heads));
@@ -143,6 +187,7 @@ StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   c.attention_bias = spec->qkv_bias;
   c.qk_norm = spec->qk_norm;
   c.tie_word_embeddings = gguf.FindTensor(WeightName(WeightNaming::kGguf, TensorRole::kOutput)) == nullptr;
+  DI_RETURN_IF_ERROR(ReadMoe(gguf, p, c));
   DI_RETURN_IF_ERROR(ValidateModelConfig(c));
   return c;
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/packed_weights.h"
 #include "model/attention.h"
 #include "model/config_loader.h"
 #include "model/ops.h"
@@ -158,10 +159,22 @@ class LlamaModel : public Model {
         store_(std::move(store)),
         w_(std::move(weights)),
         rope_(std::move(rope)),
-        pool_(num_threads) {}
+        pool_(num_threads) {
+    // Repack the quantized projections once into the kernels' layout (a no-op
+    // where the ISA has none; docs/kernels.md). The embedding is read row-wise
+    // and is never packed, hence neither is a tied output matrix.
+    for (LayerWeights& l : w_.layers) {
+      for (TensorView* t : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) *t = packed_.Pack(*t);
+    }
+    if (w_.output.data != w_.token_embedding.data) w_.output = packed_.Pack(w_.output);
+  }
 
   const ModelConfig& config() const override { return config_; }
-  Status Forward(const ForwardBatch& batch, KvCache& kv, float* logits_out) override;
+  Status Forward(const ForwardBatch& batch, KvCache& kv, float* logits_out) override {
+    return ForwardWithHidden(batch, kv, logits_out, nullptr);
+  }
+  Status ForwardWithHidden(const ForwardBatch& batch, KvCache& kv, float* logits_out,
+                           float* hidden_out) override;
 
  private:
   Status CheckBatch(const ForwardBatch& batch, const KvCache& kv) const;
@@ -169,13 +182,14 @@ class LlamaModel : public Model {
   void Embed();
   void AttentionBlock(int64_t layer, const ForwardBatch& batch, KvCache& kv);
   void MlpBlock(int64_t layer);
-  void Logits(float* logits_out);
+  void Logits(float* logits_out, float* hidden_out);
 
   ModelConfig config_;
   std::shared_ptr<const WeightStore> store_;  // keeps the tensors' bytes alive
   LlamaWeights w_;
   Rope rope_;
   ThreadPool pool_;
+  cpu::PackedWeights packed_;  // owns the packed copies some views in w_ point to
 
   // Per-step plan (T = tokens in the batch, R = logit rows).
   std::vector<int32_t> token_ids_;   // [T]
@@ -322,20 +336,9 @@ void LlamaModel::AttentionBlock(int64_t l, const ForwardBatch& batch, KvCache& k
   p.head_dim = hd;
   p.window = config_.sliding_window[static_cast<size_t>(l)];
   p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
-  // Rough cost: the keys each token reads.
-  int64_t cost = 0;
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    cost += (positions_[t] + 1) * qd * 2;
-  }
-  ops::ParallelForCost(pool_, n_tokens * nh, cost, [&](int64_t b, int64_t e, int) {
-    thread_local std::vector<float> scores;
-    for (int64_t i = b; i < e; ++i) {
-      const int64_t t = i / nh, head = i % nh;
-      const SequenceChunk& seq = batch.seqs[static_cast<size_t>(seq_of_[t])];
-      AttendOneHead(&q_[t * qd + head * hd], head, positions_[t], seq.block_table, kv, p, scores,
-                    &attn_[t * qd + head * hd]);
-    }
-  });
+  std::vector<const std::vector<int32_t>*> tables(static_cast<size_t>(n_tokens));
+  for (int64_t t = 0; t < n_tokens; ++t) tables[t] = &batch.seqs[static_cast<size_t>(seq_of_[t])].block_table;
+  PagedAttention(q_.data(), n_tokens, positions_.data(), tables, kv, p, pool_, attn_.data());
 
   ops::MatMul(w.o, attn_.data(), n_tokens, bias(w.o_bias), proj_.data(), pool_);
   for (int64_t i = 0; i < n_tokens * h; ++i) {
@@ -359,7 +362,7 @@ void LlamaModel::MlpBlock(int64_t l) {
   }
 }
 
-void LlamaModel::Logits(float* logits_out) {
+void LlamaModel::Logits(float* logits_out, float* hidden_out) {
   const int64_t h = config_.hidden_size;
   const int64_t n_rows = static_cast<int64_t>(logit_rows_.size());
   if (n_rows == 0) {
@@ -369,10 +372,14 @@ void LlamaModel::Logits(float* logits_out) {
   for (int64_t r = 0; r < n_rows; ++r) {
     ops::RmsNorm(&x_[logit_rows_[r] * h], w_.output_norm.data(), h, config_.rms_norm_eps, &xn_[r * h]);
   }
+  if (hidden_out != nullptr) {  // the MTP draft's h_t: exactly the lm_head input
+    std::memcpy(hidden_out, xn_.data(), sizeof(float) * static_cast<size_t>(n_rows * h));
+  }
   ops::MatMul(w_.output, xn_.data(), n_rows, nullptr, logits_out, pool_);
 }
 
-Status LlamaModel::Forward(const ForwardBatch& batch, KvCache& kv, float* logits_out) {
+Status LlamaModel::ForwardWithHidden(const ForwardBatch& batch, KvCache& kv, float* logits_out,
+                                     float* hidden_out) {
   DI_RETURN_IF_ERROR(CheckBatch(batch, kv));
   if (logits_out == nullptr && batch.NumLogitRows() > 0) {
     return InvalidArgument("the batch asks for " + std::to_string(batch.NumLogitRows()) +
@@ -399,7 +406,7 @@ Status LlamaModel::Forward(const ForwardBatch& batch, KvCache& kv, float* logits
     AttentionBlock(l, batch, kv);
     MlpBlock(l);
   }
-  Logits(logits_out);
+  Logits(logits_out, hidden_out);
   return Status::Ok();
 }
 

@@ -28,15 +28,20 @@ class WeightStore;
 
 // f32 paged KV storage for every layer: [layer][block][slot][kv_head][head_dim]
 // for K and for V. Owns memory; holds no per-sequence state (block tables live
-// with the caller).
+// with the caller). MLA models (config.mla.kv_lora_rank > 0) store one K row
+// of [latent | rope key] per token and no V (v_dim() == 0): the widths come
+// from config.cache_k_dim() / cache_v_dim().
 class KvCache {
  public:
   KvCache(const ModelConfig& config, int64_t num_blocks, int64_t block_size);
+  // Explicit widths (v_dim may be 0: V() must not be used then).
+  KvCache(int64_t num_layers, int64_t num_blocks, int64_t block_size, int64_t k_dim, int64_t v_dim);
+  int64_t v_dim() const { return v_dim_; }
   int64_t num_layers() const { return num_layers_; }
   int64_t num_blocks() const { return num_blocks_; }
   int64_t block_size() const { return block_size_; }
   int64_t kv_dim() const { return kv_dim_; }
-  // Pointer to K (or V) of (layer, block, slot): kv_dim floats.
+  // Pointer to K (kv_dim floats) or V (v_dim floats) of (layer, block, slot).
   float* K(int64_t layer, int64_t block, int64_t slot);
   float* V(int64_t layer, int64_t block, int64_t slot);
   const float* K(int64_t layer, int64_t block, int64_t slot) const;
@@ -44,7 +49,7 @@ class KvCache {
   int64_t BytesPerToken() const;  // over all layers, K and V
 
  private:
-  int64_t num_layers_, num_blocks_, block_size_, kv_dim_;
+  int64_t num_layers_, num_blocks_, block_size_, kv_dim_, v_dim_;
   std::vector<float> k_, v_;
 };
 
@@ -57,6 +62,23 @@ class Model {
   // config().vocab_size floats (raw logits). InvalidArgument when a chunk's
   // block table does not cover its positions or a token id is out of range.
   virtual Status Forward(const ForwardBatch& batch, KvCache& kv, float* logits_out) = 0;
+
+  // Forward that also writes, for each logit row, the hidden state after the
+  // final norm (the exact lm_head input) to hidden_out: f32 [NumLogitRows,
+  // hidden_size]; null hidden_out = plain Forward. The MTP draft (model/mtp.h)
+  // consumes these rows. Unimplemented for models that cannot expose them.
+  virtual Status ForwardWithHidden(const ForwardBatch& batch, KvCache& kv, float* logits_out,
+                                   float* hidden_out) {
+    if (hidden_out != nullptr) {
+      return Unimplemented("this model does not expose its final hidden states");
+    }
+    return Forward(batch, kv, logits_out);
+  }
+
+  // Tokens routed to each expert of each layer since the model was loaded:
+  // [layer][expert] (an empty row for a dense layer); empty for dense models.
+  // Not synchronized with Forward: read it between steps.
+  virtual std::vector<std::vector<int64_t>> ExpertLoad() const { return {}; }
 };
 
 struct LoadOptions {

@@ -48,6 +48,28 @@ Status ValidateModelConfig(const ModelConfig& c) {
       return InvalidArgument("model config: layer " + std::to_string(i) + " has a negative sliding window");
     }
   }
+  if (c.moe.num_experts > 0) {
+    const MoeConfig& m = c.moe;
+    if (m.experts_per_token <= 0 || m.experts_per_token > m.num_experts) {
+      return InvalidArgument("model config: experts_per_token (" + std::to_string(m.experts_per_token) +
+                             ") must be in [1, num_experts=" + std::to_string(m.num_experts) + "]");
+    }
+    DI_RETURN_IF_ERROR(RequirePositive("moe expert_ffn", static_cast<double>(m.expert_ffn)));
+    DI_RETURN_IF_ERROR(RequirePositive("routed_scaling_factor", m.routed_scaling_factor));
+    if (m.n_group <= 0 || m.num_experts % m.n_group != 0 || m.topk_group <= 0 || m.topk_group > m.n_group ||
+        m.experts_per_token > m.topk_group * (m.num_experts / m.n_group)) {
+      return InvalidArgument("model config: n_group (" + std::to_string(m.n_group) + ") / topk_group (" +
+                             std::to_string(m.topk_group) + ") do not fit " + std::to_string(m.num_experts) +
+                             " experts choosing " + std::to_string(m.experts_per_token));
+    }
+    if (static_cast<int64_t>(m.sparse_layers.size()) != c.num_layers) {
+      return InvalidArgument("model config: moe sparse_layers has " + std::to_string(m.sparse_layers.size()) +
+                             " entries for " + std::to_string(c.num_layers) + " layers");
+    }
+  }
+  if (c.num_nextn_predict_layers < 0) {
+    return InvalidArgument("model config: num_nextn_predict_layers must not be negative");
+  }
   const RopeScaling& s = c.rope_scaling;
   if (s.type == "linear" || s.type == "llama3") {
     DI_RETURN_IF_ERROR(RequirePositive("rope_scaling.factor", s.factor));
@@ -59,6 +81,9 @@ Status ValidateModelConfig(const ModelConfig& c) {
     if (!(s.high_freq_factor > s.low_freq_factor)) {
       return InvalidArgument("model config: rope_scaling.high_freq_factor must exceed low_freq_factor");
     }
+  } else if (s.type == "yarn" && c.mla.kv_lora_rank > 0) {
+    // MLA models run their own YaRN RoPE (model/mla.h).
+    DI_RETURN_IF_ERROR(RequirePositive("rope_scaling.factor", s.factor));
   } else if (!s.type.empty() && s.type != "linear") {
     return Unimplemented("model config: rope scaling type '" + s.type +
                          "' is not supported (supported: linear, llama3)");
@@ -113,6 +138,21 @@ std::string DescribeModelConfig(const ModelConfig& c) {
     any_window |= c.sliding_window[i] > 0;
   }
   line("sliding_window", any_window ? windows + " (per layer; 0 = full)" : "none");
+  if (c.moe.num_experts > 0) {
+    const MoeConfig& m = c.moe;
+    int64_t sparse = 0;
+    for (bool b : m.sparse_layers) sparse += b ? 1 : 0;
+    line("moe", std::to_string(m.num_experts) + " experts, " + std::to_string(m.experts_per_token) +
+                    " per token, expert ffn " + std::to_string(m.expert_ffn) + ", shared ffn " +
+                    std::to_string(m.shared_ffn) + (m.shared_expert_gate ? " (gated)" : "") + ", " +
+                    (m.sigmoid_scoring ? "sigmoid" : "softmax") + (m.norm_topk_prob ? ", normalized" : "") +
+                    ", scale " + num(m.routed_scaling_factor) + ", groups " + std::to_string(m.topk_group) + "/" +
+                    std::to_string(m.n_group) + (m.score_correction_bias ? ", bias" : "") + ", " +
+                    std::to_string(sparse) + "/" + std::to_string(c.num_layers) + " layers sparse");
+  }
+  if (c.num_nextn_predict_layers > 0) {
+    line("mtp_layers", std::to_string(c.num_nextn_predict_layers));
+  }
   return out;
 }
 

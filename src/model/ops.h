@@ -18,13 +18,15 @@ namespace deepinfer::ops {
 float Dot(const float* a, const float* b, int64_t n);
 
 // out[i] = x[i] * (1 / sqrt(mean(x^2) + eps)) * weight[i]; the mean is
-// accumulated in double, in index order. out may alias x.
+// accumulated in double, in an order fixed by n. out may alias x.
+// (backend/cpu/norm_kernel.h; SiluMul: backend/cpu/activation_kernels.h.)
 void RmsNorm(const float* x, const float* weight, int64_t n, double eps, float* out);
 
-// y[t * N + r] = Dot(W[r, :], x[t * K : (t+1) * K]) (+ bias[r]) for t < n_tokens
-// and r < N, where W is [N, K] in any DType (rows dequantized to f32, one
-// tile of rows at a time per thread) and x is f32 [n_tokens, K].
-// Parallel over weight rows. bias may be null.
+// y[t * N + r] = dot(W[r, :], x[t * K : (t+1) * K]) (+ bias[r]) for t < n_tokens
+// and r < N, where W is [N, K] in any DType and x is f32 [n_tokens, K]: the
+// CPU backend's kernels (src/backend/cpu/matmul.h, docs/kernels.md) at the
+// process's ISA level. Batch-invariant; quantized weights use int8-quantized
+// activations. Parallel over weight rows. bias may be null.
 void MatMul(const TensorView& w, const float* x, int64_t n_tokens, const float* bias, float* y,
             ThreadPool& pool);
 

@@ -1,6 +1,8 @@
 #include "model/registry.h"
 
+#include "model/deepseek.h"
 #include "model/llama.h"
+#include "model/moe_model.h"
 
 namespace deepinfer {
 
@@ -13,6 +15,14 @@ constexpr ArchitectureSpec kArchitectures[] = {
     {"mistral", "MistralForCausalLM", RopeStyle::kInterleaved, false, false, CreateLlamaModel},
     {"qwen2", "Qwen2ForCausalLM", RopeStyle::kNeox, true, false, CreateLlamaModel},
     {"qwen3", "Qwen3ForCausalLM", RopeStyle::kNeox, false, true, CreateLlamaModel},
+    // Mixture of experts (model/moe_model.h). llama.cpp writes Mixtral as GGUF
+    // `llama` with expert tensors; config_gguf.cc maps it back.
+    {"mixtral", "MixtralForCausalLM", RopeStyle::kInterleaved, false, false, CreateMoeModel},
+    {"qwen2_moe", "Qwen2MoeForCausalLM", RopeStyle::kNeox, true, false, CreateMoeModel},
+    {"qwen3_moe", "Qwen3MoeForCausalLM", RopeStyle::kNeox, false, true, CreateMoeModel},
+    // Multi-head latent attention + MoE (model/deepseek.h).
+    {"deepseek_v2", "DeepseekV2ForCausalLM", RopeStyle::kInterleaved, false, false, CreateDeepseekModel},
+    {"deepseek_v3", "DeepseekV3ForCausalLM", RopeStyle::kInterleaved, false, false, CreateDeepseekModel},
 };
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "backend/cpu/rope_kernel.h"
+
 namespace deepinfer {
 
 namespace {
@@ -62,27 +64,16 @@ StatusOr<Rope> Rope::Create(const ModelConfig& config, std::vector<float> freq_f
 
 void Rope::Apply(float* x, int64_t n_heads, int64_t head_dim, int64_t pos) const {
   const int64_t half = rope_dim_ / 2;
-  // Pair i is (2i, 2i+1) when interleaved, (i, i + rope_dim/2) for NeoX.
-  const int64_t stride = style_ == RopeStyle::kInterleaved ? 2 : 1;
-  const int64_t partner = style_ == RopeStyle::kInterleaved ? 1 : half;
   thread_local std::vector<float> cos_sin;
   cos_sin.resize(static_cast<size_t>(2 * half));
   for (int64_t i = 0; i < half; ++i) {
     const double angle = static_cast<double>(pos) * inv_freq_[static_cast<size_t>(i)];
-    cos_sin[2 * i] = static_cast<float>(std::cos(angle));
-    cos_sin[2 * i + 1] = static_cast<float>(std::sin(angle));
+    cos_sin[i] = static_cast<float>(std::cos(angle));
+    cos_sin[half + i] = static_cast<float>(std::sin(angle));
   }
-  for (int64_t h = 0; h < n_heads; ++h) {
-    float* head = x + h * head_dim;
-    for (int64_t i = 0; i < half; ++i) {
-      float* a = head + i * stride;
-      float* b = a + partner;
-      const float c = cos_sin[2 * i], s = cos_sin[2 * i + 1];
-      const float x0 = *a, x1 = *b;
-      *a = x0 * c - x1 * s;
-      *b = x0 * s + x1 * c;
-    }
-  }
+  const cpu::RopeRotation rotation{cos_sin.data(), cos_sin.data() + half, half,
+                                   style_ == RopeStyle::kInterleaved};
+  cpu::RopeRotate(x, n_heads, head_dim, rotation);
 }
 
 }  // namespace deepinfer

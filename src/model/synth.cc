@@ -80,7 +80,13 @@ std::vector<float> Llama3RopeFactors(const SynthSpec& s) {
   return out;
 }
 
-std::string GgufArch(const SynthSpec& s) { return s.arch == "mistral" ? "llama" : s.arch; }
+// llama.cpp's architecture names (Mistral and Mixtral are written as llama).
+std::string GgufArch(const SynthSpec& s) {
+  if (s.arch == "mistral" || s.arch == "mixtral") return "llama";
+  if (s.arch == "qwen2_moe") return "qwen2moe";
+  if (s.arch == "qwen3_moe") return "qwen3moe";
+  return s.arch;
+}
 
 void SetGgufMetadata(const SynthSpec& s, const SynthOptions& o, GgufWriter& w) {
   const std::string a = GgufArch(s);
@@ -100,6 +106,16 @@ void SetGgufMetadata(const SynthSpec& s, const SynthOptions& o, GgufWriter& w) {
   w.SetF32(a + ".rope.freq_base", static_cast<float>(s.rope_theta));
   w.SetU32(a + ".rope.dimension_count", static_cast<uint32_t>(s.head_dim));
   w.SetU32(a + ".vocab_size", static_cast<uint32_t>(s.vocab));
+  if (s.experts > 0) {
+    w.SetU32(a + ".expert_count", static_cast<uint32_t>(s.experts));
+    w.SetU32(a + ".expert_used_count", static_cast<uint32_t>(s.experts_per_token));
+    w.SetU32(a + ".expert_feed_forward_length", static_cast<uint32_t>(s.expert_ffn));
+    if (s.shared_ffn > 0) w.SetU32(a + ".expert_shared_feed_forward_length", static_cast<uint32_t>(s.shared_ffn));
+    if (s.leading_dense_layers > 0) {
+      w.SetU32(a + ".leading_dense_block_count", static_cast<uint32_t>(s.leading_dense_layers));
+    }
+    w.SetBool(a + ".expert_weights_norm", s.norm_topk_prob);
+  }
   if (!s.sliding_layers.empty()) {
     // One window per layer, 0 = full attention (llama.cpp's `llama` arch
     // ignores this key; deepinfer reads it).
@@ -139,15 +155,24 @@ Status WriteSynthGguf(const SynthSpec& spec, const SynthOptions& o) {
     });
   }
   for (const SynthTensor& t : tensors) {
-    const DType dt = GgufDType(t, o.dtype);
-    w.AddTensor(t.gguf_name, dt, t.shape, [&t, &spec, &o, &i, n, dt]() -> StatusOr<std::vector<uint8_t>> {
+    const std::vector<int64_t>& shape = t.gguf_shape.empty() ? t.shape : t.gguf_shape;
+    const DType dt = shape.size() == 1 ? DType::kF32 : GgufDType(t, o.dtype);
+    w.AddTensor(t.gguf_name, dt, shape, [&t, &spec, &o, &i, n, dt, shape]() -> StatusOr<std::vector<uint8_t>> {
       synth_internal::ReportProgress(o.progress, ++i, n, t.gguf_name);
-      std::vector<float> v = synth_internal::SynthValues(t, o.seed);
+      std::vector<float> v;
+      if (t.hf_parts.empty()) {
+        v = synth_internal::SynthValues(t, o.seed);
+      } else {  // stacked experts: the HF parts one after another
+        for (size_t p = 0; p < t.hf_parts.size(); ++p) {
+          const std::vector<float> part = synth_internal::SynthValues(synth_internal::StackedPart(t, p), o.seed);
+          v.insert(v.end(), part.begin(), part.end());
+        }
+      }
       if (t.permute != SynthTensor::Permute::kNone) {
         const int64_t heads = t.permute == SynthTensor::Permute::kQ ? spec.heads : spec.kv_heads;
         v = PermuteRowsForGgufRope(v, heads, spec.head_dim, t.shape.back());
       }
-      return synth_internal::EncodeRows(v, dt, t.shape);
+      return synth_internal::EncodeRows(v, dt, shape);
     });
   }
   return w.Write(o.out);
@@ -176,11 +201,23 @@ std::vector<float> PermuteRowsForGgufRope(const std::vector<float>& w, int64_t h
 
 StatusOr<SynthSpec> ResolveSynthSpec(const std::string& arch, const std::string& preset) {
   SynthSpec s;
-  if (arch != "llama" && arch != "mistral" && arch != "qwen2" && arch != "qwen3") {
-    return InvalidArgument("--arch: unknown architecture '" + arch + "' (llama, mistral, qwen2, qwen3)");
+  const bool deepseek = arch == "deepseek_v2" || arch == "deepseek_v3";
+  const bool moe = arch == "mixtral" || arch == "qwen2_moe" || arch == "qwen3_moe" || deepseek;
+  if (arch != "llama" && arch != "mistral" && arch != "qwen2" && arch != "qwen3" && !moe) {
+    return InvalidArgument("--arch: unknown architecture '" + arch +
+                           "' (llama, mistral, qwen2, qwen3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3)");
+  }
+  const bool deepseek_big = deepseek && (preset == "v2-lite" || preset == "v3-mini");
+  if (deepseek && preset != "tiny" && preset != "tiny-hybrid-swa" && !deepseek_big) {
+    return InvalidArgument("--preset: the " + arch + " synth has the presets tiny, tiny-hybrid-swa, v2-lite, v3-mini");
+  }
+  if (moe && !deepseek && preset != "tiny") {
+    return InvalidArgument("--preset: the " + arch + " synth has only the 'tiny' preset");
   }
   s.arch = arch;
-  if (preset == "tiny" || preset == "tiny-rope-llama3" || preset == "tiny-hybrid-swa") {
+  if (deepseek_big) {
+    // Shapes for benchmarks; dims are set in the deepseek branch below.
+  } else if (preset == "tiny" || preset == "tiny-rope-llama3" || preset == "tiny-hybrid-swa") {
     s.hidden = 64, s.layers = 3, s.heads = 4, s.kv_heads = 2, s.head_dim = 16, s.ffn = 160;
     s.vocab = 512, s.context = 512;
     if (preset == "tiny-rope-llama3") s.rope_llama3 = SynthSpec::RopeLlama3{};
@@ -204,12 +241,50 @@ StatusOr<SynthSpec> ResolveSynthSpec(const std::string& arch, const std::string&
   } else if (arch == "qwen3") {
     s.qk_norm = true, s.neox_rope = true, s.rope_theta = 1e6, s.rms_eps = 1e-6, s.tie_embeddings = true;
     if (preset.rfind("tiny", 0) == 0) s.head_dim = 32;  // != hidden / heads on purpose
+  } else if (arch == "mixtral") {
+    // Mixtral renormalizes its top-2 weights; every layer is sparse.
+    s.experts = 8, s.experts_per_token = 2, s.expert_ffn = 64, s.ffn = 64, s.norm_topk_prob = true;
+    s.rope_theta = 1e6;
+  } else if (arch == "qwen2_moe") {
+    s.qkv_bias = true, s.neox_rope = true, s.rope_theta = 1e6, s.rms_eps = 1e-6;
+    s.experts = 8, s.experts_per_token = 2, s.expert_ffn = 32, s.shared_ffn = 48, s.norm_topk_prob = false;
+    s.leading_dense_layers = 1;  // HF: mlp_only_layers [0]
+  } else if (arch == "qwen3_moe") {
+    s.qk_norm = true, s.neox_rope = true, s.rope_theta = 1e6, s.rms_eps = 1e-6;
+    s.experts = 8, s.experts_per_token = 3, s.expert_ffn = 32, s.norm_topk_prob = true;
+  } else if (deepseek) {
+    const bool v3 = arch == "deepseek_v3";
+    s.heads = 4, s.kv_heads = 4, s.ffn = 96, s.rms_eps = 1e-6;
+    s.kv_lora = 32, s.qk_nope = 16, s.qk_rope = 8, s.v_head = 16, s.head_dim = 24;
+    s.q_lora = v3 ? 48 : 0;
+    s.experts = 8, s.experts_per_token = 2, s.expert_ffn = 32, s.shared_experts = 1;
+    s.n_group = 4, s.topk_group = 2, s.leading_dense_layers = 1;
+    s.sigmoid_scoring = v3, s.score_bias = v3, s.norm_topk_prob = v3;
+    s.routed_scaling = v3 ? 2.5 : 1.5;
+    if (v3) {
+      s.mtp_layers = 1;
+      s.yarn = SynthSpec::Yarn{};
+    }
+    if (preset == "v2-lite") {  // DeepSeek-V2-Lite's shape (15.7B parameters)
+      s.hidden = 2048, s.layers = 27, s.heads = 16, s.kv_heads = 16, s.ffn = 10944, s.vocab = 102400;
+      s.context = 4096, s.q_lora = 0, s.kv_lora = 512, s.qk_nope = 128, s.qk_rope = 64, s.v_head = 128;
+      s.head_dim = 192, s.experts = 64, s.experts_per_token = 6, s.expert_ffn = 1408, s.shared_experts = 2;
+      s.n_group = v3 ? 8 : 1, s.topk_group = v3 ? 4 : 1;
+      s.yarn = SynthSpec::Yarn{40, 0.707, 0.707, 4096};
+    } else if (preset == "v3-mini") {  // a small V3-like shape (~0.3B parameters)
+      s.hidden = 1024, s.layers = 8, s.heads = 16, s.kv_heads = 16, s.ffn = 2816, s.vocab = 32000;
+      s.context = 4096, s.q_lora = 384, s.kv_lora = 256, s.qk_nope = 64, s.qk_rope = 32, s.v_head = 64;
+      s.head_dim = 96, s.experts = 32, s.experts_per_token = 4, s.expert_ffn = 256, s.shared_experts = 1;
+      s.n_group = 4, s.topk_group = 2;
+      s.yarn = SynthSpec::Yarn{4, 1, 1, 1024};
+    }
   }
   if (preset == "tiny-hybrid-swa") {
     // Hybrid attention as the seed's flagship model has it: sliding and full
     // layers interleaved. Only Qwen2/Qwen3 configs express a per-layer mix in
-    // HF form (layer_types); Mistral slides every layer, Llama none.
-    if (arch != "qwen2" && arch != "qwen3") {
+    // HF form (layer_types); Mistral slides every layer, Llama none. DeepSeek
+    // reads layer_types as a deepinfer extension (HF DeepSeek has no window).
+    if (arch != "qwen2" && arch != "qwen3" && !deepseek) {
       return InvalidArgument("--preset tiny-hybrid-swa needs --arch qwen2 or qwen3 (their HF configs carry layer_types)");
     }
     s.sliding_window = 16;
@@ -228,6 +303,9 @@ Status WriteSynthModel(const SynthOptions& o) {
     }
     return synth_internal::WriteSynthHf(spec, o);
   }
+  if (spec.kv_lora > 0) {
+    return InvalidArgument("--format gguf is not supported for --arch " + spec.arch + " yet (use --format hf)");
+  }
   switch (o.dtype) {
     case DType::kF32:
     case DType::kF16:
@@ -244,6 +322,96 @@ Status WriteSynthModel(const SynthOptions& o) {
 
 namespace synth_internal {
 
+namespace {
+
+// The MoE block of layer l: router, experts (HF one tensor per expert and
+// matrix; GGUF stacked [experts, rows, cols]), shared expert.
+template <typename Add>
+void AddMoeTensors(const SynthSpec& s, int64_t l, Add& add, std::vector<SynthTensor>& out) {
+  using I = SynthTensor::Init;
+  const bool mixtral = s.arch == "mixtral";
+  const std::string hf = "model.layers." + std::to_string(l) + (mixtral ? ".block_sparse_moe." : ".mlp.");
+  const std::string gg = "blk." + std::to_string(l) + ".";
+  add(hf + "gate.weight", gg + "ffn_gate_inp.weight", {s.experts, s.hidden}, I::kProjection);
+  if (s.score_bias) add(hf + "gate.e_score_correction_bias", gg + "exp_probs_b.bias", {s.experts}, I::kBias);
+  struct Mat {
+    const char* hf_mixtral;
+    const char* hf;
+    const char* gguf;
+    int64_t rows, cols;
+  };
+  const Mat mats[] = {{"w1", "gate_proj", "ffn_gate_exps", s.expert_ffn, s.hidden},
+                      {"w3", "up_proj", "ffn_up_exps", s.expert_ffn, s.hidden},
+                      {"w2", "down_proj", "ffn_down_exps", s.hidden, s.expert_ffn}};
+  for (const Mat& m : mats) {
+    add("", gg + m.gguf + ".weight", {s.experts, m.rows, m.cols}, I::kProjection);
+    for (int64_t e = 0; e < s.experts; ++e) {
+      out.back().hf_parts.push_back(hf + "experts." + std::to_string(e) + "." + (mixtral ? m.hf_mixtral : m.hf) +
+                                    ".weight");
+    }
+  }
+  if (s.shared_experts > 0) {
+    const int64_t f = s.shared_experts * s.expert_ffn;
+    add(hf + "shared_experts.gate_proj.weight", gg + "ffn_gate_shexp.weight", {f, s.hidden}, I::kProjection);
+    add(hf + "shared_experts.up_proj.weight", gg + "ffn_up_shexp.weight", {f, s.hidden}, I::kProjection);
+    add(hf + "shared_experts.down_proj.weight", gg + "ffn_down_shexp.weight", {s.hidden, f}, I::kProjection);
+  }
+  if (s.shared_ffn > 0) {
+    add(hf + "shared_expert.gate_proj.weight", gg + "ffn_gate_shexp.weight", {s.shared_ffn, s.hidden},
+        I::kProjection);
+    add(hf + "shared_expert.up_proj.weight", gg + "ffn_up_shexp.weight", {s.shared_ffn, s.hidden}, I::kProjection);
+    add(hf + "shared_expert.down_proj.weight", gg + "ffn_down_shexp.weight", {s.hidden, s.shared_ffn},
+        I::kProjection);
+    add(hf + "shared_expert_gate.weight", gg + "ffn_gate_inp_shexp.weight", {1, s.hidden}, I::kProjection);
+    out.back().gguf_shape = {s.hidden};  // llama.cpp stores this [1, hidden] gate as 1-D
+  }
+}
+
+// MLA attention of layer l (HF self_attn.*; GGUF llama.cpp deepseek2 names).
+template <typename Add>
+void AddMlaTensors(const SynthSpec& s, int64_t l, Add& add) {
+  using I = SynthTensor::Init;
+  const std::string hf = "model.layers." + std::to_string(l) + ".self_attn.";
+  const std::string gg = "blk." + std::to_string(l) + ".";
+  const int64_t qk = s.qk_nope + s.qk_rope;
+  if (s.q_lora > 0) {
+    add(hf + "q_a_proj.weight", gg + "attn_q_a.weight", {s.q_lora, s.hidden}, I::kProjection);
+    add(hf + "q_a_layernorm.weight", gg + "attn_q_a_norm.weight", {s.q_lora}, I::kNorm);
+    add(hf + "q_b_proj.weight", gg + "attn_q_b.weight", {s.heads * qk, s.q_lora}, I::kProjection);
+  } else {
+    add(hf + "q_proj.weight", gg + "attn_q.weight", {s.heads * qk, s.hidden}, I::kProjection);
+  }
+  add(hf + "kv_a_proj_with_mqa.weight", gg + "attn_kv_a_mqa.weight", {s.kv_lora + s.qk_rope, s.hidden},
+      I::kProjection);
+  add(hf + "kv_a_layernorm.weight", gg + "attn_kv_a_norm.weight", {s.kv_lora}, I::kNorm);
+  add(hf + "kv_b_proj.weight", gg + "attn_kv_b.weight", {s.heads * (s.qk_nope + s.v_head), s.kv_lora},
+      I::kProjection);
+  add(hf + "o_proj.weight", gg + "attn_output.weight", {s.hidden, s.heads * s.v_head}, I::kProjection);
+}
+
+// The MTP-specific tensors of layer l (model/mtp.h names).
+template <typename Add>
+void AddMtpTensors(const SynthSpec& s, int64_t l, Add& add) {
+  using I = SynthTensor::Init;
+  const std::string hf = "model.layers." + std::to_string(l) + ".";
+  const std::string gg = "blk." + std::to_string(l) + ".nextn.";
+  add(hf + "enorm.weight", gg + "enorm.weight", {s.hidden}, I::kNorm);
+  add(hf + "hnorm.weight", gg + "hnorm.weight", {s.hidden}, I::kNorm);
+  add(hf + "eh_proj.weight", gg + "eh_proj.weight", {s.hidden, 2 * s.hidden}, I::kProjection);
+  add(hf + "shared_head.norm.weight", gg + "shared_head_norm.weight", {s.hidden}, I::kNorm);
+}
+
+}  // namespace
+
+SynthTensor StackedPart(const SynthTensor& t, size_t i) {
+  SynthTensor p = t;
+  p.hf_name = t.hf_parts[i];
+  p.hf_parts.clear();
+  p.gguf_shape.clear();
+  p.shape.assign(t.shape.begin() + 1, t.shape.end());
+  return p;
+}
+
 std::vector<SynthTensor> SynthTensors(const SynthSpec& s) {
   using I = SynthTensor::Init;
   using P = SynthTensor::Permute;
@@ -258,16 +426,29 @@ std::vector<SynthTensor> SynthTensors(const SynthSpec& s) {
     if (init == I::kEmbedding) {
       stddev = s.tie_embeddings ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.hidden))) : 1.0f;
     }
-    out.push_back(SynthTensor{std::move(hf), std::move(gguf), std::move(shape), init, stddev, perm});
+    out.push_back(SynthTensor{std::move(hf), std::move(gguf), std::move(shape), init, stddev, perm, {}, {}});
   };
   const int64_t q_dim = s.heads * s.head_dim, kv_dim = s.kv_heads * s.head_dim;
   // Only llama's GGUF arch uses interleaved rope (mistral is written as llama).
   const bool permute = !s.neox_rope;
   add("model.embed_tokens.weight", "token_embd.weight", {s.vocab, s.hidden}, I::kEmbedding);
-  for (int64_t l = 0; l < s.layers; ++l) {
+  for (int64_t l = 0; l < s.layers + s.mtp_layers; ++l) {
     const std::string hf = "model.layers." + std::to_string(l) + ".";
     const std::string gg = "blk." + std::to_string(l) + ".";
+    if (l >= s.layers) AddMtpTensors(s, l, add);
     add(hf + "input_layernorm.weight", gg + "attn_norm.weight", {s.hidden}, I::kNorm);
+    if (s.kv_lora > 0) {
+      AddMlaTensors(s, l, add);
+      add(hf + "post_attention_layernorm.weight", gg + "ffn_norm.weight", {s.hidden}, I::kNorm);
+      if (l >= s.leading_dense_layers) {
+        AddMoeTensors(s, l, add, out);
+      } else {
+        add(hf + "mlp.gate_proj.weight", gg + "ffn_gate.weight", {s.ffn, s.hidden}, I::kProjection);
+        add(hf + "mlp.up_proj.weight", gg + "ffn_up.weight", {s.ffn, s.hidden}, I::kProjection);
+        add(hf + "mlp.down_proj.weight", gg + "ffn_down.weight", {s.hidden, s.ffn}, I::kProjection);
+      }
+      continue;
+    }
     add(hf + "self_attn.q_proj.weight", gg + "attn_q.weight", {q_dim, s.hidden}, I::kProjection,
         permute ? P::kQ : P::kNone);
     add(hf + "self_attn.k_proj.weight", gg + "attn_k.weight", {kv_dim, s.hidden}, I::kProjection,
@@ -284,6 +465,10 @@ std::vector<SynthTensor> SynthTensors(const SynthSpec& s) {
     }
     add(hf + "self_attn.o_proj.weight", gg + "attn_output.weight", {s.hidden, q_dim}, I::kProjection);
     add(hf + "post_attention_layernorm.weight", gg + "ffn_norm.weight", {s.hidden}, I::kNorm);
+    if (s.experts > 0 && l >= s.leading_dense_layers) {
+      AddMoeTensors(s, l, add, out);
+      continue;
+    }
     add(hf + "mlp.gate_proj.weight", gg + "ffn_gate.weight", {s.ffn, s.hidden}, I::kProjection);
     add(hf + "mlp.up_proj.weight", gg + "ffn_up.weight", {s.ffn, s.hidden}, I::kProjection);
     add(hf + "mlp.down_proj.weight", gg + "ffn_down.weight", {s.hidden, s.ffn}, I::kProjection);

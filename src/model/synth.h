@@ -37,6 +37,23 @@ struct SynthSpec {
     int64_t original_context = 32;
   };
   std::optional<RopeLlama3> rope_llama3;
+  // Mixture of experts (mixtral, qwen2_moe, qwen3_moe): experts > 0.
+  int64_t experts = 0, experts_per_token = 0, expert_ffn = 0;
+  int64_t shared_ffn = 0;  // qwen2_moe: gated shared expert
+  bool norm_topk_prob = false;
+  int64_t leading_dense_layers = 0;  // MoE models: the first N layers keep a dense MLP of `ffn`
+  // DeepSeek (deepseek_v2, deepseek_v3): MLA dims (kv_lora > 0), routing, MTP.
+  int64_t q_lora = 0, kv_lora = 0, qk_nope = 0, qk_rope = 0, v_head = 0;
+  int64_t shared_experts = 0;  // DeepSeek n_shared_experts (each of expert_ffn)
+  bool sigmoid_scoring = false, score_bias = false;
+  int64_t n_group = 1, topk_group = 1;
+  double routed_scaling = 1.0;
+  int64_t mtp_layers = 0;
+  struct Yarn {
+    double factor = 4, mscale = 1, mscale_all_dim = 1;
+    int64_t original_context = 64;
+  };
+  std::optional<Yarn> yarn;
 };
 
 // Presets: tiny (hidden 64, 3 layers, 4 heads / 2 KV heads, head_dim 16 (32
@@ -44,8 +61,19 @@ struct SynthSpec {
 // tiny-rope-llama3 (tiny + llama3 rope scaling), llama-110m, tinyllama-1.1b.
 // Arch variants: mistral = sliding window 16 on every layer; qwen2 = qkv
 // bias, rope theta 1e6, NEOX rope, tied embeddings; qwen3 = q/k norms,
-// explicit head_dim, rope theta 1e6, tied embeddings. InvalidArgument for
-// unknown names.
+// explicit head_dim, rope theta 1e6, tied embeddings. MoE archs (tiny only):
+// mixtral = llama + 8 experts of ffn 64, top-2 (GGUF: llama.cpp's `llama`
+// with stacked expert tensors); qwen2_moe = qwen2 + 8 experts of ffn 32,
+// top-2 unnormalized, gated shared expert of ffn 48, layer 0 dense;
+// qwen3_moe = qwen3 + 8 experts of ffn 32, top-3 normalized. InvalidArgument
+// for unknown names. deepseek_v2 tiny: MLA without q_lora (kv_lora 32,
+// nope 16, rope 8, v 16), 8 experts top-2 softmax, group-limited greedy
+// (4 groups, 2 used), unnormalized x1.5, one shared expert, layer 0 dense.
+// deepseek_v3 tiny: q_lora 48, sigmoid + e_score_correction_bias, groups
+// 4/2, renormalized x2.5, YaRN (factor 4, original 64), one MTP layer.
+// tiny-hybrid-swa (deepseek): window 16 on layers 0 and 2 via layer_types.
+// v2-lite (DeepSeek-V2-Lite's dims, 15.7B) and v3-mini (hidden 1024, 8
+// layers, 32 experts, ~0.3B): benchmark shapes with the arch's routing.
 StatusOr<SynthSpec> ResolveSynthSpec(const std::string& arch, const std::string& preset);
 
 enum class SynthFormat { kGguf, kHf };

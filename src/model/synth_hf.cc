@@ -31,6 +31,11 @@ json ConfigJson(const SynthSpec& s, DType dtype) {
       {"mistral", {"MistralForCausalLM", "mistral"}},
       {"qwen2", {"Qwen2ForCausalLM", "qwen2"}},
       {"qwen3", {"Qwen3ForCausalLM", "qwen3"}},
+      {"mixtral", {"MixtralForCausalLM", "mixtral"}},
+      {"qwen2_moe", {"Qwen2MoeForCausalLM", "qwen2_moe"}},
+      {"qwen3_moe", {"Qwen3MoeForCausalLM", "qwen3_moe"}},
+      {"deepseek_v2", {"DeepseekV2ForCausalLM", "deepseek_v2"}},
+      {"deepseek_v3", {"DeepseekV3ForCausalLM", "deepseek_v3"}},
   };
   const auto& names = kNames.at(s.arch);
   json j;
@@ -57,7 +62,7 @@ json ConfigJson(const SynthSpec& s, DType dtype) {
     j["rope_scaling"] = nullptr;
   }
   j["hidden_act"] = "silu";
-  if (s.arch != "qwen2") j["attention_bias"] = s.qkv_bias;  // Qwen2 always has q/k/v biases
+  if (s.arch != "qwen2" && s.arch != "qwen2_moe") j["attention_bias"] = s.qkv_bias;  // Qwen2 always has q/k/v biases
   if (s.arch == "llama" || s.arch == "mistral") j["mlp_bias"] = false;
   if (s.arch == "mistral") {
     j["sliding_window"] = s.sliding_window;
@@ -65,14 +70,65 @@ json ConfigJson(const SynthSpec& s, DType dtype) {
     for (bool sl : s.sliding_layers) types.push_back(sl ? "sliding_attention" : "full_attention");
     j["layer_types"] = types;
   }
-  if ((s.arch == "qwen2" || s.arch == "qwen3") && !s.sliding_layers.empty()) {
+  const bool qwen = s.arch == "qwen2" || s.arch == "qwen3" || s.arch == "qwen2_moe" || s.arch == "qwen3_moe";
+  if (s.kv_lora > 0) {  // DeepSeek
+    j["q_lora_rank"] = s.q_lora > 0 ? json(s.q_lora) : json(nullptr);
+    j["kv_lora_rank"] = s.kv_lora;
+    j["qk_nope_head_dim"] = s.qk_nope;
+    j["qk_rope_head_dim"] = s.qk_rope;
+    j["v_head_dim"] = s.v_head;
+    j.erase("head_dim");
+    j["n_routed_experts"] = s.experts;
+    j["num_experts_per_tok"] = s.experts_per_token;
+    j["moe_intermediate_size"] = s.expert_ffn;
+    j["n_shared_experts"] = s.shared_experts;
+    j["first_k_dense_replace"] = s.leading_dense_layers;
+    j["moe_layer_freq"] = 1;
+    j["n_group"] = s.n_group;
+    j["topk_group"] = s.topk_group;
+    j["topk_method"] = s.score_bias ? "noaux_tc" : "group_limited_greedy";
+    j["scoring_func"] = s.sigmoid_scoring ? "sigmoid" : "softmax";
+    j["norm_topk_prob"] = s.norm_topk_prob;
+    j["routed_scaling_factor"] = s.routed_scaling;
+    j["num_nextn_predict_layers"] = s.mtp_layers;
+    if (s.yarn) {
+      j["rope_scaling"] = {{"type", "yarn"},
+                           {"factor", s.yarn->factor},
+                           {"original_max_position_embeddings", s.yarn->original_context},
+                           {"beta_fast", 32},
+                           {"beta_slow", 1},
+                           {"mscale", s.yarn->mscale},
+                           {"mscale_all_dim", s.yarn->mscale_all_dim}};
+    }
+    if (!s.sliding_layers.empty()) {
+      j["sliding_window"] = s.sliding_window;
+      json types = json::array();
+      for (bool sl : s.sliding_layers) types.push_back(sl ? "sliding_attention" : "full_attention");
+      j["layer_types"] = types;
+    }
+  } else if (s.arch == "mixtral") {
+    j["sliding_window"] = nullptr;
+    j["num_local_experts"] = s.experts;
+    j["num_experts_per_tok"] = s.experts_per_token;
+  } else if (s.experts > 0) {
+    j["num_experts"] = s.experts;
+    j["num_experts_per_tok"] = s.experts_per_token;
+    j["moe_intermediate_size"] = s.expert_ffn;
+    j["norm_topk_prob"] = s.norm_topk_prob;
+    j["decoder_sparse_step"] = 1;
+    json only = json::array();
+    for (int64_t l = 0; l < s.leading_dense_layers; ++l) only.push_back(l);
+    j["mlp_only_layers"] = only;
+    if (s.arch == "qwen2_moe") j["shared_expert_intermediate_size"] = s.shared_ffn;
+  }
+  if (qwen && !s.sliding_layers.empty()) {
     j["use_sliding_window"] = true;
     j["sliding_window"] = s.sliding_window;
     j["max_window_layers"] = s.layers;
     json types = json::array();
     for (bool sl : s.sliding_layers) types.push_back(sl ? "sliding_attention" : "full_attention");
     j["layer_types"] = types;
-  } else if (s.arch == "qwen2" || s.arch == "qwen3") {
+  } else if (qwen) {
     j["use_sliding_window"] = false;
     j["sliding_window"] = nullptr;
     j["max_window_layers"] = s.layers;
@@ -118,7 +174,15 @@ Status WriteSynthHf(const SynthSpec& spec, const SynthOptions& o) {
   DI_RETURN_IF_ERROR(WriteText(o.out + "/generation_config.json", gen_config.dump(2) + "\n"));
 
   // Every tensor, norms included, in the checkpoint dtype (as HF saves them).
-  const std::vector<SynthTensor> tensors = SynthTensors(spec);
+  // Stacked expert tensors are separate tensors per expert in HF.
+  std::vector<SynthTensor> tensors;
+  for (const SynthTensor& t : SynthTensors(spec)) {
+    if (t.hf_parts.empty()) {
+      tensors.push_back(t);
+    } else {
+      for (size_t p = 0; p < t.hf_parts.size(); ++p) tensors.push_back(StackedPart(t, p));
+    }
+  }
   SafetensorsWriter w;
   w.SetMetadata("format", "pt");
   size_t i = 0;

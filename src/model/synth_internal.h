@@ -21,7 +21,14 @@ struct SynthTensor {
   Init init = Init::kProjection;
   float stddev = 1.0f;  // of the N(mean, stddev^2) values; mean is 1 for norms, else 0
   Permute permute = Permute::kNone;
+  // Stacked experts: the GGUF tensor [n, shape[1:]...] is the concatenation
+  // of n HF tensors of shape shape[1:] named hf_parts (hf_name is unused).
+  std::vector<std::string> hf_parts;
+  std::vector<int64_t> gguf_shape;  // when the GGUF shape differs (same element count); empty = shape
 };
+
+// Part i of a stacked tensor, as a tensor of its own (HF name, shape[1:]).
+SynthTensor StackedPart(const SynthTensor& t, size_t i);
 
 std::vector<SynthTensor> SynthTensors(const SynthSpec& spec);
 

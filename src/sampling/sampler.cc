@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "sampling/philox.h"
@@ -13,6 +14,19 @@ Status SamplingParams::Validate() const {
   if (top_k < 0) return InvalidArgument("top_k must be >= 0 (0 disables it)");
   if (!(top_p > 0.0 && top_p <= 1.0)) return InvalidArgument("top_p must be in (0, 1]");
   if (!(min_p >= 0.0 && min_p <= 1.0)) return InvalidArgument("min_p must be in [0, 1]");
+  if (!(std::isfinite(repetition_penalty) && repetition_penalty > 0.0)) {
+    return InvalidArgument("repetition_penalty must be > 0");
+  }
+  if (!(presence_penalty >= -2.0 && presence_penalty <= 2.0)) {
+    return InvalidArgument("presence_penalty must be in [-2, 2]");
+  }
+  if (!(frequency_penalty >= -2.0 && frequency_penalty <= 2.0)) {
+    return InvalidArgument("frequency_penalty must be in [-2, 2]");
+  }
+  for (const auto& [id, bias] : logit_bias) {
+    if (id < 0) return InvalidArgument("logit_bias: token id " + std::to_string(id) + " is negative");
+    if (!std::isfinite(bias)) return InvalidArgument("logit_bias: bias of token " + std::to_string(id) + " is not finite");
+  }
   return Status::Ok();
 }
 

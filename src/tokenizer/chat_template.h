@@ -4,9 +4,12 @@
 // so they are untrusted: evaluation is bounded (output size, loop iterations,
 // recursion depth) and every error is a Status, never a crash.
 //
-// Usage:
-//   DI_ASSIGN_OR_RETURN(auto tmpl, ChatTemplate::FromModelFiles(format, path));  // or Fallback()
+// Usage (docs/chat-templates.md):
+//   DI_ASSIGN_OR_RETURN(auto source, ChatTemplate::SourceFromModelFiles(format, path));
+//   ChatTemplate tmpl = ChatTemplate::Fallback();
+//   if (source) { DI_ASSIGN_OR_RETURN(tmpl, ChatTemplate::FromSource(*source)); }
 //   DI_ASSIGN_OR_RETURN(std::string prompt, tmpl.Render(messages, {.add_generation_prompt = true}));
+// Thread-safety: a ChatTemplate is immutable; Render may run concurrently.
 #pragma once
 
 #include <memory>

@@ -57,6 +57,17 @@ sys.dont_write_bytecode = True  # keep the source tree clean (no __pycache__ nex
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import llama_ref  # noqa: E402
 
+
+def reference_module(arch):
+    """The NumPy reference that models `arch` (MoE archs: moe_ref.py)."""
+    if arch in ("mixtral", "qwen2_moe", "qwen3_moe"):
+        import moe_ref
+        return moe_ref
+    if arch in ("deepseek_v2", "deepseek_v3"):
+        import deepseek_ref
+        return deepseek_ref
+    return llama_ref
+
 REL_FLOOR = 1e-2  # set from --rel-floor in main()
 PROMPT_SEED = 20250601  # fixed: the prompts are the same on every run and machine
 
@@ -268,8 +279,8 @@ def synth_mode(args):
             if not os.path.exists(os.path.join(hf, f)):
                 raise Mismatch("synth --format hf did not write %s (contract: config.json, model.safetensors, "
                                "tokenizer.json)" % f)
-        ref64 = llama_ref.Model(hf, dtype=np.float64)
-        ref32 = llama_ref.Model(hf, dtype=np.float32, quiet=True)
+        ref64 = reference_module(args.arch).Model(hf, dtype=np.float64)
+        ref32 = reference_module(args.arch).Model(hf, dtype=np.float32, quiet=True)
         c = ref64.cfg
         if c.arch != args.arch:
             raise Mismatch("synth --arch %s wrote a %s config (architectures %s)"
@@ -398,7 +409,8 @@ def model_mode(args):
 def main():
     ap = argparse.ArgumentParser(description="compare deepinfer score with the NumPy reference")
     ap.add_argument("--deepinfer", required=True, help="path to the deepinfer binary")
-    ap.add_argument("--arch", choices=("llama", "mistral", "qwen2", "qwen3"))
+    ap.add_argument("--arch", choices=("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe",
+                                            "deepseek_v2", "deepseek_v3"))
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--preset", default="tiny", help="synth preset (tiny, tiny-rope-llama3, ...)")
     ap.add_argument("--dtype", default="f32", choices=("f32", "f16", "bf16"), help="synth weight dtype")

@@ -1,0 +1,63 @@
+#include "backend/cpu/activations.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/check.h"
+
+namespace deepinfer::cpu {
+namespace {
+
+// One block of 32: scalar on purpose, so every ISA sees the same int8 values
+// (a vectorized rounding would have to match std::round bit for bit).
+void QuantizeBlock(const float* x, int8_t* q, float* d_out, int32_t* sum_out) {
+  float amax = 0.0f;
+  for (int i = 0; i < 32; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  int32_t sum = 0;
+  for (int i = 0; i < 32; ++i) {
+    float v = std::round(x[i] * id);
+    if (!(v >= -127.0f)) v = v != v ? 0.0f : -127.0f;  // NaN -> 0; keeps the cast defined
+    if (v > 127.0f) v = 127.0f;
+    q[i] = static_cast<int8_t>(v);
+    sum += q[i];
+  }
+  *d_out = d;
+  *sum_out = sum;
+}
+
+}  // namespace
+
+void ResizeActivations(int64_t k, int64_t n_tokens, bool with_lanes, Int8Activations* out) {
+  DI_CHECK(k > 0 && k % kActivationBlock == 0 && n_tokens >= 0);
+  out->k = k;
+  out->n_tokens = n_tokens;
+  out->blocks = k / kActivationBlock;
+  out->pairs = (out->blocks + 1) / 2;
+  const auto per_pair = static_cast<size_t>(n_tokens * out->pairs);
+  out->q.Resize(per_pair * 64);
+  out->d.Resize(per_pair * 2);
+  out->sum.Resize(per_pair * 2);
+  if (with_lanes) {
+    out->lanes_d.Resize(per_pair * 16);
+    out->lanes_bias.Resize(per_pair * 16);
+    out->lanes_dsum.Resize(per_pair * 16);
+  }
+}
+
+void QuantizeToken(const float* x_t, int64_t t, Int8Activations* out) {
+  int8_t* q = out->q.data() + t * out->pairs * 64;
+  float* d = out->d.data() + t * out->pairs * 2;
+  int32_t* sum = out->sum.data() + t * out->pairs * 2;
+  for (int64_t b = 0; b < out->blocks; ++b) {
+    QuantizeBlock(x_t + b * 32, q + b * 32, d + b, sum + b);
+  }
+  if (out->blocks % 2 != 0) {  // zero partner of an odd last block
+    std::memset(q + out->blocks * 32, 0, 32);
+    d[out->blocks] = 0.0f;
+    sum[out->blocks] = 0;
+  }
+}
+
+}  // namespace deepinfer::cpu

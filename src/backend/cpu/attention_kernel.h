@@ -1,0 +1,70 @@
+// Flash-style attention over a paged KV cache: the softmax is computed online
+// (running max, running sum, rescaled accumulator), so no score matrix is
+// ever materialized and a long key range can be cut into pieces whose partial
+// states are merged afterwards.
+//
+// One call folds keys [begin, end) of one KV head into the state of the n_q
+// query heads that share it (GQA: the K/V rows are read once for the group).
+// Keys are visited in position order in tiles of kAttentionKeyTile, tiles
+// counted from `begin`; the arithmetic therefore depends only on the query,
+// the key range and the ISA, never on the batch or the thread split. Callers
+// keep the result batch-invariant by choosing ranges from positions alone
+// (model/attention.h splits at multiples of a fixed key count).
+//
+// Thread-safety: pure functions of their arguments; no shared state.
+#pragma once
+
+#include <cstdint>
+
+namespace deepinfer::cpu {
+
+inline constexpr int64_t kAttentionKeyTile = 32;
+
+// One layer's K and V for one KV head in the paged layout: position p is in
+// block table[p / block_size], slot p % block_size, and its head_dim floats
+// start at k + block * block_stride + slot * slot_stride (v likewise with the
+// v_ strides: K and V rows may have different widths).
+struct PagedKvView {
+  const float* k = nullptr;
+  const float* v = nullptr;
+  const int32_t* block_table = nullptr;
+  int64_t block_size = 0;
+  int64_t block_stride = 0;  // floats between blocks of K
+  int64_t slot_stride = 0;   // floats between slots of a block of K
+  int64_t v_block_stride = 0;
+  int64_t v_slot_stride = 0;
+};
+
+// Online-softmax state of n_q query heads: max[i], sum[i] = sum of
+// exp(score - max[i]) and acc[i * head_dim + d] = sum of exp(score - max[i]) * v[d].
+struct AttentionState {
+  float* max;
+  float* sum;
+  float* acc;
+};
+
+struct AttentionQuery {
+  const float* q = nullptr;  // f32 [n_q, head_dim]
+  int64_t n_q = 0;
+  int64_t head_dim = 0;
+  float scale = 1.0f;  // scores are scale * q . k
+};
+
+// max = -inf, sum = 0, acc = 0.
+void ResetAttentionState(int64_t n_q, int64_t head_dim, AttentionState s);
+
+// Folds keys [begin, end) (begin < end) into `state` with the active ISA.
+void AttendKeys(const AttentionQuery& q, const PagedKvView& kv, int64_t begin, int64_t end, AttentionState state);
+// The portable version; the reference the SIMD version is tested against.
+void AttendKeysScalar(const AttentionQuery& q, const PagedKvView& kv, int64_t begin, int64_t end,
+                      AttentionState state);
+void AttendKeysAvx512(const AttentionQuery& q, const PagedKvView& kv, int64_t begin, int64_t end,
+                      AttentionState state);  // only when CpuSupports(Isa::kAvx512)
+
+// a := merge(a, b): the state of a's keys followed by b's keys.
+void MergeAttentionState(int64_t n_q, int64_t head_dim, AttentionState a, const AttentionState& b);
+
+// out f32 [n_q, head_dim] = acc / sum (zeros for a state that saw no key).
+void FinishAttention(int64_t n_q, int64_t head_dim, const AttentionState& s, float* out);
+
+}  // namespace deepinfer::cpu

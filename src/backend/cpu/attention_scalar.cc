@@ -1,0 +1,89 @@
+// Portable online-softmax attention and the state merge (see attention_kernel.h).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/attention_kernel.h"
+#include "backend/cpu/isa.h"
+
+namespace deepinfer::cpu {
+
+void ResetAttentionState(int64_t n_q, int64_t head_dim, AttentionState s) {
+  std::fill(s.max, s.max + n_q, -INFINITY);
+  std::fill(s.sum, s.sum + n_q, 0.0f);
+  std::fill(s.acc, s.acc + n_q * head_dim, 0.0f);
+}
+
+void AttendKeysScalar(const AttentionQuery& q, const PagedKvView& kv, int64_t begin, int64_t end,
+                      AttentionState state) {
+  const int64_t hd = q.head_dim;
+  float scores[kAttentionKeyTile];
+  const float* k_rows[kAttentionKeyTile];
+  const float* v_rows[kAttentionKeyTile];
+  for (int64_t t0 = begin; t0 < end; t0 += kAttentionKeyTile) {
+    const int64_t n = std::min(kAttentionKeyTile, end - t0);
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t p = t0 + j;
+      const int64_t block = kv.block_table[p / kv.block_size], slot = p % kv.block_size;
+      k_rows[j] = kv.k + block * kv.block_stride + slot * kv.slot_stride;
+      v_rows[j] = kv.v + block * kv.v_block_stride + slot * kv.v_slot_stride;
+    }
+    for (int64_t i = 0; i < q.n_q; ++i) {
+      const float* qi = q.q + i * hd;
+      float tile_max = -INFINITY;
+      for (int64_t j = 0; j < n; ++j) {
+        float dot = 0.0f;
+        for (int64_t d = 0; d < hd; ++d) dot += qi[d] * k_rows[j][d];
+        scores[j] = dot * q.scale;
+        tile_max = std::max(tile_max, scores[j]);
+      }
+      const float new_max = std::max(state.max[i], tile_max);
+      // exp(-inf) = 0 makes the first tile's correction vanish.
+      const float correction = std::exp(state.max[i] - new_max);
+      float tile_sum = 0.0f;
+      for (int64_t j = 0; j < n; ++j) {
+        scores[j] = std::exp(scores[j] - new_max);
+        tile_sum += scores[j];
+      }
+      state.max[i] = new_max;
+      state.sum[i] = state.sum[i] * correction + tile_sum;
+      float* acc = state.acc + i * hd;
+      for (int64_t d = 0; d < hd; ++d) {
+        float a = acc[d] * correction;
+        for (int64_t j = 0; j < n; ++j) a += scores[j] * v_rows[j][d];
+        acc[d] = a;
+      }
+    }
+  }
+}
+
+void AttendKeys(const AttentionQuery& q, const PagedKvView& kv, int64_t begin, int64_t end, AttentionState state) {
+  static const bool avx512 = ActiveIsa() == Isa::kAvx512;
+  if (avx512) {
+    AttendKeysAvx512(q, kv, begin, end, state);
+  } else {
+    AttendKeysScalar(q, kv, begin, end, state);
+  }
+}
+
+void MergeAttentionState(int64_t n_q, int64_t head_dim, AttentionState a, const AttentionState& b) {
+  for (int64_t i = 0; i < n_q; ++i) {
+    const float m = std::max(a.max[i], b.max[i]);
+    if (m == -INFINITY) continue;  // neither saw a key
+    const float ca = std::exp(a.max[i] - m), cb = std::exp(b.max[i] - m);
+    a.max[i] = m;
+    a.sum[i] = a.sum[i] * ca + b.sum[i] * cb;
+    float* acc = a.acc + i * head_dim;
+    const float* bacc = b.acc + i * head_dim;
+    for (int64_t d = 0; d < head_dim; ++d) acc[d] = acc[d] * ca + bacc[d] * cb;
+  }
+}
+
+void FinishAttention(int64_t n_q, int64_t head_dim, const AttentionState& s, float* out) {
+  for (int64_t i = 0; i < n_q; ++i) {
+    const float inv = s.sum[i] > 0.0f ? 1.0f / s.sum[i] : 0.0f;
+    for (int64_t d = 0; d < head_dim; ++d) out[i * head_dim + d] = s.acc[i * head_dim + d] * inv;
+  }
+}
+
+}  // namespace deepinfer::cpu

@@ -1,0 +1,173 @@
+// The flash-style attention kernels against a naive two-pass softmax in
+// double precision, on random paged layouts with odd block sizes, head sizes
+// and key ranges; plus the properties the model relies on: split + merge
+// equals one pass, and a head's result does not depend on its GQA group.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/attention_kernel.h"
+#include "backend/cpu/isa.h"
+
+namespace deepinfer::cpu {
+namespace {
+
+struct Layout {
+  int64_t block_size, num_blocks, kv_heads, head_dim;
+  std::vector<float> k, v;         // [block][slot][kv_head][head_dim]
+  std::vector<int32_t> table;      // a random permutation of the blocks
+  PagedKvView View(int64_t kv_head) const {
+    PagedKvView view;
+    view.k = k.data() + kv_head * head_dim;
+    view.v = v.data() + kv_head * head_dim;
+    view.block_table = table.data();
+    view.block_size = block_size;
+    view.slot_stride = kv_heads * head_dim;
+    view.block_stride = block_size * kv_heads * head_dim;
+    view.v_slot_stride = view.slot_stride;
+    view.v_block_stride = view.block_stride;
+    return view;
+  }
+  const float* K(int64_t kv_head, int64_t pos) const { return View(kv_head).k + Offset(pos); }
+  const float* V(int64_t kv_head, int64_t pos) const { return View(kv_head).v + Offset(pos); }
+  int64_t Offset(int64_t pos) const {
+    return table[pos / block_size] * block_size * kv_heads * head_dim + (pos % block_size) * kv_heads * head_dim;
+  }
+};
+
+Layout MakeLayout(std::mt19937& rng, int64_t block_size, int64_t positions, int64_t kv_heads, int64_t head_dim,
+                  float spread) {
+  Layout l{block_size, (positions + block_size - 1) / block_size + 3, kv_heads, head_dim, {}, {}, {}};
+  std::normal_distribution<float> n(0.0f, spread);
+  l.k.resize(l.num_blocks * block_size * kv_heads * head_dim);
+  l.v.resize(l.k.size());
+  for (auto& x : l.k) x = n(rng);
+  for (auto& x : l.v) x = n(rng);
+  l.table.resize(l.num_blocks);
+  std::iota(l.table.begin(), l.table.end(), 0);
+  std::shuffle(l.table.begin(), l.table.end(), rng);
+  return l;
+}
+
+// softmax(scale q.k_j) . v_j over j in [begin, end), in double.
+std::vector<double> Reference(const Layout& l, int64_t kv_head, const float* q, float scale, int64_t begin,
+                              int64_t end) {
+  const int64_t hd = l.head_dim;
+  std::vector<double> s;
+  for (int64_t j = begin; j < end; ++j) {
+    double dot = 0;
+    for (int64_t d = 0; d < hd; ++d) dot += static_cast<double>(q[d]) * l.K(kv_head, j)[d];
+    s.push_back(dot * scale);
+  }
+  const double m = *std::max_element(s.begin(), s.end());
+  double sum = 0;
+  for (double& x : s) sum += (x = std::exp(x - m));
+  std::vector<double> out(hd, 0.0);
+  for (int64_t j = begin; j < end; ++j)
+    for (int64_t d = 0; d < hd; ++d) out[d] += s[j - begin] / sum * l.V(kv_head, j)[d];
+  return out;
+}
+
+using Kernel = void (*)(const AttentionQuery&, const PagedKvView&, int64_t, int64_t, AttentionState);
+
+// Runs `kernel` over [begin, end), cut at `cuts` (merged in order); returns f32 [n_q, hd].
+std::vector<float> RunKernel(Kernel kernel, const Layout& l, int64_t kv_head, const float* q, int64_t n_q, float scale,
+                       std::vector<int64_t> bounds) {
+  const int64_t hd = l.head_dim;
+  std::vector<float> acc(n_q * hd), mx(n_q), sum(n_q), acc2(n_q * hd), mx2(n_q), sum2(n_q), out(n_q * hd);
+  AttentionState a{mx.data(), sum.data(), acc.data()}, b{mx2.data(), sum2.data(), acc2.data()};
+  ResetAttentionState(n_q, hd, a);
+  const AttentionQuery query{q, n_q, hd, scale};
+  for (size_t i = 0; i + 1 < bounds.size(); ++i) {
+    if (i == 0) {
+      kernel(query, l.View(kv_head), bounds[0], bounds[1], a);
+    } else {
+      ResetAttentionState(n_q, hd, b);
+      kernel(query, l.View(kv_head), bounds[i], bounds[i + 1], b);
+      MergeAttentionState(n_q, hd, a, b);
+    }
+  }
+  FinishAttention(n_q, hd, a, out.data());
+  return out;
+}
+
+std::vector<Kernel> Kernels() {
+  std::vector<Kernel> k = {&AttendKeysScalar};
+  if (CpuSupports(Isa::kAvx512)) k.push_back(&AttendKeysAvx512);
+  return k;
+}
+
+TEST(AttentionKernel, MatchesTwoPassReferenceOnRandomShapes) {
+  std::mt19937 rng(7);
+  const int64_t head_dims[] = {8, 24, 40, 64, 72, 128, 33};
+  for (int trial = 0; trial < 40; ++trial) {
+    const int64_t hd = head_dims[trial % 7];
+    const int64_t bs = std::uniform_int_distribution<int64_t>(1, 19)(rng);
+    const int64_t positions = std::uniform_int_distribution<int64_t>(1, 300)(rng);
+    const int64_t kv_heads = 1 + trial % 3, n_q = 1 + trial % 4;
+    const float spread = trial % 5 == 0 ? 3.0f : 1.0f;  // some runs with large, peaked scores
+    const Layout l = MakeLayout(rng, bs, positions, kv_heads, hd, spread);
+    std::vector<float> q(n_q * hd);
+    std::normal_distribution<float> n(0.0f, spread);
+    for (auto& x : q) x = n(rng);
+    const int64_t begin = std::uniform_int_distribution<int64_t>(0, positions - 1)(rng);
+    const int64_t end = std::uniform_int_distribution<int64_t>(begin + 1, positions)(rng);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    const int64_t head = trial % kv_heads;
+    for (Kernel kernel : Kernels()) {
+      const std::vector<float> got = RunKernel(kernel, l, head, q.data(), n_q, scale, {begin, end});
+      for (int64_t i = 0; i < n_q; ++i) {
+        const std::vector<double> ref = Reference(l, head, q.data() + i * hd, scale, begin, end);
+        for (int64_t d = 0; d < hd; ++d) {
+          ASSERT_NEAR(got[i * hd + d], ref[d], 2e-5 * (1 + std::abs(ref[d])))
+              << "trial " << trial << " head_dim " << hd << " block " << bs << " range [" << begin << ", " << end
+              << ") q " << i << " d " << d << (kernel == &AttendKeysScalar ? " scalar" : " avx512");
+        }
+      }
+    }
+  }
+}
+
+TEST(AttentionKernel, SplitAndMergeEqualsOnePass) {
+  std::mt19937 rng(11);
+  const Layout l = MakeLayout(rng, 7, 500, 2, 40, 1.0f);
+  std::vector<float> q(3 * 40);
+  for (auto& x : q) x = std::normal_distribution<float>(0, 1)(rng);
+  for (Kernel kernel : Kernels()) {
+    const std::vector<float> whole = RunKernel(kernel, l, 1, q.data(), 3, 0.2f, {3, 497});
+    const std::vector<float> parts = RunKernel(kernel, l, 1, q.data(), 3, 0.2f, {3, 40, 41, 256, 300, 497});
+    for (size_t i = 0; i < whole.size(); ++i) ASSERT_NEAR(whole[i], parts[i], 1e-5) << i;
+  }
+}
+
+TEST(AttentionKernel, HeadResultDoesNotDependOnItsGroup) {
+  std::mt19937 rng(3);
+  const Layout l = MakeLayout(rng, 16, 130, 1, 64, 1.0f);
+  std::vector<float> q(4 * 64);
+  for (auto& x : q) x = std::normal_distribution<float>(0, 1)(rng);
+  for (Kernel kernel : Kernels()) {
+    const std::vector<float> group = RunKernel(kernel, l, 0, q.data(), 4, 0.125f, {0, 130});
+    for (int64_t i = 0; i < 4; ++i) {
+      const std::vector<float> alone = RunKernel(kernel, l, 0, q.data() + i * 64, 1, 0.125f, {0, 130});
+      EXPECT_EQ(0, std::memcmp(alone.data(), group.data() + i * 64, 64 * sizeof(float))) << "head " << i;
+    }
+  }
+}
+
+TEST(AttentionKernel, SingleKeyReturnsItsValue) {
+  std::mt19937 rng(5);
+  const Layout l = MakeLayout(rng, 3, 10, 1, 24, 1.0f);
+  std::vector<float> q(24, 1.0f);
+  for (Kernel kernel : Kernels()) {
+    const std::vector<float> got = RunKernel(kernel, l, 0, q.data(), 1, 1.0f, {4, 5});
+    for (int64_t d = 0; d < 24; ++d) EXPECT_FLOAT_EQ(got[d], l.V(0, 4)[d]);
+  }
+}
+
+}  // namespace
+}  // namespace deepinfer::cpu

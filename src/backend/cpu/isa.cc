@@ -1,0 +1,77 @@
+#include "backend/cpu/isa.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "core/log.h"
+
+namespace deepinfer::cpu {
+
+const char* IsaName(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return "scalar";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+  }
+  return "?";
+}
+
+std::optional<Isa> IsaFromName(std::string_view name) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+    if (name == IsaName(isa)) return isa;
+  }
+  return std::nullopt;
+}
+
+bool CpuSupports(Isa isa) {
+#if defined(__x86_64__) || defined(__i386__)
+  switch (isa) {
+    case Isa::kScalar: return true;
+    case Isa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+             __builtin_cpu_supports("f16c");
+    case Isa::kAvx512:
+      // Every flag the _avx512.cc files are compiled with.
+      return CpuSupports(Isa::kAvx2) && __builtin_cpu_supports("avx512f") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+             __builtin_cpu_supports("avx512bf16");
+  }
+  return false;
+#else
+  return isa == Isa::kScalar;
+#endif
+}
+
+Isa BestSupportedIsa() {
+  if (CpuSupports(Isa::kAvx512)) return Isa::kAvx512;
+  if (CpuSupports(Isa::kAvx2)) return Isa::kAvx2;
+  return Isa::kScalar;
+}
+
+namespace {
+
+Isa ChooseIsa() {
+  const Isa best = BestSupportedIsa();
+  const char* env = std::getenv("DEEPINFER_ISA");
+  if (env == nullptr || *env == '\0') return best;
+  const std::optional<Isa> forced = IsaFromName(env);
+  if (!forced) {
+    DI_LOG_WARN("DEEPINFER_ISA=%s is not one of scalar|avx2|avx512; using %s", env, IsaName(best));
+    return best;
+  }
+  if (!CpuSupports(*forced)) {
+    DI_LOG_WARN("DEEPINFER_ISA=%s is not supported by this CPU; using %s", env, IsaName(best));
+    return best;
+  }
+  return *forced;
+}
+
+}  // namespace
+
+Isa ActiveIsa() {
+  static const Isa isa = ChooseIsa();  // thread-safe static init
+  return isa;
+}
+
+}  // namespace deepinfer::cpu

@@ -1,0 +1,88 @@
+// The per-ISA kernel sets behind cpu::MatMul (internal to the backend).
+//
+// Every kernel computes y[t * n_rows + r] for rows r in [row_begin, row_end)
+// and all tokens t. Contract that makes batching and threading invisible in
+// the results (batch invariance): the arithmetic for one (row, token) pair is
+// a fixed sequence of operations that depends only on K and the ISA - not on
+// n_tokens, on the row range, or on which register tile the pair landed in.
+//
+// Arithmetic per weight type:
+//   F32 / F16 / BF16: weights widened exactly to f32, f32 activations, f32
+//     multiply-adds (no rounding of the activations).
+//   Q8_0 / Q4_0 / Q4_K: activations quantized to int8 per 32-block
+//     (activations.h); per block an exact int32 dot product isum, then
+//     acc += float(isum) * (d_w * d_x)   [Q4_K also: acc -= (dmin*m) * (d_x * sum_x)].
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cpu/activations.h"
+#include "tensor/dtype.h"
+
+namespace deepinfer::cpu {
+
+struct MatMulArgs {
+  DType dtype = DType::kF32;
+  const uint8_t* w = nullptr;  // [n_rows] rows of row_bytes, file layout (any alignment)
+  int64_t row_bytes = 0;
+  int64_t k = 0;
+  int64_t n_rows = 0;    // N; also the stride of y
+  int64_t n_tokens = 0;
+  const float* x = nullptr;                // f32 [n_tokens, k] (float weight types)
+  const Int8Activations* xq = nullptr;     // quantized weight types
+  const float* bias = nullptr;             // [n_rows] or null
+  float* y = nullptr;                      // f32 [n_tokens, n_rows]
+};
+
+using RowRangeKernel = void (*)(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
+
+struct KernelSet {
+  // Null when this set has no kernel for the type (the caller falls back).
+  RowRangeKernel f32 = nullptr, f16 = nullptr, bf16 = nullptr;
+  RowRangeKernel q8_0 = nullptr, q4_0 = nullptr, q4_k = nullptr;
+  // Kernels for matrices in packed_weights.h's layouts (row_bytes = stride).
+  RowRangeKernel q8_0_packed = nullptr, q4_0_packed = nullptr, q4_k_packed = nullptr;
+  // Optional: fills token t's lanes_* arrays of xq (already quantized) for
+  // weight type `dtype`. Called concurrently for different tokens.
+  void (*prepare)(Int8Activations* xq, DType dtype, int64_t t) = nullptr;
+
+  RowRangeKernel For(DType t) const {
+    switch (t) {
+      case DType::kF32: return f32;
+      case DType::kF16: return f16;
+      case DType::kBF16: return bf16;
+      case DType::kQ8_0: return q8_0;
+      case DType::kQ4_0: return q4_0;
+      case DType::kQ4_K: return q4_k;
+      default: return nullptr;
+    }
+  }
+  RowRangeKernel ForPacked(DType t) const {
+    switch (t) {
+      case DType::kQ8_0: return q8_0_packed;
+      case DType::kQ4_0: return q4_0_packed;
+      case DType::kQ4_K: return q4_k_packed;
+      default: return nullptr;
+    }
+  }
+};
+
+const KernelSet& ScalarKernels();
+// Dequantizes each row to f32 and dots it with f32 activations: correct for
+// every type DequantizeRow accepts (used for types without a fast kernel).
+RowRangeKernel DequantizingKernel();
+const KernelSet& Avx2Kernels();    // call only when CpuSupports(Isa::kAvx2)
+const KernelSet& Avx512Kernels();  // call only when CpuSupports(Isa::kAvx512)
+
+// Q4_K's packed 6-bit (scale, min) of sub-block s (0..7) from the 12 scale bytes.
+inline void Q4KScaleMin(int s, const uint8_t* scales, int* sc, int* m) {
+  if (s < 4) {
+    *sc = scales[s] & 63;
+    *m = scales[s + 4] & 63;
+  } else {
+    *sc = (scales[s + 4] & 0x0f) | ((scales[s - 4] >> 6) << 4);
+    *m = (scales[s + 4] >> 4) | ((scales[s] >> 6) << 4);
+  }
+}
+
+}  // namespace deepinfer::cpu

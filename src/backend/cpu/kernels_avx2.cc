@@ -1,0 +1,150 @@
+// AVX2 + FMA + F16C kernels (compiled with -mavx2 -mfma -mf16c; reached only
+// after CpuSupports(Isa::kAvx2)). The fallback for CPUs without AVX-512: one
+// (row, token) dot product at a time, 8 lanes, no register tiling.
+//
+// Integer dots use vpmaddubsw (u8 x s8 -> saturating s16 pairs). Saturation
+// is avoided by the sign trick: |w| (<= 128) times x carrying w's sign
+// (|x| <= 127): each pair sum is at most 2 * 128 * 127 = 32512 < 32767.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backend/cpu/kernels.h"
+
+namespace deepinfer::cpu {
+namespace {
+
+inline float Half(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+// Fixed-order horizontal sum of 8 lanes.
+inline float HorizontalSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Signed int8 weights w times signed int8 x: 8 int32 partial sums.
+inline __m256i SignedDot(__m256i w, __m256i x) {
+  const __m256i prod = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+  return _mm256_madd_epi16(prod, _mm256_set1_epi16(1));
+}
+
+// Unsigned 4-bit weights (0..15) times signed int8 x.
+inline __m256i UnsignedDot(__m256i w, __m256i x) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1));
+}
+
+inline __m256i SplitNibbles(__m128i v) {  // [low nibbles (16 B), high nibbles (16 B)]
+  const __m128i mask = _mm_set1_epi8(0x0f);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), mask), _mm_and_si128(v, mask));
+}
+
+float DotQuant(DType dtype, const uint8_t* row, const Int8Activations& xq, int64_t t) {
+  const int8_t* xs = xq.TokenQ(t);
+  const float* dx = xq.TokenD(t);
+  const int32_t* sx = xq.TokenSum(t);
+  __m256 acc = _mm256_setzero_ps();
+  float mins = 0.0f;
+  for (int64_t b = 0; b < xq.blocks; ++b) {
+    const __m256i x = _mm256_load_si256(reinterpret_cast<const __m256i*>(xs + b * 32));
+    __m256i dot;
+    float scale;
+    switch (dtype) {
+      case DType::kQ8_0: {
+        const uint8_t* blk = row + b * 34;
+        dot = SignedDot(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2)), x);
+        scale = Half(blk);
+        break;
+      }
+      case DType::kQ4_0: {
+        const uint8_t* blk = row + b * 18;
+        const __m256i w = _mm256_sub_epi8(
+            SplitNibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2))), _mm256_set1_epi8(8));
+        dot = SignedDot(w, x);
+        scale = Half(blk);
+        break;
+      }
+      default: {  // Q4_K
+        const uint8_t* sb = row + (b / 8) * 144;
+        const int s = static_cast<int>(b % 8);
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 16 + 32 * (s / 2)));
+        const __m256i w = s % 2 == 0 ? _mm256_and_si256(v, _mm256_set1_epi8(0x0f))
+                                     : _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f));
+        dot = UnsignedDot(w, x);
+        int sc, m;
+        Q4KScaleMin(s, sb + 4, &sc, &m);
+        scale = Half(sb) * static_cast<float>(sc);
+        mins += (Half(sb + 2) * static_cast<float>(m)) * (dx[b] * static_cast<float>(sx[b]));
+        break;
+      }
+    }
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(scale * dx[b]), acc);
+  }
+  return HorizontalSum(acc) - mins;
+}
+
+void QuantRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const uint8_t* row = a.w + r * a.row_bytes;
+    for (int64_t t = 0; t < a.n_tokens; ++t) {
+      const float v = DotQuant(a.dtype, row, *a.xq, t);
+      a.y[t * a.n_rows + r] = a.bias ? v + a.bias[r] : v;
+    }
+  }
+}
+
+// 8 weights widened to f32.
+inline __m256 LoadWeights8(DType dtype, const uint8_t* row, int64_t i) {
+  switch (dtype) {
+    case DType::kF32: return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i);
+    case DType::kF16:
+      return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i)));
+    default:  // BF16
+      return _mm256_castsi256_ps(_mm256_slli_epi32(
+          _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i))), 16));
+  }
+}
+
+float DotFloat(DType dtype, const uint8_t* row, const float* x, int64_t k) {
+  __m256 acc = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= k; i += 8) acc = _mm256_fmadd_ps(LoadWeights8(dtype, row, i), _mm256_loadu_ps(x + i), acc);
+  if (i < k) {  // tail through zero-padded copies: the padding adds exactly nothing
+    alignas(32) uint8_t wbuf[32] = {};
+    alignas(32) float xbuf[8] = {};
+    const int64_t n = k - i, elem = dtype == DType::kF32 ? 4 : 2;
+    std::memcpy(wbuf, row + i * elem, static_cast<size_t>(n * elem));
+    std::memcpy(xbuf, x + i, static_cast<size_t>(n) * 4);
+    acc = _mm256_fmadd_ps(LoadWeights8(dtype, wbuf, 0), _mm256_load_ps(xbuf), acc);
+  }
+  return HorizontalSum(acc);
+}
+
+void FloatRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const uint8_t* row = a.w + r * a.row_bytes;
+    for (int64_t t = 0; t < a.n_tokens; ++t) {
+      const float v = DotFloat(a.dtype, row, a.x + t * a.k, a.k);
+      a.y[t * a.n_rows + r] = a.bias ? v + a.bias[r] : v;
+    }
+  }
+}
+
+}  // namespace
+
+const KernelSet& Avx2Kernels() {
+  static const KernelSet set = [] {
+    KernelSet s;
+    s.f32 = s.f16 = s.bf16 = FloatRows;
+    s.q8_0 = s.q4_0 = s.q4_k = QuantRows;
+    return s;
+  }();
+  return set;
+}
+
+}  // namespace deepinfer::cpu

@@ -1,0 +1,137 @@
+// Scalar reference kernels: the definition the SIMD kernels are tested
+// against. Portable C++; each weight row is first decoded (to f32 for the
+// float types, to int8 + per-block scales for the quantized ones) and then
+// used for every token.
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/kernels.h"
+#include "core/check.h"
+#include "tensor/dequant.h"
+
+namespace deepinfer::cpu {
+namespace {
+
+constexpr int kLanes = 16;
+
+float LoadF16(const uint8_t* p) { return F16ToF32(static_cast<uint16_t>(p[0] | (p[1] << 8))); }
+
+// 16 strided partial sums combined pairwise, then the tail in order: the
+// same order as ops::Dot, so scalar f32 results match the old reference.
+float Dot16(const float* a, const float* b, int64_t n) {
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
+  }
+  for (int width = kLanes / 2; width >= 1; width /= 2) {
+    for (int l = 0; l < width; ++l) acc[l] += acc[l + width];
+  }
+  float tail = 0.0f;
+  for (; i < n; ++i) tail += a[i] * b[i];
+  return acc[0] + tail;
+}
+
+void FloatRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  thread_local std::vector<float> row;
+  row.resize(static_cast<size_t>(a.k));
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const uint8_t* src = a.w + r * a.row_bytes;
+    if (a.dtype == DType::kF32) {
+      std::memcpy(row.data(), src, static_cast<size_t>(a.k) * 4);  // rows may be unaligned
+    } else {
+      DequantizeRow(a.dtype, src, row.data(), a.k);
+    }
+    for (int64_t t = 0; t < a.n_tokens; ++t) {
+      const float v = Dot16(row.data(), a.x + t * a.k, a.k);
+      a.y[t * a.n_rows + r] = a.bias ? v + a.bias[r] : v;
+    }
+  }
+}
+
+// A quantized row decoded to signed int8 values and per-32-block factors
+// such that row[i] = scale[b] * q[i] - min[b] (b = i / 32).
+struct DecodedRow {
+  std::vector<int8_t> q;
+  std::vector<float> scale, min;
+};
+
+void DecodeRow(DType t, const uint8_t* src, int64_t k, DecodedRow* out) {
+  const int64_t blocks = k / 32;
+  out->q.resize(static_cast<size_t>(k));
+  out->scale.resize(static_cast<size_t>(blocks));
+  out->min.assign(static_cast<size_t>(blocks), 0.0f);
+  int8_t* q = out->q.data();
+  switch (t) {
+    case DType::kQ8_0:
+      for (int64_t b = 0; b < blocks; ++b, src += 34) {
+        out->scale[b] = LoadF16(src);
+        std::memcpy(q + b * 32, src + 2, 32);
+      }
+      break;
+    case DType::kQ4_0:
+      for (int64_t b = 0; b < blocks; ++b, src += 18) {
+        out->scale[b] = LoadF16(src);
+        for (int j = 0; j < 16; ++j) {
+          q[b * 32 + j] = static_cast<int8_t>((src[2 + j] & 0x0f) - 8);
+          q[b * 32 + j + 16] = static_cast<int8_t>((src[2 + j] >> 4) - 8);
+        }
+      }
+      break;
+    case DType::kQ4_K:
+      for (int64_t sb = 0; sb < blocks / 8; ++sb, src += 144) {
+        const float d = LoadF16(src), dmin = LoadF16(src + 2);
+        for (int s = 0; s < 8; ++s) {
+          int sc, m;
+          Q4KScaleMin(s, src + 4, &sc, &m);
+          out->scale[sb * 8 + s] = d * static_cast<float>(sc);
+          out->min[sb * 8 + s] = dmin * static_cast<float>(m);
+          const uint8_t* qs = src + 16 + 32 * (s / 2);
+          for (int l = 0; l < 32; ++l) {
+            q[(sb * 8 + s) * 32 + l] = static_cast<int8_t>(s % 2 == 0 ? qs[l] & 0x0f : qs[l] >> 4);
+          }
+        }
+      }
+      break;
+    default:
+      DI_CHECK_MSG(false, "not a quantized type with int8 kernels");
+  }
+}
+
+void QuantRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  thread_local DecodedRow row;
+  const Int8Activations& xq = *a.xq;
+  const bool has_min = a.dtype == DType::kQ4_K;
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    DecodeRow(a.dtype, a.w + r * a.row_bytes, a.k, &row);
+    for (int64_t t = 0; t < a.n_tokens; ++t) {
+      const int8_t* xqt = xq.TokenQ(t);
+      const float* dx = xq.TokenD(t);
+      const int32_t* sx = xq.TokenSum(t);
+      float acc = 0.0f;
+      for (int64_t b = 0; b < xq.blocks; ++b) {
+        int32_t isum = 0;
+        for (int i = 0; i < 32; ++i) isum += row.q[b * 32 + i] * xqt[b * 32 + i];
+        acc += static_cast<float>(isum) * (row.scale[b] * dx[b]);
+        if (has_min) acc -= row.min[b] * (dx[b] * static_cast<float>(sx[b]));
+      }
+      a.y[t * a.n_rows + r] = a.bias ? acc + a.bias[r] : acc;
+    }
+  }
+}
+
+}  // namespace
+
+RowRangeKernel DequantizingKernel() { return FloatRows; }
+
+const KernelSet& ScalarKernels() {
+  static const KernelSet set = [] {
+    KernelSet s;
+    s.f32 = s.f16 = s.bf16 = FloatRows;
+    s.q8_0 = s.q4_0 = s.q4_k = QuantRows;
+    return s;
+  }();
+  return set;
+}
+
+}  // namespace deepinfer::cpu

@@ -1,0 +1,35 @@
+// Matrix multiply of a weight matrix by a batch of activation rows: the
+// linear layers of the forward pass (decode GEMV when n_tokens == 1, prefill
+// and batched-decode GEMM otherwise).
+//
+// Results are batch-invariant: y for a token is bit-identical whatever
+// n_tokens, the thread count or the split (kernels.h says how). They depend on
+// the ISA level (isa.h), which is fixed per process.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cpu/isa.h"
+#include "core/thread_pool.h"
+#include "tensor/tensor_view.h"
+
+namespace deepinfer::cpu {
+
+// y[t * N + r] = dot(W[r, :], x[t * K : (t+1) * K]) (+ bias[r]) for t < n_tokens,
+// r < N, where W = w is [N, K] in any type DequantizeRow accepts (file
+// layout, any alignment) and x is f32 [n_tokens, K]. bias may be null. y must
+// not alias x. Parallel over weight rows on `pool`. Preconditions (checked):
+// w is 2-D-shaped with K a whole number of blocks. Not re-entrant on one pool.
+void MatMul(const TensorView& w, const float* x, int64_t n_tokens, const float* bias, float* y,
+            ThreadPool& pool);
+
+// The same with an explicit ISA level (tests, benchmarks); `isa` must be
+// supported by the CPU (checked).
+void MatMulWithIsa(Isa isa, const TensorView& w, const float* x, int64_t n_tokens, const float* bias,
+                   float* y, ThreadPool& pool);
+
+// True when `isa` has a dedicated kernel for weight type t (otherwise MatMul
+// dequantizes rows to f32 first, which is correct but slow).
+bool HasFastKernel(Isa isa, DType t);
+
+}  // namespace deepinfer::cpu

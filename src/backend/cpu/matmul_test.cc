@@ -1,0 +1,279 @@
+// Conformance of the matmul kernels: the scalar reference against a
+// double-precision dot product of the dequantized weights, and every SIMD
+// level this CPU supports against the scalar reference, on random shapes
+// (K not a multiple of the SIMD width or of an even number of blocks, odd N,
+// 1..67 tokens). Plus the batch-invariance contract: a token's output is
+// bit-identical alone, batched, and at any thread count.
+#include "backend/cpu/matmul.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "backend/cpu/isa.h"
+#include "backend/cpu/packed_weights.h"
+#include "tensor/dequant.h"
+
+namespace deepinfer::cpu {
+namespace {
+
+struct Shape {
+  int64_t n_rows, k, n_tokens;
+};
+
+struct Matrix {
+  std::vector<uint8_t> bytes;
+  TensorView view;
+  std::vector<float> dense;  // dequantized, [n_rows, k]
+  // Q4_K: a bound on the per-row minimum term dmin * m (0 for other types),
+  // which enters the error scale because it can cancel against d * sc * q.
+  std::vector<float> min_bound;
+};
+
+std::vector<float> RandomFloats(std::mt19937& rng, int64_t n, float scale) {
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& f : v) f = dist(rng);
+  return v;
+}
+
+void StoreHalf(uint8_t* p, float f) {
+  const uint16_t h = F32ToF16(f);
+  std::memcpy(p, &h, 2);
+}
+
+Matrix RandomMatrix(std::mt19937& rng, DType t, int64_t n_rows, int64_t k) {
+  Matrix m;
+  const int64_t row_bytes = RowBytes(t, k);
+  EXPECT_GT(row_bytes, 0);
+  m.bytes.resize(static_cast<size_t>(row_bytes * n_rows));
+  m.min_bound.assign(static_cast<size_t>(n_rows), 0.0f);
+  if (t == DType::kQ4_K || t == DType::kQ6_K) {
+    // No quantizer for the k-quants: random bytes with finite, positive
+    // f16 super-block scales.
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::uniform_real_distribution<float> scale(0.002f, 0.02f);
+    for (auto& b : m.bytes) b = static_cast<uint8_t>(byte(rng));
+    for (int64_t r = 0; r < n_rows; ++r) {
+      for (int64_t sb = 0; sb < k / 256; ++sb) {
+        uint8_t* blk = m.bytes.data() + r * row_bytes + sb * BlockBytes(t);
+        if (t == DType::kQ4_K) {
+          const float dmin = scale(rng);
+          StoreHalf(blk, scale(rng));
+          StoreHalf(blk + 2, dmin);
+          m.min_bound[r] = std::max(m.min_bound[r], F16ToF32(F32ToF16(dmin)) * 63.0f);
+        } else {
+          StoreHalf(blk + 208, scale(rng));
+        }
+      }
+    }
+  } else {
+    for (int64_t r = 0; r < n_rows; ++r) {
+      const std::vector<float> row = RandomFloats(rng, k, 0.5f);
+      EXPECT_TRUE(QuantizeRow(t, row.data(), m.bytes.data() + r * row_bytes, k));
+    }
+  }
+  m.dense.resize(static_cast<size_t>(n_rows * k));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    DequantizeRow(t, m.bytes.data() + r * row_bytes, m.dense.data() + r * k, k);
+  }
+  m.view.dtype = t;
+  m.view.shape = {n_rows, k};
+  m.view.data = m.bytes.data();
+  m.view.nbytes = static_cast<int64_t>(m.bytes.size());
+  return m;
+}
+
+bool UsesInt8Activations(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K; }
+
+std::vector<Shape> ShapesFor(DType t) {
+  if (t == DType::kQ4_K || t == DType::kQ6_K) return {{1, 256, 1}, {7, 512, 3}, {33, 256, 67}, {18, 768, 5}};
+  if (IsQuantized(t)) {
+    return {{1, 32, 1}, {3, 96, 2}, {17, 160, 67}, {33, 64, 5}, {8, 352, 9}, {5, 1024, 1}};
+  }
+  return {{1, 1, 1}, {3, 15, 2}, {17, 33, 67}, {33, 100, 5}, {8, 257, 9}, {5, 1024, 1}};
+}
+
+const DType kKernelTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K};
+
+std::vector<Isa> SupportedIsas() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+    if (CpuSupports(isa)) out.push_back(isa);
+  }
+  return out;
+}
+
+std::vector<float> RunMatMul(Isa isa, const Matrix& m, const std::vector<float>& x, int64_t n_tokens,
+                       const float* bias, int threads) {
+  ThreadPool pool(threads);
+  std::vector<float> y(static_cast<size_t>(n_tokens * m.view.rows()), -1.0f);
+  MatMulWithIsa(isa, m.view, x.data(), n_tokens, bias, y.data(), pool);
+  return y;
+}
+
+// The scalar kernel vs a double-precision dot of the dequantized weights.
+// Float types: f32 rounding only, |err| <= 1e-5 * sum|w x| + 1e-6.
+// Int8 activations: additionally each x is replaced by d * round(x / d) with
+// d = max|x_block| / 127, an error of at most d / 2 per element, so
+// |err| <= sum_i |w_i| * d_block(i) / 2 (+ the f32 term above).
+TEST(MatMulTest, ScalarMatchesDequantizedReference) {
+  std::mt19937 rng(1);
+  for (DType t : kKernelTypes) {
+    for (const Shape& s : ShapesFor(t)) {
+      const Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);
+      const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
+      const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
+      const std::vector<float> y = RunMatMul(Isa::kScalar, m, x, s.n_tokens, bias.data(), 1);
+      for (int64_t tok = 0; tok < s.n_tokens; ++tok) {
+        const float* xt = x.data() + tok * s.k;
+        for (int64_t r = 0; r < s.n_rows; ++r) {
+          const float* w = m.dense.data() + r * s.k;
+          double ref = bias[r], magnitude = std::fabs(bias[r]), quant_bound = 0.0;
+          for (int64_t i = 0; i < s.k; ++i) {
+            ref += static_cast<double>(w[i]) * xt[i];
+            magnitude += std::fabs(static_cast<double>(w[i]) * xt[i]) + m.min_bound[r] * std::fabs(xt[i]);
+          }
+          if (UsesInt8Activations(t)) {
+            for (int64_t b = 0; b < s.k / 32; ++b) {
+              double amax = 0.0, wsum = 0.0;
+              for (int i = 0; i < 32; ++i) {
+                amax = std::max(amax, static_cast<double>(std::fabs(xt[b * 32 + i])));
+                wsum += std::fabs(w[b * 32 + i]);
+              }
+              quant_bound += wsum * (amax / 127.0) * 0.5;
+            }
+          }
+          const double tol = 1e-5 * magnitude + 1e-6 + quant_bound * 1.0001;
+          ASSERT_NEAR(y[tok * s.n_rows + r], ref, tol)
+              << DTypeName(t) << " n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens << " r=" << r
+              << " t=" << tok;
+        }
+      }
+    }
+  }
+}
+
+// Each SIMD level vs the scalar reference: same activations (same int8
+// values), so only the f32 summation order differs:
+// |err| <= 1e-5 * sum|w x| (+ the Q4_K minimum terms) + 1e-6.
+TEST(MatMulTest, SimdLevelsMatchScalar) {
+  std::mt19937 rng(2);
+  for (Isa isa : SupportedIsas()) {
+    if (isa == Isa::kScalar) continue;
+    for (DType t : kKernelTypes) {
+      ASSERT_TRUE(HasFastKernel(isa, t)) << IsaName(isa) << " " << DTypeName(t);
+      for (const Shape& s : ShapesFor(t)) {
+        const Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);
+        const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
+        const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
+        const std::vector<float> ref = RunMatMul(Isa::kScalar, m, x, s.n_tokens, bias.data(), 1);
+        const std::vector<float> y = RunMatMul(isa, m, x, s.n_tokens, bias.data(), 2);
+        for (int64_t tok = 0; tok < s.n_tokens; ++tok) {
+          for (int64_t r = 0; r < s.n_rows; ++r) {
+            double magnitude = std::fabs(bias[r]);
+            for (int64_t i = 0; i < s.k; ++i) {
+              magnitude += (std::fabs(m.dense[r * s.k + i]) + m.min_bound[r]) * std::fabs(x[tok * s.k + i]);
+            }
+            const size_t idx = static_cast<size_t>(tok * s.n_rows + r);
+            ASSERT_NEAR(y[idx], ref[idx], 1e-5 * magnitude + 1e-6)
+                << IsaName(isa) << " " << DTypeName(t) << " n=" << s.n_rows << " k=" << s.k
+                << " tokens=" << s.n_tokens << " r=" << r << " t=" << tok;
+          }
+        }
+      }
+    }
+  }
+}
+
+// A token's result must not depend on the batch it is in, on its position
+// in the batch, or on the thread count: compared bit for bit.
+TEST(MatMulTest, ResultsAreBatchAndThreadInvariant) {
+  std::mt19937 rng(3);
+  const DType types[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0,
+                         DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
+  for (Isa isa : SupportedIsas()) {
+    for (DType t : types) {
+      const int64_t k = BlockElems(t) == 256 ? 512 : (IsQuantized(t) ? 96 : 45);
+      const int64_t n_rows = 37, n_tokens = 11;
+      const Matrix m = RandomMatrix(rng, t, n_rows, k);
+      const std::vector<float> x = RandomFloats(rng, n_tokens * k, 1.0f);
+      const std::vector<float> batched = RunMatMul(isa, m, x, n_tokens, nullptr, 1);
+      const std::vector<float> threaded = RunMatMul(isa, m, x, n_tokens, nullptr, 3);
+      ASSERT_EQ(0, std::memcmp(batched.data(), threaded.data(), batched.size() * 4))
+          << IsaName(isa) << " " << DTypeName(t);
+      for (int64_t tok = 0; tok < n_tokens; ++tok) {
+        const std::vector<float> xt(x.begin() + tok * k, x.begin() + (tok + 1) * k);
+        const std::vector<float> alone = RunMatMul(isa, m, xt, 1, nullptr, 2);
+        ASSERT_EQ(0, std::memcmp(alone.data(), batched.data() + tok * n_rows, n_rows * 4))
+            << IsaName(isa) << " " << DTypeName(t) << " token " << tok;
+      }
+    }
+  }
+}
+
+// Q6_K has no dedicated kernel: it goes through the dequantizing fallback,
+// which must still be right (f32 rounding only).
+TEST(MatMulTest, FallbackTypeIsCorrect) {
+  std::mt19937 rng(4);
+  const Matrix m = RandomMatrix(rng, DType::kQ6_K, 9, 512);
+  const std::vector<float> x = RandomFloats(rng, 3 * 512, 1.0f);
+  for (Isa isa : SupportedIsas()) {
+    EXPECT_FALSE(HasFastKernel(isa, DType::kQ6_K));
+    const std::vector<float> y = RunMatMul(isa, m, x, 3, nullptr, 2);
+    for (int64_t tok = 0; tok < 3; ++tok) {
+      for (int64_t r = 0; r < 9; ++r) {
+        double ref = 0.0, magnitude = 0.0;
+        for (int64_t i = 0; i < 512; ++i) {
+          ref += static_cast<double>(m.dense[r * 512 + i]) * x[tok * 512 + i];
+          magnitude += std::fabs(static_cast<double>(m.dense[r * 512 + i]) * x[tok * 512 + i]);
+        }
+        ASSERT_NEAR(y[tok * 9 + r], ref, 1e-5 * magnitude + 1e-6);
+      }
+    }
+  }
+}
+
+// Packing changes the layout, never the arithmetic: bit-identical to the
+// file-layout kernel of the same level, for odd block counts too.
+TEST(MatMulTest, PackedWeightsGiveIdenticalResults) {
+  std::mt19937 rng(5);
+  int packed_types = 0;
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K}) {
+    if (!PacksType(ActiveIsa(), t)) continue;
+    ++packed_types;
+    for (const Shape& s : ShapesFor(t)) {
+      const Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);
+      const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
+      const std::vector<float> expected = RunMatMul(ActiveIsa(), m, x, s.n_tokens, nullptr, 2);
+      PackedWeights packer;
+      const TensorView packed = packer.Pack(m.view);
+      ASSERT_NE(packed.data, m.view.data);
+      ASSERT_TRUE(FindPackedLayout(packed.data).has_value());
+      ThreadPool pool(2);
+      std::vector<float> y(expected.size());
+      MatMulWithIsa(ActiveIsa(), packed, x.data(), s.n_tokens, nullptr, y.data(), pool);
+      ASSERT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * 4))
+          << DTypeName(t) << " n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens;
+    }
+  }
+  if (packed_types == 0) GTEST_SKIP() << "the active ISA reads no packed layout";
+}
+
+TEST(IsaTest, NamesAndSupport) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+    ASSERT_TRUE(IsaFromName(IsaName(isa)).has_value());
+    EXPECT_EQ(*IsaFromName(IsaName(isa)), isa);
+  }
+  EXPECT_FALSE(IsaFromName("sse9").has_value());
+  EXPECT_TRUE(CpuSupports(Isa::kScalar));
+  EXPECT_TRUE(CpuSupports(BestSupportedIsa()));
+  EXPECT_TRUE(CpuSupports(ActiveIsa()));
+  if (CpuSupports(Isa::kAvx512)) EXPECT_TRUE(CpuSupports(Isa::kAvx2));
+}
+
+}  // namespace
+}  // namespace deepinfer::cpu

@@ -1,0 +1,237 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <random>
+
+#include "core/check.h"
+#include "core/log.h"
+#include "engine/engine_impl.h"
+#include "engine/kv_pool_size.h"
+#include "engine/latency_histograms.h"
+#include "tokenizer/tokenizer.h"
+
+namespace deepinfer {
+
+Status EngineConfig::Validate() const {
+  DI_RETURN_IF_ERROR(scheduler.Validate());
+  if (block_size < 1 || block_size > 1024) return InvalidArgument("--block-size must be in [1, 1024]");
+  if (kv_cache_memory_bytes < 0) return InvalidArgument("--kv-cache-memory must be >= 0");
+  if (!(kv_cache_memory_fraction > 0.0 && kv_cache_memory_fraction <= 1.0)) {
+    return InvalidArgument("kv_cache_memory_fraction must be in (0, 1]");
+  }
+  if (max_waiting_requests < 1) return InvalidArgument("max_waiting_requests must be >= 1");
+  if (scheduler.max_num_speculative_tokens != 0) {
+    return Unimplemented("speculative decoding is not supported by this engine yet");
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model, const EngineConfig& config) {
+  if (model.model == nullptr) return InvalidArgument("Engine::Create: no model");
+  EngineConfig effective = config;
+  // Positions beyond the model's context have no rotary meaning.
+  effective.scheduler.max_model_len = std::min(effective.scheduler.max_model_len, model.model->config().max_position);
+  DI_RETURN_IF_ERROR(effective.Validate());
+  const int64_t bytes_per_token = KvCache(model.model->config(), 1, 1).BytesPerToken();
+  DI_ASSIGN_OR_RETURN(int32_t num_blocks, PlanKvBlocks(effective, bytes_per_token, MemAvailableBytes()));
+  DI_LOG_INFO("KV cache: %d blocks of %d tokens (%.1f MiB)", num_blocks, effective.block_size,
+              static_cast<double>(num_blocks) * effective.block_size * bytes_per_token / (1024.0 * 1024.0));
+  return std::unique_ptr<Engine>(new EngineImpl(std::move(model), effective, num_blocks));
+}
+
+namespace {
+std::unique_ptr<KvCache> MakeKv(const LoadedModel& m, const EngineConfig& c, int32_t num_blocks) {
+  return std::make_unique<KvCache>(m.model->config(), num_blocks, c.block_size);
+}
+}  // namespace
+
+EngineImpl::EngineImpl(LoadedModel model, const EngineConfig& config, int32_t num_blocks)
+    : loaded_(std::move(model)),
+      config_(config),
+      kv_(MakeKv(loaded_, config, num_blocks)),
+      runner_(*loaded_.model, *kv_),
+      scheduler_(std::make_unique<Scheduler>(
+          config.scheduler,
+          KvConfig{.num_blocks = num_blocks, .block_size = config.block_size,
+                   .enable_prefix_cache = config.enable_prefix_cache})),
+      output_(loaded_.tokenizer.get(), [this](RequestId id) {
+        std::lock_guard<std::mutex> lock(mu_);
+        AbortLocked(id, FinishReason::kStop);
+      }),
+      executor_(runner_) {
+  if (loaded_.tokenizer) {
+    for (int32_t id = 0; id < loaded_.model->config().vocab_size; ++id) {
+      if (loaded_.tokenizer->IsEndOfGeneration(id)) end_of_generation_ids_.push_back(id);
+    }
+  }
+  loop_thread_ = std::thread([this] { Loop(); });
+}
+
+EngineImpl::~EngineImpl() { Shutdown(/*drain=*/false); }
+
+const Tokenizer& EngineImpl::tokenizer() const {
+  DI_CHECK_MSG(loaded_.tokenizer != nullptr, "the model has no tokenizer");
+  return *loaded_.tokenizer;
+}
+
+Status EngineImpl::ValidateRequest(const GenerationRequest& r) const {
+  const int64_t vocab = loaded_.model->config().vocab_size;
+  if (r.prompt_tokens.empty()) return InvalidArgument("the prompt is empty");
+  for (int32_t t : r.prompt_tokens) {
+    if (t < 0 || t >= vocab) {
+      return InvalidArgument("prompt token id " + std::to_string(t) + " is out of range [0, " +
+                             std::to_string(vocab) + ")");
+    }
+  }
+  if (r.max_tokens < 1) return InvalidArgument("max_tokens must be >= 1");
+  DI_RETURN_IF_ERROR(r.sampling.Validate());
+  for (const auto& [id, bias] : r.sampling.logit_bias) {
+    if (id >= vocab) return InvalidArgument("logit_bias: token id " + std::to_string(id) + " is out of range");
+  }
+  if (r.logprobs < -1 || r.logprobs > kMaxLogprobs) {
+    return InvalidArgument("logprobs must be in [0, " + std::to_string(kMaxLogprobs) + "]");
+  }
+  for (int32_t t : r.stop_token_ids) {
+    if (t < 0 || t >= vocab) return InvalidArgument("stop_token_ids: " + std::to_string(t) + " is out of range");
+  }
+  for (const std::string& s : r.stop) {
+    if (s.empty()) return InvalidArgument("stop strings must be non-empty");
+  }
+  if (!r.stop.empty() && loaded_.tokenizer == nullptr) {
+    return InvalidArgument("stop strings need a tokenizer; this model has none");
+  }
+  const int64_t total = static_cast<int64_t>(r.prompt_tokens.size()) + r.max_tokens;
+  if (total > config_.scheduler.max_model_len) {
+    return OutOfRange("prompt (" + std::to_string(r.prompt_tokens.size()) + " tokens) + max_tokens (" +
+                      std::to_string(r.max_tokens) + ") exceeds the maximum context length (" +
+                      std::to_string(config_.scheduler.max_model_len) + ")");
+  }
+  const int64_t blocks = (total + config_.block_size - 1) / config_.block_size + 1;
+  if (blocks > kv_->num_blocks()) {
+    return OutOfRange("prompt + max_tokens (" + std::to_string(total) + " tokens) does not fit the KV cache (" +
+                      std::to_string((kv_->num_blocks() - 1) * config_.block_size) + " tokens)");
+  }
+  return Status::Ok();
+}
+
+StatusOr<RequestId> EngineImpl::Submit(GenerationRequest request, EventCallback on_event) {
+  DI_RETURN_IF_ERROR(ValidateRequest(request));
+  if (!on_event) return InvalidArgument("Submit: no event callback");
+  auto ctx = std::make_shared<SamplingContext>();
+  ctx->params = request.sampling;
+  if (request.seed.has_value()) {
+    ctx->params.seed = *request.seed;
+  } else if (ctx->params.seed == 0) {
+    std::random_device entropy;
+    ctx->params.seed = static_cast<uint64_t>(entropy()) << 32 | entropy();
+  }
+  ctx->draw_stream = request.draw_stream;
+  ctx->logprobs = request.logprobs;
+  ctx->prompt_tokens = request.prompt_tokens;
+  ctx->constraint = std::move(request.constraint);
+
+  RequestParams params;
+  params.prompt_tokens = std::move(request.prompt_tokens);
+  params.max_tokens = request.max_tokens;
+  params.stop_token_ids = std::move(request.stop_token_ids);
+  if (!request.ignore_eos) {
+    params.stop_token_ids.insert(params.stop_token_ids.end(), end_of_generation_ids_.begin(),
+                                 end_of_generation_ids_.end());
+  }
+  params.priority = request.priority;
+
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!accepting_ || broken_) return Unavailable("the engine is shutting down");
+  if (scheduler_->NumWaiting() >= config_.max_waiting_requests) {
+    return ResourceExhausted("too many waiting requests (" + std::to_string(config_.max_waiting_requests) + ")");
+  }
+  params.id = next_id_;
+  ctx->id = next_id_;
+  const int64_t prompt_tokens = static_cast<int64_t>(params.prompt_tokens.size());
+  DI_RETURN_IF_ERROR(scheduler_->AddRequest(std::move(params)));
+  const RequestId id = next_id_++;
+  contexts_[id] = std::move(ctx);
+  OutputItem reg;
+  reg.kind = OutputItem::Kind::kRegister;
+  reg.id = id;
+  reg.callback = std::move(on_event);
+  reg.stop = std::move(request.stop);
+  reg.prompt_tokens = prompt_tokens;
+  reg.submitted = std::chrono::steady_clock::now();
+  output_.Post(std::move(reg));
+  ++work_epoch_;
+  work_cv_.notify_all();
+  return id;
+}
+
+void EngineImpl::Abort(RequestId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  AbortLocked(id, FinishReason::kAbort);
+}
+
+bool EngineImpl::AbortLocked(RequestId id, FinishReason reason, const std::string& error) {
+  StatusOr<Request> aborted = scheduler_->Abort(id, reason);
+  if (!aborted.ok()) return false;
+  contexts_.erase(id);
+  ++requests_finished_total_;
+  OutputItem item;
+  item.id = id;
+  item.finish_reason = reason;
+  item.error = error;
+  item.cached_prompt_tokens = aborted->num_cached_prompt_tokens;
+  output_.Post(std::move(item));
+  ++work_epoch_;
+  work_cv_.notify_all();
+  return true;
+}
+
+void EngineImpl::AbortAllLocked(const std::string& error) {
+  std::vector<RequestId> ids;
+  for (const auto& [id, ctx] : contexts_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (RequestId id : ids) AbortLocked(id, FinishReason::kAbort, error);
+}
+
+void EngineImpl::Shutdown(bool drain) {
+  std::lock_guard<std::mutex> once(shutdown_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    accepting_ = false;
+    if (!drain) AbortAllLocked("");
+    exit_when_idle_ = true;
+    ++work_epoch_;
+  }
+  work_cv_.notify_all();
+  if (loop_thread_.joinable()) loop_thread_.join();
+  output_.Stop();  // every final event is delivered before Shutdown returns
+}
+
+EngineMetrics EngineImpl::Metrics() const {
+  EngineMetrics m;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const KvManager& kv = scheduler_->kv();
+    const SchedulerStats& s = scheduler_->stats();
+    m.num_requests_running = scheduler_->NumRunning();
+    m.num_requests_waiting = scheduler_->NumWaiting();
+    m.kv_blocks_total = kv.num_blocks();
+    m.kv_blocks_in_use = kv.pool().num_referenced();
+    m.kv_cache_usage_ratio = kv.UsageRatio();
+    m.prompt_tokens_total = s.prompt_tokens;
+    m.generation_tokens_total = s.generation_tokens;
+    m.prefix_cache_hit_ratio =
+        s.prompt_tokens > 0 ? static_cast<double>(cached_prompt_tokens_total_) / static_cast<double>(s.prompt_tokens) : 0.0;
+    m.requests_finished_total = requests_finished_total_;
+    m.num_preemptions_total = s.num_preemptions;
+    m.steps_total = steps_total_;
+    m.executor_idle_seconds_total = idle_seconds_;
+    m.executor_busy_seconds_total = busy_seconds_;
+    m.spec_draft_tokens_total = s.spec_draft_tokens;
+    m.spec_accepted_tokens_total = s.spec_accepted_tokens;
+  }
+  m.time_to_first_token_seconds = output_.TimeToFirstToken();
+  m.time_per_output_token_seconds = output_.TimePerOutputToken();
+  return m;
+}
+
+}  // namespace deepinfer

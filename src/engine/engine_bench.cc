@@ -1,0 +1,155 @@
+// engine_bench: aggregate decode throughput through the Engine at several
+// concurrencies, and executor idle time with async vs sync scheduling.
+//
+//   engine_bench [--model PATH | --preset llama-110m --dtype q8_0] [--concurrency 1,64]
+//                [--prompt-tokens 32] [--gen-tokens 64] [--threads N]
+// Without --model, a random-weight model of the preset is written to
+// /tmp/engine_bench_<preset>_<dtype>.gguf once and reused.
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "model/synth.h"
+#include "tensor/dtype.h"
+
+namespace deepinfer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::string model, preset = "llama-110m", dtype = "q8_0";
+  std::vector<int> concurrency = {1, 64};
+  int prompt_tokens = 32, gen_tokens = 64, threads = 0;
+};
+
+struct RunStats {
+  double decode_tok_s = 0, idle_s = 0, busy_s = 0;
+  int64_t steps = 0;
+};
+
+StatusOr<RunStats> RunOnce(const Options& o, bool async, int concurrency) {
+  LoadOptions load;
+  load.num_threads = o.threads;
+  DI_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(o.model, load));
+  const int64_t vocab = loaded.model->config().vocab_size;
+  EngineConfig config;
+  config.async_scheduling = async;
+  config.scheduler.max_num_seqs = std::max(concurrency, 1);
+  config.scheduler.max_model_len = o.prompt_tokens + o.gen_tokens + 16;
+  config.kv_cache_memory_bytes = 0;
+  DI_ASSIGN_OR_RETURN(auto engine, Engine::Create(std::move(loaded), config));
+
+  std::mutex mu;
+  std::condition_variable cv;
+  int finished = 0;
+  int first_seen = 0;
+  Clock::time_point all_started{};
+  int64_t decode_tokens = 0;
+  Clock::time_point end{};
+  std::mt19937 rng(1);
+  std::uniform_int_distribution<int32_t> token(3, static_cast<int32_t>(vocab - 1));
+  const EngineMetrics before = engine->Metrics();
+  for (int i = 0; i < concurrency; ++i) {
+    GenerationRequest r;
+    for (int t = 0; t < o.prompt_tokens; ++t) r.prompt_tokens.push_back(token(rng));
+    r.max_tokens = o.gen_tokens;
+    r.ignore_eos = true;
+    r.sampling.temperature = 0;
+    bool first = true;
+    auto submitted = engine->Submit(std::move(r), [&, first](GenerationEvent ev) mutable {
+      std::lock_guard<std::mutex> lock(mu);
+      if (first && !ev.token_ids.empty()) {
+        first = false;
+        if (++first_seen == concurrency) all_started = Clock::now();
+      } else if (first_seen == concurrency) {
+        decode_tokens += static_cast<int64_t>(ev.token_ids.size());
+      }
+      if (ev.finish_reason != FinishReason::kNone) {
+        end = Clock::now();
+        ++finished;
+        cv.notify_all();
+      }
+    });
+    DI_RETURN_IF_ERROR(submitted.status());
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return finished == concurrency; });
+  }
+  const EngineMetrics after = engine->Metrics();
+  RunStats s;
+  s.decode_tok_s = static_cast<double>(decode_tokens) / std::chrono::duration<double>(end - all_started).count();
+  s.idle_s = after.executor_idle_seconds_total - before.executor_idle_seconds_total;
+  s.busy_s = after.executor_busy_seconds_total - before.executor_busy_seconds_total;
+  s.steps = after.steps_total - before.steps_total;
+  return s;
+}
+
+int Main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--model") o.model = v;
+    else if (k == "--preset") o.preset = v;
+    else if (k == "--dtype") o.dtype = v;
+    else if (k == "--prompt-tokens") o.prompt_tokens = std::stoi(v);
+    else if (k == "--gen-tokens") o.gen_tokens = std::stoi(v);
+    else if (k == "--threads") o.threads = std::stoi(v);
+    else if (k == "--concurrency") {
+      o.concurrency.clear();
+      std::stringstream ss(v);
+      for (std::string part; std::getline(ss, part, ',');) o.concurrency.push_back(std::stoi(part));
+    } else {
+      std::fprintf(stderr, "engine_bench: unknown flag %s\n", k.c_str());
+      return 2;
+    }
+  }
+  if (o.model.empty()) {
+    o.model = "/tmp/engine_bench_" + o.preset + "_" + o.dtype + ".gguf";
+    if (!std::filesystem::exists(o.model)) {
+      SynthOptions s;
+      s.preset = o.preset;
+      auto dtype = DTypeFromName(o.dtype);
+      if (!dtype) {
+        std::fprintf(stderr, "engine_bench: unknown dtype %s\n", o.dtype.c_str());
+        return 2;
+      }
+      s.dtype = *dtype;
+      s.out = o.model;
+      Status st = WriteSynthModel(s);
+      if (!st.ok()) {
+        std::fprintf(stderr, "engine_bench: %s\n", st.message().c_str());
+        return 1;
+      }
+    }
+  }
+  std::printf("model %s, prompt %d, gen %d\n", o.model.c_str(), o.prompt_tokens, o.gen_tokens);
+  for (int c : o.concurrency) {
+    for (bool async : {true, false}) {
+      auto s = RunOnce(o, async, c);
+      if (!s.ok()) {
+        std::fprintf(stderr, "engine_bench: %s\n", s.status().message().c_str());
+        return 1;
+      }
+      std::printf("concurrency %3d %-5s decode %8.1f tok/s  steps %5lld  executor idle %.4f s (%.1f us/step, %.2f%% of busy)\n",
+                  c, async ? "async" : "sync", s->decode_tok_s, static_cast<long long>(s->steps), s->idle_s,
+                  s->steps ? 1e6 * s->idle_s / static_cast<double>(s->steps) : 0.0,
+                  s->busy_s > 0 ? 100.0 * s->idle_s / s->busy_s : 0.0);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace deepinfer
+
+int main(int argc, char** argv) { return deepinfer::Main(argc, argv); }

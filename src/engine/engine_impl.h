@@ -1,0 +1,83 @@
+// EngineImpl: the Engine behind engine.h.
+//
+// Threads:
+//   loop thread    — owns the step protocol: plan, launch, commit (Loop());
+//   executor       — runs each launched step (StepExecutor, step_runner.h);
+//   output thread  — detokenizes and calls the callbacks (OutputProcessor).
+// The Scheduler and the per-request contexts are guarded by mu_; Submit and
+// Abort take it briefly from the caller's thread, so their effects on the
+// scheduler are ordered with the loop's plans and commits. The loop never
+// holds mu_ while a step runs.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/output_processor.h"
+#include "engine/sampling_context.h"
+#include "engine/step_runner.h"
+#include "scheduler/scheduler.h"
+
+namespace deepinfer {
+
+class EngineImpl final : public Engine {
+ public:
+  EngineImpl(LoadedModel model, const EngineConfig& config, int32_t num_blocks);
+  ~EngineImpl() override;
+
+  StatusOr<RequestId> Submit(GenerationRequest request, EventCallback on_event) override;
+  void Abort(RequestId id) override;
+  EngineMetrics Metrics() const override;
+  void Shutdown(bool drain) override;
+
+  const ModelConfig& model_config() const override { return loaded_.model->config(); }
+  const Tokenizer& tokenizer() const override;
+  const EngineConfig& config() const override { return config_; }
+
+ private:
+  Status ValidateRequest(const GenerationRequest& request) const;
+  // The loop: plan (overlapping the running step when async), commit, launch.
+  void Loop();
+  // Waits until there is work; false when the loop should exit. REQUIRES: mu_ held.
+  bool WaitForWork(std::unique_lock<std::mutex>& lock);
+  // PrepareLaunch + contexts. An empty result needs no launch. REQUIRES: mu_ held.
+  std::optional<LaunchedStep> PrepareLocked(StepPlan plan);
+  void CommitLocked(StepResult& result);
+  // Ends a live request and posts its final event; false if it was not live.
+  bool AbortLocked(RequestId id, FinishReason reason, const std::string& error = "");
+  void AbortAllLocked(const std::string& error);
+
+  LoadedModel loaded_;
+  EngineConfig config_;
+  std::vector<int32_t> end_of_generation_ids_;
+  std::unique_ptr<KvCache> kv_;
+  StepRunner runner_;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unordered_map<RequestId, std::shared_ptr<SamplingContext>> contexts_;  // live requests
+  RequestId next_id_ = 1;
+  bool accepting_ = true;
+  bool exit_when_idle_ = false;
+  bool broken_ = false;  // a commit failed: the scheduler state is unusable
+  uint64_t work_epoch_ = 0;  // bumped by Submit/Abort/Shutdown: wakes an idle loop
+  int64_t steps_total_ = 0;
+  int64_t requests_finished_total_ = 0;
+  int64_t cached_prompt_tokens_total_ = 0;
+  double idle_seconds_ = 0.0, busy_seconds_ = 0.0;
+
+  std::mutex shutdown_mu_;  // one Shutdown at a time
+  // Declared last: started after everything above exists, stopped first.
+  OutputProcessor output_;
+  StepExecutor executor_;
+  std::thread loop_thread_;
+};
+
+}  // namespace deepinfer

@@ -1,0 +1,80 @@
+// OutputProcessor: the engine's output thread. Turns committed tokens into
+// client events: incremental detokenization (complete UTF-8 only), stop
+// strings (text held back while it could be the start of one; on a match the
+// text is cut and the request is stopped through `on_stop_string`), the text
+// of a stop token left out, and TTFT / time-per-output-token histograms.
+//
+// Items are processed in the order posted; the engine posts a request's
+// kRegister before any update and exactly one final update (finish_reason !=
+// kNone) last. Callbacks run on this thread only.
+//
+// Thread-safety: Post and Histograms from any thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/stop_strings.h"
+
+namespace deepinfer {
+
+class IncrementalDetokenizer;
+
+struct OutputItem {
+  enum class Kind { kRegister, kUpdate };
+  Kind kind = Kind::kUpdate;
+  RequestId id = 0;
+  // kRegister
+  EventCallback callback;
+  std::vector<std::string> stop;
+  int64_t prompt_tokens = 0;
+  std::chrono::steady_clock::time_point submitted{};
+  // kUpdate
+  std::vector<int32_t> tokens;
+  std::vector<TokenLogprob> logprobs;
+  FinishReason finish_reason = FinishReason::kNone;
+  std::string error;
+  int64_t cached_prompt_tokens = 0;
+};
+
+class OutputProcessor {
+ public:
+  // `tokenizer` may be null (events then carry no text; stop strings are
+  // rejected by Submit). `on_stop_string(id)` must end the request with kStop.
+  OutputProcessor(const Tokenizer* tokenizer, std::function<void(RequestId)> on_stop_string);
+  ~OutputProcessor();  // Stop()
+
+  void Post(OutputItem item);
+  // Processes everything posted so far, then joins the thread. Idempotent.
+  void Stop();
+
+  Histogram TimeToFirstToken() const;
+  Histogram TimePerOutputToken() const;
+
+ private:
+  struct RequestOutput;
+  void Loop();
+  void Process(OutputItem& item);
+
+  const Tokenizer* tokenizer_;
+  std::function<void(RequestId)> on_stop_string_;
+  std::unordered_map<RequestId, std::unique_ptr<RequestOutput>> requests_;  // output thread only
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<OutputItem> queue_;
+  bool quit_ = false;
+  Histogram ttft_, tpot_;
+  std::thread thread_;
+};
+
+}  // namespace deepinfer

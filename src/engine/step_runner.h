@@ -1,0 +1,95 @@
+// StepRunner: executes one launched step on the model — block copies, the
+// forward pass, then sampling of every sampling row — and StepExecutor, the
+// runner thread that takes one step at a time from the engine loop.
+//
+// Per sampling row: constraint masks are filled on a helper thread while the
+// forward pass runs (their previous tokens are known at launch); after the
+// forward, log-probabilities come from the raw logits, then logit_bias,
+// penalties and the mask are applied to a copy and the token is drawn with
+// the request's (seed, position, draw_stream).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/engine.h"
+#include "engine/sampling_context.h"
+#include "model/model.h"
+#include "scheduler/step_plan.h"
+
+namespace deepinfer {
+
+struct LaunchedStep {
+  StepPlan plan;
+  // Per plan.seqs entry: the request's context for a sampling row, else null.
+  std::vector<std::shared_ptr<SamplingContext>> contexts;
+  // The engine loop did not wait for new work since the previous step: the
+  // gap before this one counts as executor idle time.
+  bool follows_previous_step = false;
+};
+
+struct SampledRow {
+  RequestId request_id = 0;
+  int32_t token = 0;
+  std::optional<TokenLogprob> logprob;  // when the request asked for logprobs
+  std::string error;                    // non-empty: the request cannot continue
+};
+
+struct StepResult {
+  StepOutput output;  // for Scheduler::OnStepSampled
+  std::vector<SampledRow> rows;
+  Status status;  // a failed forward pass: no tokens were sampled
+  std::vector<RequestId> failed_requests;  // with status: the requests of the step
+  double busy_seconds = 0.0;
+  double idle_seconds = 0.0;  // since the previous step ended (when it followed one)
+};
+
+class StepRunner {
+ public:
+  // Both must outlive the runner.
+  StepRunner(Model& model, KvCache& kv);
+  StepResult Run(LaunchedStep& step);
+
+ private:
+  void CopyBlocks(const std::vector<BlockCopy>& copies);
+  SampledRow SampleRow(const ScheduledSequence& seq, SamplingContext& ctx, const float* logits,
+                       const uint32_t* mask);
+
+  Model& model_;
+  KvCache& kv_;
+  const int64_t vocab_;
+  std::vector<float> logits_;   // [rows, vocab]
+  std::vector<float> scratch_;  // one adjusted row
+};
+
+// A thread running one step at a time: Launch hands a step over, Wait takes
+// its result. Calls alternate Launch, Wait, Launch, ... from one thread.
+class StepExecutor {
+ public:
+  explicit StepExecutor(StepRunner& runner);
+  ~StepExecutor();  // joins the thread
+  void Launch(LaunchedStep step);
+  StepResult Wait();
+
+ private:
+  void Loop();
+
+  StepRunner& runner_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<LaunchedStep> pending_;
+  std::optional<StepResult> done_;
+  bool quit_ = false;
+  std::chrono::steady_clock::time_point last_end_{};
+  std::thread thread_;
+};
+
+}  // namespace deepinfer

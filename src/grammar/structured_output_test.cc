@@ -1,0 +1,270 @@
+// StructuredOutput / GrammarConstraint: the TokenConstraint contract the
+// engine and server rely on (mask layout incl. a model vocabulary larger than
+// the tokenizer's, EOS only when complete, jump-forward tokens, rollback,
+// error codes, concurrent use).
+#include "grammar/structured_output.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "grammar/grammar_constraint.h"
+#include "grammar/vocabulary.h"
+
+namespace deepinfer {
+namespace {
+
+// Single printable bytes plus a few multi-byte tokens, then EOS and a control
+// token (no bytes).
+std::vector<std::string> SmallVocab() {
+  std::vector<std::string> v;
+  for (int c = 32; c < 127; ++c) v.push_back(std::string(1, static_cast<char>(c)));
+  for (const char* t : {"{\"", "\":", "name", "\":\"", "age", "true", "false", "ab", "abc"}) v.push_back(t);
+  v.push_back("");  // EOS
+  v.push_back("");  // control token
+  return v;
+}
+
+int32_t IdOf(const std::vector<std::string>& v, const std::string& s) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == s) return static_cast<int32_t>(i);
+  }
+  return -1;
+}
+
+bool Bit(const std::vector<uint32_t>& m, int64_t id) { return (m[id >> 5] >> (id & 31)) & 1u; }
+
+struct Fixture {
+  std::vector<std::string> vocab = SmallVocab();
+  int32_t eos = static_cast<int32_t>(vocab.size() - 2);
+  std::unique_ptr<StructuredOutput> so;
+  Fixture() {
+    auto r = StructuredOutput::Create(vocab, {eos});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    so = std::move(*r);
+  }
+  std::unique_ptr<TokenConstraint> Make(StructuredOutputSpec spec) {
+    auto c = so->MakeConstraint(spec);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? std::move(*c) : nullptr;
+  }
+  // Feeds `text` one byte-token at a time.
+  bool Feed(TokenConstraint& c, const std::string& text) {
+    for (char ch : text) {
+      if (!c.Accept(IdOf(vocab, std::string(1, ch)))) return false;
+    }
+    return true;
+  }
+};
+
+TEST(StructuredOutputTest, CreateValidatesInput) {
+  EXPECT_EQ(StructuredOutput::Create({}, {}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(StructuredOutput::Create({"a"}, {5}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(StructuredOutput::Create({"a"}, {-1}).status().code(), StatusCode::kInvalidArgument);
+  auto ok = StructuredOutput::Create({"a", ""}, {1});
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ((*ok)->vocab_size(), 2);
+}
+
+TEST(StructuredOutputTest, ErrorsNameTheProblem) {
+  Fixture f;
+  StructuredOutputSpec bad_json{StructuredOutputSpec::Kind::kJsonSchema, "{not json"};
+  EXPECT_EQ(f.so->MakeConstraint(bad_json).status().code(), StatusCode::kInvalidArgument);
+  StructuredOutputSpec unsupported{StructuredOutputSpec::Kind::kJsonSchema, R"({"not":{"type":"string"}})"};
+  auto u = f.so->MakeConstraint(unsupported);
+  EXPECT_EQ(u.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(u.status().message().find("not"), std::string::npos);
+  StructuredOutputSpec bad_regex{StructuredOutputSpec::Kind::kRegex, "(a"};
+  EXPECT_EQ(f.so->MakeConstraint(bad_regex).status().code(), StatusCode::kInvalidArgument);
+  StructuredOutputSpec no_choices{StructuredOutputSpec::Kind::kChoice, ""};
+  EXPECT_EQ(f.so->MakeConstraint(no_choices).status().code(), StatusCode::kInvalidArgument);
+  StructuredOutputSpec bad_gbnf{StructuredOutputSpec::Kind::kGbnf, "root ::= undefined_rule"};
+  EXPECT_FALSE(f.so->MakeConstraint(bad_gbnf).ok());
+}
+
+TEST(StructuredOutputTest, EosOnlyWhenCompleteAndPaddedVocab) {
+  Fixture f;
+  auto c = f.Make({StructuredOutputSpec::Kind::kRegex, "ab|abc"});
+  ASSERT_TRUE(c);
+  // The model has 40 more logits than the tokenizer has tokens.
+  const int64_t model_vocab = static_cast<int64_t>(f.vocab.size()) + 40;
+  std::vector<uint32_t> mask((model_vocab + 31) / 32, 0xFFFFFFFFu);
+  c->FillAllowedMask(mask.data(), model_vocab);
+  for (int64_t id = static_cast<int64_t>(f.vocab.size()); id < model_vocab; ++id) EXPECT_FALSE(Bit(mask, id));
+  EXPECT_TRUE(Bit(mask, IdOf(f.vocab, "a")));
+  EXPECT_TRUE(Bit(mask, IdOf(f.vocab, "ab")));
+  EXPECT_TRUE(Bit(mask, IdOf(f.vocab, "abc")));
+  EXPECT_FALSE(Bit(mask, IdOf(f.vocab, "b")));
+  EXPECT_FALSE(Bit(mask, f.eos));
+  EXPECT_FALSE(Bit(mask, f.eos + 1));  // control token: never
+  EXPECT_FALSE(c->Accept(f.eos));
+  EXPECT_FALSE(c->Accept(static_cast<int32_t>(model_vocab - 1)));  // padded id
+  ASSERT_TRUE(c->Accept(IdOf(f.vocab, "ab")));
+  EXPECT_FALSE(c->IsComplete());  // "c" may still follow
+  c->FillAllowedMask(mask.data(), model_vocab);
+  EXPECT_TRUE(Bit(mask, f.eos));
+  EXPECT_TRUE(Bit(mask, IdOf(f.vocab, "c")));
+  ASSERT_TRUE(c->Accept(IdOf(f.vocab, "c")));
+  EXPECT_TRUE(c->IsComplete());
+  c->FillAllowedMask(mask.data(), model_vocab);
+  for (int64_t id = 0; id < model_vocab; ++id) EXPECT_EQ(Bit(mask, id), id == f.eos) << id;
+  c->Rollback(1);
+  EXPECT_FALSE(c->IsComplete());
+  // A smaller model vocabulary than the tokenizer's: only the common ids.
+  std::vector<uint32_t> small(2, 0xFFFFFFFFu);
+  c->FillAllowedMask(small.data(), 40);
+  for (int64_t id = 0; id < 40; ++id) EXPECT_EQ(Bit(small, id), f.vocab[id] == "c") << id;
+  EXPECT_EQ(small[1] >> 8, 0u);  // bits past 40 cleared
+}
+
+TEST(StructuredOutputTest, ForcedTokensJumpForward) {
+  Fixture f;
+  auto c = f.Make({StructuredOutputSpec::Kind::kJsonSchema,
+                   R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},
+                       "required":["name","age"],"additionalProperties":false})"});
+  ASSERT_TRUE(c);
+  std::vector<uint32_t> before((f.vocab.size() + 31) / 32), after(before.size());
+  c->FillAllowedMask(before.data(), static_cast<int64_t>(f.vocab.size()));
+  std::vector<int32_t> forced = c->ForcedTokens();
+  std::string text;
+  for (int32_t id : forced) text += f.vocab[id];
+  EXPECT_EQ(text, "{\"name\":\"");
+  // Greedy longest match: "{\"" + "name" + "\":\"".
+  EXPECT_EQ(forced, (std::vector<int32_t>{IdOf(f.vocab, "{\""), IdOf(f.vocab, "name"), IdOf(f.vocab, "\":\"")}));
+  c->FillAllowedMask(after.data(), static_cast<int64_t>(f.vocab.size()));
+  EXPECT_EQ(before, after);  // ForcedTokens did not move the state
+  for (int32_t id : forced) ASSERT_TRUE(c->Accept(id));
+  EXPECT_TRUE(c->ForcedTokens().empty());  // inside the string: a choice
+  ASSERT_TRUE(f.Feed(*c, "Bo\""));
+  forced = c->ForcedTokens();
+  text.clear();
+  for (int32_t id : forced) text += f.vocab[id];
+  EXPECT_EQ(text, ",\"age\":");
+  for (int32_t id : forced) ASSERT_TRUE(c->Accept(id));
+  ASSERT_TRUE(f.Feed(*c, "42"));
+  EXPECT_TRUE(c->ForcedTokens().empty());  // more digits or "}"
+  ASSERT_TRUE(f.Feed(*c, "}"));
+  EXPECT_TRUE(c->IsComplete());
+  EXPECT_TRUE(c->ForcedTokens().empty());  // only EOS is left
+  ASSERT_TRUE(c->Accept(f.eos));
+  EXPECT_TRUE(c->IsComplete());
+}
+
+TEST(StructuredOutputTest, EveryKind) {
+  Fixture f;
+  struct Case {
+    StructuredOutputSpec spec;
+    std::string good, bad;
+  };
+  StructuredOutputSpec choice{StructuredOutputSpec::Kind::kChoice, ""};
+  choice.choices = {"yes", "no"};
+  StructuredOutputSpec ws{StructuredOutputSpec::Kind::kJsonObject, ""};
+  ws.any_whitespace = true;
+  std::vector<Case> cases = {
+      {{StructuredOutputSpec::Kind::kJsonSchema, R"({"type":"array","items":{"type":"boolean"}})"}, "[true,false]",
+       "[1]"},
+      {{StructuredOutputSpec::Kind::kJsonObject, ""}, R"({"a":[1,{"b":null}]})", "[]"},
+      {ws, "{ \"a\" : 1 }", "{ \"a\" 1 }"},
+      {{StructuredOutputSpec::Kind::kRegex, "[0-9]{3}-x"}, "123-x", "12-x"},
+      {{StructuredOutputSpec::Kind::kGbnf, "root ::= \"(\" root \")\" | \"\""}, "((()))", "(()"},
+      {{StructuredOutputSpec::Kind::kLark, "start: \"a\"+ \"b\""}, "aab", "b"},
+      {choice, "no", "ye"},
+  };
+  for (const Case& k : cases) {
+    auto good = f.Make(k.spec);
+    ASSERT_TRUE(good);
+    EXPECT_TRUE(f.Feed(*good, k.good)) << k.spec.text << " / " << k.good;
+    std::vector<uint32_t> mask((f.vocab.size() + 31) / 32);
+    good->FillAllowedMask(mask.data(), static_cast<int64_t>(f.vocab.size()));
+    EXPECT_TRUE(Bit(mask, f.eos)) << k.spec.text << " / " << k.good;
+    auto bad = f.Make(k.spec);
+    bool all = f.Feed(*bad, k.bad);
+    bad->FillAllowedMask(mask.data(), static_cast<int64_t>(f.vocab.size()));
+    EXPECT_FALSE(all && Bit(mask, f.eos)) << k.spec.text << " / " << k.bad;
+  }
+}
+
+TEST(StructuredOutputTest, ConcurrentRequests) {
+  Fixture f;
+  const std::string schema = R"({"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]})";
+  std::vector<std::thread> threads;
+  std::vector<int> ok(8, 0);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      auto c = f.so->MakeConstraint({StructuredOutputSpec::Kind::kJsonSchema, schema});
+      if (!c.ok()) return;
+      std::vector<uint32_t> mask((f.vocab.size() + 31) / 32);
+      (*c)->FillAllowedMask(mask.data(), static_cast<int64_t>(f.vocab.size()));
+      ok[t] = f.Feed(**c, "{\"x\":" + std::to_string(t) + "}") && (*c)->IsComplete() ? 1 : 0;
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 8; ++t) EXPECT_EQ(ok[t], 1) << t;
+}
+
+// Spellings that JSON Schema allows but double-based validators (Python's
+// jsonschema, used by the generate test) reject are never generated.
+TEST(StructuredOutputTest, ValidatorSafeSpellings) {
+  Fixture f;
+  struct Case {
+    const char* schema;
+    const char* text;
+    bool ok;
+  };
+  for (const Case& k : std::vector<Case>{
+           {R"({"type":"string","format":"date"})", "\"0001-01-01\"", true},
+           {R"({"type":"string","format":"date"})", "\"0000-01-01\"", false},
+           {R"({"type":"string","format":"date"})", "\"2000-02-29\"", true},
+           {R"({"type":"string","format":"date"})", "\"0400-02-29\"", true},
+           {R"({"type":"string","format":"date"})", "\"1900-02-29\"", false},
+           {R"({"type":"number","exclusiveMinimum":0})", "5e9", true},
+           {R"({"type":"number","exclusiveMinimum":0})", "5e+9", true},
+           {R"({"type":"number","exclusiveMinimum":0})", "0.001", true},
+           {R"({"type":"number","exclusiveMinimum":0})", "5e-999", false},
+           {R"({"type":"number","exclusiveMinimum":0})", "0", false},
+       }) {
+    auto c = f.Make({StructuredOutputSpec::Kind::kJsonSchema, k.schema});
+    ASSERT_TRUE(c);
+    bool fed = f.Feed(*c, k.text);
+    std::vector<uint32_t> mask((f.vocab.size() + 31) / 32);
+    c->FillAllowedMask(mask.data(), static_cast<int64_t>(f.vocab.size()));
+    EXPECT_EQ(fed && Bit(mask, f.eos), k.ok) << k.schema << " " << k.text;
+  }
+}
+
+// Trie nodes against brute force: node_end is the end of the run of sorted
+// tokens sharing the prefix; node_bytes_below the bytes after it.
+TEST(StructuredOutputTest, VocabularyTrieNodes) {
+  grammar::Vocabulary v({"ab", "a", "abc", "b", "abd", "ba", "ab", "c", "bab"}, {});
+  const auto& ids = v.sorted_ids();
+  for (uint32_t i = 0; i < ids.size(); ++i) {
+    std::string_view tok = v.sorted_token(i);
+    for (size_t len = v.sorted_lcp()[i] + 1; len <= tok.size(); ++len) {
+      std::string_view prefix = tok.substr(0, len);
+      uint32_t end = i;
+      uint64_t below[4] = {0, 0, 0, 0};
+      while (end < ids.size() && v.sorted_token(end).substr(0, len) == prefix) {
+        for (char ch : v.sorted_token(end).substr(len)) {
+          uint8_t b = static_cast<uint8_t>(ch);
+          below[b >> 6] |= uint64_t{1} << (b & 63);
+        }
+        ++end;
+      }
+      uint32_t node = v.node(i, len);
+      EXPECT_EQ(v.node_end(node), end) << tok << " " << len;
+      for (int w = 0; w < 4; ++w) EXPECT_EQ(v.node_bytes_below(node)[w], below[w]) << tok << " " << len;
+    }
+  }
+}
+
+TEST(StructuredOutputTest, GreedyTokenizeLongestMatch) {
+  grammar::Vocabulary v({"a", "ab", "abc", "b", "c", "x"}, {});
+  EXPECT_EQ(grammar::GreedyTokenize(v, "abcab"), (std::vector<int32_t>{2, 1}));
+  EXPECT_EQ(grammar::GreedyTokenize(v, "bca"), (std::vector<int32_t>{3, 4, 0}));
+  EXPECT_EQ(grammar::GreedyTokenize(v, "ab?c"), (std::vector<int32_t>{1}));  // stops at an untokenizable byte
+}
+
+}  // namespace
+}  // namespace deepinfer

@@ -1,0 +1,65 @@
+// Building blocks of the decoder layers outside llama.cc: a feed-forward
+// interface (dense SwiGLU, mixture of experts) and a pre-norm decoder layer
+// x += Attn(RMSNorm(x)); x += FFN(RMSNorm(x)) with Llama-style GQA attention.
+// The MoE architectures (Mixtral, Qwen2/3-MoE) and the MTP draft's block are
+// stacks of these; DeepSeek swaps the attention for MLA (model/mla.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/status.h"
+#include "core/thread_pool.h"
+#include "model/forward_batch.h"
+#include "model/gqa_attention.h"
+#include "model/model.h"
+#include "model/rope.h"
+#include "model/swiglu_mlp.h"
+#include "model/token_plan.h"
+#include "model/weight_binder.h"
+
+namespace deepinfer {
+
+// A token-wise feed-forward: out f32 [n, hidden] from the normed input xn f32
+// [n, hidden]. A token's output never depends on the other tokens.
+// Not re-entrant (holds scratch).
+class FeedForward {
+ public:
+  virtual ~FeedForward() = default;
+  virtual void Forward(const float* xn, int64_t n, ThreadPool& pool, float* out) = 0;
+};
+
+class DenseFeedForward : public FeedForward {
+ public:
+  explicit DenseFeedForward(SwigluWeights w) : w_(std::move(w)) {}
+  void Forward(const float* xn, int64_t n, ThreadPool& pool, float* out) override {
+    SwigluForward(w_, xn, n, pool, scratch_, out);
+  }
+
+ private:
+  SwigluWeights w_;
+  SwigluScratch scratch_;
+};
+
+// The dense MLP of decoder layer `layer` under the standard role names.
+StatusOr<std::unique_ptr<FeedForward>> BindDenseFeedForward(const WeightBinder& b, const ModelConfig& c,
+                                                            int64_t layer, int64_t ffn);
+
+// One decoder layer over the residual stream x f32 [T, hidden] (updated in
+// place), writing its K/V to cache layer `kv_layer`. Not re-entrant.
+class DecoderLayer {
+ public:
+  virtual ~DecoderLayer() = default;
+  virtual void Forward(const ForwardBatch& batch, const TokenPlan& plan, KvCache& kv, int64_t kv_layer,
+                       ThreadPool& pool, float* x) = 0;
+};
+
+// Llama-style layer: attention tensors and norms of decoder layer `layer`
+// (standard role names), the given feed-forward, window from
+// config.sliding_window (0 when `layer` is beyond it, e.g. an MTP layer).
+StatusOr<std::unique_ptr<DecoderLayer>> CreateGqaDecoderLayer(const WeightBinder& b, const ModelConfig& c,
+                                                              std::shared_ptr<const Rope> rope, int64_t layer,
+                                                              std::unique_ptr<FeedForward> ffn);
+
+}  // namespace deepinfer

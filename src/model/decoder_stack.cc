@@ -1,0 +1,112 @@
+#include "model/decoder_stack.h"
+
+#include <cstring>
+
+#include "model/moe.h"
+#include "model/ops.h"
+#include "model/token_plan.h"
+#include "tensor/dequant.h"
+
+namespace deepinfer {
+
+namespace {
+
+class DecoderStackModel : public Model {
+ public:
+  DecoderStackModel(ModelConfig c, std::shared_ptr<const WeightStore> store, DecoderStackParts parts,
+                    int num_threads)
+      : config_(std::move(c)), store_(std::move(store)), parts_(std::move(parts)), pool_(num_threads) {}
+
+  const ModelConfig& config() const override { return config_; }
+  Status Forward(const ForwardBatch& batch, KvCache& kv, float* logits_out) override {
+    return ForwardWithHidden(batch, kv, logits_out, nullptr);
+  }
+  Status ForwardWithHidden(const ForwardBatch& batch, KvCache& kv, float* logits_out, float* hidden_out) override;
+  std::vector<std::vector<int64_t>> ExpertLoad() const override {
+    std::vector<std::vector<int64_t>> out;
+    for (const MoeFeedForward* m : parts_.moe) out.push_back(m != nullptr ? m->expert_load() : std::vector<int64_t>());
+    return out;
+  }
+
+  TensorView embedding, output;  // [vocab, hidden]
+  std::vector<float> output_norm;  // f32 [hidden]
+  DecoderStackParts& parts() { return parts_; }
+
+ private:
+  ModelConfig config_;
+  std::shared_ptr<const WeightStore> store_;  // keeps the tensors' bytes alive
+  DecoderStackParts parts_;
+  ThreadPool pool_;
+  TokenPlan plan_;
+  std::vector<float> x_, xn_;  // f32 [T, hidden], [R, hidden]
+};
+
+Status DecoderStackModel::ForwardWithHidden(const ForwardBatch& batch, KvCache& kv, float* logits_out,
+                                            float* hidden_out) {
+  if (kv.num_layers() != config_.num_layers) {
+    return InvalidArgument("KV cache has " + std::to_string(kv.num_layers()) + " layers; the model has " +
+                           std::to_string(config_.num_layers));
+  }
+  if (kv.kv_dim() != config_.cache_k_dim() || kv.v_dim() != config_.cache_v_dim()) {
+    return InvalidArgument("KV cache widths (K " + std::to_string(kv.kv_dim()) + ", V " + std::to_string(kv.v_dim()) +
+                           ") do not match the model (K " + std::to_string(config_.cache_k_dim()) + ", V " +
+                           std::to_string(config_.cache_v_dim()) + ")");
+  }
+  DI_RETURN_IF_ERROR(CheckBatch(batch, config_.vocab_size, kv));
+  if (logits_out == nullptr && batch.NumLogitRows() > 0) {
+    return InvalidArgument("the batch asks for " + std::to_string(batch.NumLogitRows()) +
+                           " logit rows but logits_out is null");
+  }
+  plan_.Build(batch);
+  const int64_t n = plan_.num_tokens(), h = config_.hidden_size;
+  if (n == 0) return Status::Ok();
+  x_.resize(static_cast<size_t>(n * h));
+  const int64_t row_bytes = RowBytes(embedding.dtype, h);
+  for (int64_t t = 0; t < n; ++t) {
+    const auto* row = static_cast<const uint8_t*>(embedding.data) + plan_.token_ids[static_cast<size_t>(t)] * row_bytes;
+    DequantizeRow(embedding.dtype, row, &x_[static_cast<size_t>(t * h)], h);
+  }
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
+    parts_.layers[static_cast<size_t>(l)]->Forward(batch, plan_, kv, l, pool_, x_.data());
+  }
+  const int64_t rows = static_cast<int64_t>(plan_.logit_rows.size());
+  if (rows == 0) return Status::Ok();
+  xn_.resize(static_cast<size_t>(rows * h));
+  for (int64_t r = 0; r < rows; ++r) {
+    ops::RmsNorm(&x_[static_cast<size_t>(plan_.logit_rows[static_cast<size_t>(r)] * h)], output_norm.data(), h,
+                 config_.rms_norm_eps, &xn_[static_cast<size_t>(r * h)]);
+  }
+  if (hidden_out != nullptr) std::memcpy(hidden_out, xn_.data(), sizeof(float) * static_cast<size_t>(rows * h));
+  ops::MatMul(output, xn_.data(), rows, nullptr, logits_out, pool_);
+  return Status::Ok();
+}
+
+}  // namespace
+
+DecoderStackParts* DecoderStackPartsOf(Model& model) {
+  auto* stack = dynamic_cast<DecoderStackModel*>(&model);
+  return stack == nullptr ? nullptr : &stack->parts();
+}
+
+StatusOr<std::unique_ptr<Model>> CreateDecoderStackModel(const ModelConfig& c,
+                                                         std::shared_ptr<const WeightStore> weights,
+                                                         DecoderStackParts parts, int num_threads) {
+  if (num_threads <= 0) num_threads = ThreadPool::DefaultThreadCount();
+  const WeightBinder b(*weights);
+  const WeightNaming n = b.naming();
+  TensorView embedding, output;
+  DI_ASSIGN_OR_RETURN(embedding, b.Matrix(WeightName(n, TensorRole::kTokenEmbedding), c.vocab_size, c.hidden_size));
+  DI_ASSIGN_OR_RETURN(std::vector<float> norm, b.Vector(WeightName(n, TensorRole::kOutputNorm), c.hidden_size, true));
+  if (c.tie_word_embeddings) {
+    output = embedding;
+  } else {
+    DI_ASSIGN_OR_RETURN(output, b.Matrix(WeightName(n, TensorRole::kOutput), c.vocab_size, c.hidden_size));
+  }
+  auto model = std::make_unique<DecoderStackModel>(c, std::move(weights), std::move(parts), num_threads);
+  model->embedding = embedding;
+  model->output = output;
+  model->output_norm = std::move(norm);
+  return std::unique_ptr<Model>(std::move(model));
+}
+
+}  // namespace deepinfer

@@ -1,0 +1,42 @@
+// The Llama-style attention sub-block as a reusable piece for the
+// architectures outside llama.cc (Mixtral / Qwen-MoE decoder layers, the MTP
+// draft's block): q/k/v projections (+ optional bias, Qwen3 q/k norm), RoPE,
+// K/V into the paged cache, grouped-query attention, output projection.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "core/thread_pool.h"
+#include "model/forward_batch.h"
+#include "model/model.h"
+#include "model/rope.h"
+#include "model/token_plan.h"
+#include "model/weight_binder.h"
+
+namespace deepinfer {
+
+struct GqaAttentionWeights {
+  TensorView q, k, v, o;              // [q_dim, hidden], [kv_dim, hidden] x2, [hidden, q_dim]
+  std::vector<float> q_bias, k_bias;  // f32 [q_dim], [kv_dim]; empty when absent
+  std::vector<float> v_bias, o_bias;  // f32 [kv_dim], [hidden]; empty when absent
+  std::vector<float> q_norm, k_norm;  // f32 [head_dim]; empty unless config.qk_norm
+};
+
+// Binds the attention tensors of decoder layer `layer` (names per the
+// store's naming, WeightName roles kQ..kKNorm).
+Status BindGqaAttention(const WeightBinder& b, const ModelConfig& c, int64_t layer, GqaAttentionWeights& w);
+
+struct GqaScratch {
+  std::vector<float> q, k, v, attn;
+};
+
+// out f32 [T, hidden] = Attention(xn) for the planned tokens, where xn is the
+// normed input f32 [T, hidden]. Writes the tokens' K/V at cache layer
+// `kv_layer` before any token attends. window 0 = full attention.
+void GqaAttentionForward(const ModelConfig& c, const GqaAttentionWeights& w, const Rope& rope,
+                         int64_t kv_layer, int64_t window, const ForwardBatch& batch, const TokenPlan& plan,
+                         const float* xn, KvCache& kv, ThreadPool& pool, GqaScratch& s, float* out);
+
+}  // namespace deepinfer

@@ -1,0 +1,205 @@
+#include "model/mla.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "model/ops.h"
+#include "tensor/dequant.h"
+
+namespace deepinfer {
+
+namespace {
+
+double YarnMscale(double scale, double mscale) { return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0; }
+
+// The dimension pair index whose wavelength makes `rotations` turns over `max_pos`.
+double YarnCorrectionDim(double rotations, double dim, double base, double max_pos) {
+  return dim * std::log(max_pos / (rotations * 2 * M_PI)) / (2 * std::log(base));
+}
+
+}  // namespace
+
+StatusOr<MlaRope> MlaRope::Create(const ModelConfig& c) {
+  const int64_t d = c.mla.qk_rope_head_dim;
+  if (d <= 0 || d % 2 != 0) {
+    return InvalidArgument("model config: qk_rope_head_dim (" + std::to_string(d) + ") must be positive and even");
+  }
+  MlaRope r;
+  r.inv_freq_.resize(static_cast<size_t>(d / 2));
+  for (int64_t i = 0; i < d / 2; ++i) {
+    r.inv_freq_[static_cast<size_t>(i)] = std::pow(c.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+  }
+  r.softmax_scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.mla.qk_nope_head_dim + d)));
+  const RopeScaling& s = c.rope_scaling;
+  if (s.type == "yarn") {
+    const double f = s.factor;
+    double low = std::floor(YarnCorrectionDim(c.yarn.beta_fast, static_cast<double>(d), c.rope_theta,
+                                              static_cast<double>(s.original_max_position)));
+    double high = std::ceil(YarnCorrectionDim(c.yarn.beta_slow, static_cast<double>(d), c.rope_theta,
+                                              static_cast<double>(s.original_max_position)));
+    low = std::max(low, 0.0);
+    high = std::min(high, static_cast<double>(d - 1));
+    if (low == high) high += 0.001;  // avoid a zero-width ramp
+    for (int64_t i = 0; i < d / 2; ++i) {
+      const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+      const double extrapolation = 1.0 - ramp;  // high-frequency pairs keep their frequency
+      double& inv = r.inv_freq_[static_cast<size_t>(i)];
+      inv = (inv / f) * (1.0 - extrapolation) + inv * extrapolation;
+    }
+    r.cos_sin_scale_ = YarnMscale(f, c.yarn.mscale) / YarnMscale(f, c.yarn.mscale_all_dim);
+    if (c.yarn.mscale_all_dim != 0) {
+      const double m = YarnMscale(f, c.yarn.mscale_all_dim);
+      r.softmax_scale_ = static_cast<float>(r.softmax_scale_ * m * m);
+    }
+  } else if (!s.type.empty()) {
+    return Unimplemented("MLA: rope scaling type '" + s.type + "' is not supported (none or yarn)");
+  }
+  return r;
+}
+
+void MlaRope::Apply(float* x, int64_t n_heads, int64_t stride, int64_t pos) const {
+  const int64_t half = static_cast<int64_t>(inv_freq_.size());
+  for (int64_t i = 0; i < half; ++i) {
+    const double angle = static_cast<double>(pos) * inv_freq_[static_cast<size_t>(i)];
+    const float cs = static_cast<float>(std::cos(angle) * cos_sin_scale_);
+    const float sn = static_cast<float>(std::sin(angle) * cos_sin_scale_);
+    for (int64_t h = 0; h < n_heads; ++h) {
+      float* p = x + h * stride + 2 * i;
+      const float a = p[0], b = p[1];
+      p[0] = a * cs - b * sn;
+      p[1] = b * cs + a * sn;
+    }
+  }
+}
+
+Status BindMlaWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer, MlaWeights& w) {
+  const MlaConfig& m = c.mla;
+  const int64_t h = c.hidden_size, nh = c.num_heads;
+  const int64_t qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
+  const bool hf = b.naming() == WeightNaming::kHf;
+  const std::string p = hf ? "model.layers." + std::to_string(layer) + ".self_attn." : "blk." + std::to_string(layer) + ".";
+  auto name = [&](const char* hf_name, const char* gguf_name) {
+    return p + (hf ? hf_name : gguf_name) + ".weight";
+  };
+  if (m.q_lora_rank > 0) {
+    DI_ASSIGN_OR_RETURN(w.q_a, b.Matrix(name("q_a_proj", "attn_q_a"), m.q_lora_rank, h));
+    DI_ASSIGN_OR_RETURN(w.q_a_norm, b.Vector(name("q_a_layernorm", "attn_q_a_norm"), m.q_lora_rank, true));
+    DI_ASSIGN_OR_RETURN(w.q_b, b.Matrix(name("q_b_proj", "attn_q_b"), nh * qk, m.q_lora_rank));
+  } else {
+    DI_ASSIGN_OR_RETURN(w.q, b.Matrix(name("q_proj", "attn_q"), nh * qk, h));
+  }
+  DI_ASSIGN_OR_RETURN(w.kv_a, b.Matrix(name("kv_a_proj_with_mqa", "attn_kv_a_mqa"), m.kv_lora_rank + m.qk_rope_head_dim, h));
+  DI_ASSIGN_OR_RETURN(w.kv_a_norm, b.Vector(name("kv_a_layernorm", "attn_kv_a_norm"), m.kv_lora_rank, true));
+  DI_ASSIGN_OR_RETURN(w.kv_b, b.Matrix(name("kv_b_proj", "attn_kv_b"), nh * (m.qk_nope_head_dim + m.v_head_dim),
+                                       m.kv_lora_rank));
+  DI_ASSIGN_OR_RETURN(w.o, b.Matrix(name("o_proj", "attn_output"), h, nh * m.v_head_dim));
+  return Status::Ok();
+}
+
+void MlaAttention::Forward(const ForwardBatch& batch, const TokenPlan& plan, const float* xn, KvCache& kv,
+                           int64_t kv_layer, ThreadPool& pool, float* out) {
+  const MlaConfig& m = c_.mla;
+  const int64_t n = plan.num_tokens(), nh = c_.num_heads;
+  const int64_t nope = m.qk_nope_head_dim, rd = m.qk_rope_head_dim, vd = m.v_head_dim, lora = m.kv_lora_rank;
+  const int64_t qk = nope + rd, kvw = lora + rd, bw = nope + vd;
+  q_.resize(static_cast<size_t>(n * nh * qk));
+  if (m.q_lora_rank > 0) {
+    qa_.resize(static_cast<size_t>(n * m.q_lora_rank));
+    ops::MatMul(w_.q_a, xn, n, nullptr, qa_.data(), pool);
+    for (int64_t t = 0; t < n; ++t) {
+      float* r = &qa_[static_cast<size_t>(t * m.q_lora_rank)];
+      ops::RmsNorm(r, w_.q_a_norm.data(), m.q_lora_rank, c_.rms_norm_eps, r);
+    }
+    ops::MatMul(w_.q_b, qa_.data(), n, nullptr, q_.data(), pool);
+  } else {
+    ops::MatMul(w_.q, xn, n, nullptr, q_.data(), pool);
+  }
+  kva_.resize(static_cast<size_t>(n * kvw));
+  ops::MatMul(w_.kv_a, xn, n, nullptr, kva_.data(), pool);
+  const int64_t bs = kv.block_size();
+  for (int64_t t = 0; t < n; ++t) {
+    float* r = &kva_[static_cast<size_t>(t * kvw)];
+    const int64_t pos = plan.positions[static_cast<size_t>(t)];
+    ops::RmsNorm(r, w_.kv_a_norm.data(), lora, c_.rms_norm_eps, r);
+    rope_->Apply(r + lora, 1, rd, pos);
+    rope_->Apply(&q_[static_cast<size_t>(t * nh * qk + nope)], nh, qk, pos);
+    const int32_t block = BlockTableOf(batch, plan, t)[static_cast<size_t>(pos / bs)];
+    std::memcpy(kv.K(kv_layer, block, pos % bs), r, sizeof(float) * kvw);
+  }
+  // kv_b_proj as f32 rows: per head, nope rows of W_uk then vd rows of W_uv.
+  kvb_.resize(static_cast<size_t>(nh * bw * lora));
+  const int64_t row_bytes = RowBytes(w_.kv_b.dtype, lora);
+  for (int64_t r = 0; r < nh * bw; ++r) {
+    DequantizeRow(w_.kv_b.dtype, static_cast<const uint8_t*>(w_.kv_b.data) + r * row_bytes,
+                  &kvb_[static_cast<size_t>(r * lora)], lora);
+  }
+  attn_.resize(static_cast<size_t>(n * nh * vd));
+  const float scale = rope_->softmax_scale();
+  int64_t cost = 0;
+  for (int64_t t = 0; t < n; ++t) cost += (plan.positions[static_cast<size_t>(t)] + 1) * nh * kvw * 2;
+  ops::ParallelForCost(pool, n * nh, cost, [&](int64_t begin, int64_t end, int) {
+    thread_local std::vector<float> scores, q_lat, o_lat, k_nope;
+    q_lat.resize(static_cast<size_t>(lora));
+    o_lat.resize(static_cast<size_t>(lora));
+    k_nope.resize(static_cast<size_t>(nope));
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t t = i / nh, head = i % nh;
+      const float* q = &q_[static_cast<size_t>(t * nh * qk + head * qk)];
+      const float* w_uk = &kvb_[static_cast<size_t>(head * bw * lora)];
+      const float* w_uv = w_uk + nope * lora;
+      const int64_t pos = plan.positions[static_cast<size_t>(t)];
+      const int64_t lo = window_ > 0 ? std::max<int64_t>(0, pos - window_ + 1) : 0;
+      const std::vector<int32_t>& table = BlockTableOf(batch, plan, t);
+      scores.resize(static_cast<size_t>(pos - lo + 1));
+      if (absorb_) {  // q_lat = W_uk^T q_nope
+        std::fill(q_lat.begin(), q_lat.end(), 0.0f);
+        for (int64_t d = 0; d < nope; ++d) {
+          const float qd = q[d];
+          const float* row = w_uk + d * lora;
+          for (int64_t r = 0; r < lora; ++r) q_lat[static_cast<size_t>(r)] += qd * row[r];
+        }
+      }
+      float max_score = -INFINITY;
+      for (int64_t j = lo; j <= pos; ++j) {
+        const float* cached = kv.K(kv_layer, table[static_cast<size_t>(j / bs)], j % bs);
+        float s;
+        if (absorb_) {
+          s = ops::Dot(q_lat.data(), cached, lora);
+        } else {
+          for (int64_t d = 0; d < nope; ++d) k_nope[static_cast<size_t>(d)] = ops::Dot(w_uk + d * lora, cached, lora);
+          s = ops::Dot(q, k_nope.data(), nope);
+        }
+        s = (s + ops::Dot(q + nope, cached + lora, rd)) * scale;
+        scores[static_cast<size_t>(j - lo)] = s;
+        max_score = std::max(max_score, s);
+      }
+      double sum = 0;
+      for (float& s : scores) {
+        s = std::exp(s - max_score);
+        sum += s;
+      }
+      const float inv = static_cast<float>(1.0 / sum);
+      float* o = &attn_[static_cast<size_t>(t * nh * vd + head * vd)];
+      std::fill(o, o + vd, 0.0f);
+      if (absorb_) {  // o = W_uv (sum_j p_j c_j)
+        std::fill(o_lat.begin(), o_lat.end(), 0.0f);
+        for (int64_t j = lo; j <= pos; ++j) {
+          const float* cached = kv.K(kv_layer, table[static_cast<size_t>(j / bs)], j % bs);
+          const float p = scores[static_cast<size_t>(j - lo)] * inv;
+          for (int64_t r = 0; r < lora; ++r) o_lat[static_cast<size_t>(r)] += p * cached[r];
+        }
+        for (int64_t d = 0; d < vd; ++d) o[d] = ops::Dot(w_uv + d * lora, o_lat.data(), lora);
+      } else {
+        for (int64_t j = lo; j <= pos; ++j) {
+          const float* cached = kv.K(kv_layer, table[static_cast<size_t>(j / bs)], j % bs);
+          const float p = scores[static_cast<size_t>(j - lo)] * inv;
+          for (int64_t d = 0; d < vd; ++d) o[d] += p * ops::Dot(w_uv + d * lora, cached, lora);
+        }
+      }
+    }
+  });
+  ops::MatMul(w_.o, attn_.data(), n, nullptr, out, pool);
+}
+
+}  // namespace deepinfer

@@ -1,0 +1,81 @@
+// Multi-head latent attention (DeepSeek-V2/V3), over a KV cache that holds
+// per token only [c_kv (kv_lora_rank) | k_pe (qk_rope_head_dim)]:
+//
+//   q      = q_proj(x)  or  q_b_proj(RMSNorm(q_a_proj(x)))   -> per head [q_nope | q_pe]
+//   kv_a   = kv_a_proj_with_mqa(x) = [c | k_pe];  c_kv = RMSNorm(c)   (cached with roped k_pe)
+//   k_h    = [W_uk_h c_kv | k_pe],  v_h = W_uv_h c_kv      (kv_b_proj rows of head h: W_uk_h then W_uv_h)
+//   out    = o_proj(concat_h softmax(scale * q_h . k_h) . v_h)
+//
+// Absorbed form (the default): q_nope_h . (W_uk_h c) = (W_uk_h^T q_nope_h) . c and
+// sum_j p_j W_uv_h c_j = W_uv_h (sum_j p_j c_j), so attention runs in the
+// latent space and never expands per-head keys/values. The naive form
+// expands them per key; both give the same result (tested).
+//
+// RoPE on the rope dims pairs (2i, 2i+1) (DeepSeek's HF code de-interleaves
+// then rotates halves: the same dot products). YaRN (rope_scaling "yarn"):
+// blended frequencies, cos/sin times mscale(factor, mscale) /
+// mscale(factor, mscale_all_dim), softmax scale times mscale(factor,
+// mscale_all_dim)^2, with mscale(s, m) = 1 + 0.1 m ln(s) for s > 1.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "core/thread_pool.h"
+#include "model/forward_batch.h"
+#include "model/model.h"
+#include "model/token_plan.h"
+#include "model/weight_binder.h"
+
+namespace deepinfer {
+
+struct MlaWeights {
+  TensorView q;                   // [heads * qk_head_dim, hidden] (q_lora_rank == 0)
+  TensorView q_a;                 // [q_lora_rank, hidden]
+  std::vector<float> q_a_norm;    // f32 [q_lora_rank]
+  TensorView q_b;                 // [heads * qk_head_dim, q_lora_rank]
+  TensorView kv_a;                // [kv_lora_rank + qk_rope_head_dim, hidden]
+  std::vector<float> kv_a_norm;   // f32 [kv_lora_rank]
+  TensorView kv_b;                // [heads * (qk_nope_head_dim + v_head_dim), kv_lora_rank]
+  TensorView o;                   // [hidden, heads * v_head_dim]
+};
+
+// HF `self_attn.*` names; GGUF llama.cpp deepseek2 names (attn_q, attn_q_a,
+// attn_q_a_norm, attn_q_b, attn_kv_a_mqa, attn_kv_a_norm, attn_kv_b, attn_output).
+Status BindMlaWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer, MlaWeights& w);
+
+// RoPE of the MLA rope dims (plain or YaRN) and the attention's softmax scale.
+class MlaRope {
+ public:
+  static StatusOr<MlaRope> Create(const ModelConfig& c);
+  // Rotates pairs (2i, 2i+1) of `n_heads` vectors of rope_dim floats, `stride` apart.
+  void Apply(float* x, int64_t n_heads, int64_t stride, int64_t pos) const;
+  float softmax_scale() const { return softmax_scale_; }
+
+ private:
+  std::vector<double> inv_freq_;  // [rope_dim / 2]
+  double cos_sin_scale_ = 1.0;
+  float softmax_scale_ = 1.0f;
+};
+
+class MlaAttention {
+ public:
+  MlaAttention(const ModelConfig& c, MlaWeights w, const MlaRope* rope, int64_t window)
+      : c_(c), w_(std::move(w)), rope_(rope), window_(window) {}
+  // out f32 [T, hidden] from the normed input xn f32 [T, hidden]; writes the
+  // tokens' latent rows into cache layer `kv_layer` before attending.
+  void Forward(const ForwardBatch& batch, const TokenPlan& plan, const float* xn, KvCache& kv, int64_t kv_layer,
+               ThreadPool& pool, float* out);
+  void set_absorb(bool absorb) { absorb_ = absorb; }
+
+ private:
+  const ModelConfig c_;
+  MlaWeights w_;
+  const MlaRope* rope_;
+  int64_t window_;
+  bool absorb_ = true;
+  std::vector<float> qa_, q_, kva_, kvb_, attn_;
+};
+
+}  // namespace deepinfer

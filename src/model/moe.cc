@@ -1,0 +1,220 @@
+#include "model/moe.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "model/ops.h"
+
+namespace deepinfer {
+
+namespace {
+
+// The best `k` indices of `v` (restricted to allowed[i] when given), larger
+// value first, lower index first on ties.
+void TopK(const float* v, int64_t n, int64_t k, const std::vector<char>* allowed, int32_t* out) {
+  int64_t filled = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (allowed != nullptr && !(*allowed)[static_cast<size_t>(i)]) continue;
+    int64_t j;
+    if (filled == k) {
+      if (!(v[i] > v[out[k - 1]])) continue;  // an equal value keeps the lower index
+      j = k - 1;
+    } else {
+      j = filled++;
+    }
+    // Insertion into the sorted prefix; k is small (at most a few dozen).
+    while (j > 0 && v[i] > v[out[j - 1]]) {
+      out[j] = out[j - 1];
+      --j;
+    }
+    out[j] = static_cast<int32_t>(i);
+  }
+}
+
+}  // namespace
+
+void RouteToken(const float* logits, const float* bias, const MoeConfig& m, int32_t* ids, float* weights,
+                std::vector<float>& scratch) {
+  const int64_t e = m.num_experts, k = m.experts_per_token;
+  scratch.resize(static_cast<size_t>(2 * e));
+  float* scores = scratch.data();
+  float* choice = scratch.data() + e;
+  if (m.sigmoid_scoring) {
+    for (int64_t i = 0; i < e; ++i) scores[i] = 1.0f / (1.0f + std::exp(-logits[i]));
+  } else {
+    const float mx = *std::max_element(logits, logits + e);
+    double sum = 0;
+    for (int64_t i = 0; i < e; ++i) {
+      scores[i] = std::exp(logits[i] - mx);
+      sum += scores[i];
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int64_t i = 0; i < e; ++i) scores[i] *= inv;
+  }
+  for (int64_t i = 0; i < e; ++i) choice[i] = scores[i] + (bias != nullptr ? bias[i] : 0.0f);
+
+  std::vector<char> allowed;
+  if (m.n_group > 1 && m.topk_group < m.n_group) {
+    const int64_t per = e / m.n_group;
+    std::vector<float> group_score(static_cast<size_t>(m.n_group));
+    for (int64_t g = 0; g < m.n_group; ++g) {
+      const float* c = choice + g * per;
+      if (bias != nullptr) {  // DeepSeek-V3: sum of the group's two best
+        int32_t top2[2] = {0, 0};
+        TopK(c, per, std::min<int64_t>(2, per), nullptr, top2);
+        group_score[static_cast<size_t>(g)] = c[top2[0]] + (per > 1 ? c[top2[1]] : 0.0f);
+      } else {  // DeepSeek-V2: the group's best
+        group_score[static_cast<size_t>(g)] = *std::max_element(c, c + per);
+      }
+    }
+    std::vector<int32_t> groups(static_cast<size_t>(m.topk_group));
+    TopK(group_score.data(), m.n_group, m.topk_group, nullptr, groups.data());
+    allowed.assign(static_cast<size_t>(e), 0);
+    for (int32_t g : groups) std::fill(allowed.begin() + g * per, allowed.begin() + (g + 1) * per, 1);
+  }
+  TopK(choice, e, k, allowed.empty() ? nullptr : &allowed, ids);
+  double sum = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    weights[j] = scores[ids[j]];
+    sum += weights[j];
+  }
+  const double norm = m.norm_topk_prob ? 1.0 / (sum + 1e-20) : 1.0;
+  for (int64_t j = 0; j < k; ++j) {
+    weights[j] = static_cast<float>(weights[j] * norm * m.routed_scaling_factor);
+  }
+}
+
+namespace {
+
+std::string HfMoePrefix(const ModelConfig& c, int64_t layer) {
+  return "model.layers." + std::to_string(layer) + (c.arch == "mixtral" ? ".block_sparse_moe." : ".mlp.");
+}
+
+}  // namespace
+
+Status BindMoeWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer, MoeWeights& w) {
+  const MoeConfig& m = c.moe;
+  const int64_t h = c.hidden_size, ff = m.expert_ffn, ne = m.num_experts;
+  w.experts.resize(static_cast<size_t>(ne));
+  if (b.naming() == WeightNaming::kHf) {
+    const std::string p = HfMoePrefix(c, layer);
+    DI_ASSIGN_OR_RETURN(w.router, b.Matrix(p + "gate.weight", ne, h));
+    if (m.score_correction_bias) {
+      DI_ASSIGN_OR_RETURN(w.bias, b.Vector(p + "gate.e_score_correction_bias", ne, true));
+    }
+    for (int64_t e = 0; e < ne; ++e) {
+      const std::string x = p + "experts." + std::to_string(e) + ".";
+      if (c.arch == "mixtral") {
+        DI_RETURN_IF_ERROR(BindSwiglu(b, x + "w1.weight", x + "w3.weight", x + "w2.weight", h, ff,
+                                      w.experts[static_cast<size_t>(e)]));
+      } else {
+        DI_RETURN_IF_ERROR(BindSwiglu(b, x + "gate_proj.weight", x + "up_proj.weight", x + "down_proj.weight", h,
+                                      ff, w.experts[static_cast<size_t>(e)]));
+      }
+    }
+    if (m.shared_ffn > 0) {
+      const std::string s = p + (m.shared_expert_gate ? "shared_expert." : "shared_experts.");
+      DI_RETURN_IF_ERROR(BindSwiglu(b, s + "gate_proj.weight", s + "up_proj.weight", s + "down_proj.weight", h,
+                                    m.shared_ffn, w.shared));
+    }
+    if (m.shared_expert_gate) {
+      DI_ASSIGN_OR_RETURN(w.shared_gate, b.Matrix(p + "shared_expert_gate.weight", 1, h));
+    }
+    return Status::Ok();
+  }
+  // GGUF (llama.cpp): experts stacked along the outermost dimension.
+  const std::string p = "blk." + std::to_string(layer) + ".";
+  DI_ASSIGN_OR_RETURN(w.router, b.Matrix(p + "ffn_gate_inp.weight", ne, h));
+  if (m.score_correction_bias) {
+    DI_ASSIGN_OR_RETURN(w.bias, b.Vector(p + "exp_probs_b.bias", ne, true));
+  }
+  DI_ASSIGN_OR_RETURN(TensorView gate, b.Tensor(p + "ffn_gate_exps.weight", {ne, ff, h}));
+  DI_ASSIGN_OR_RETURN(TensorView up, b.Tensor(p + "ffn_up_exps.weight", {ne, ff, h}));
+  DI_ASSIGN_OR_RETURN(TensorView down, b.Tensor(p + "ffn_down_exps.weight", {ne, h, ff}));
+  for (int64_t e = 0; e < ne; ++e) {
+    SwigluWeights& x = w.experts[static_cast<size_t>(e)];
+    x.gate = SliceOuter(gate, e);
+    x.up = SliceOuter(up, e);
+    x.down = SliceOuter(down, e);
+  }
+  if (m.shared_ffn > 0) {
+    DI_RETURN_IF_ERROR(BindSwiglu(b, p + "ffn_gate_shexp.weight", p + "ffn_up_shexp.weight",
+                                  p + "ffn_down_shexp.weight", h, m.shared_ffn, w.shared));
+  }
+  if (m.shared_expert_gate) {
+    // llama.cpp stores the [1, hidden] gate as a 1-D [hidden] tensor.
+    DI_ASSIGN_OR_RETURN(TensorView g, b.Tensor(p + "ffn_gate_inp_shexp.weight", {h}));
+    g.shape = {1, h};
+    w.shared_gate = g;
+  }
+  return Status::Ok();
+}
+
+MoeFeedForward::MoeFeedForward(const ModelConfig& c, MoeWeights w)
+    : moe_(c.moe), hidden_(c.hidden_size), w_(std::move(w)), load_(static_cast<size_t>(c.moe.num_experts), 0) {}
+
+void MoeFeedForward::Forward(const float* xn, int64_t n, ThreadPool& pool, float* out) {
+  const int64_t ne = moe_.num_experts, k = moe_.experts_per_token, h = hidden_;
+  logits_.resize(static_cast<size_t>(n * ne));
+  ops::MatMul(w_.router, xn, n, nullptr, logits_.data(), pool);
+  ids_.resize(static_cast<size_t>(n * k));
+  weights_.resize(static_cast<size_t>(n * k));
+  for (int64_t t = 0; t < n; ++t) {
+    RouteToken(&logits_[static_cast<size_t>(t * ne)], w_.bias.empty() ? nullptr : w_.bias.data(), moe_,
+               &ids_[static_cast<size_t>(t * k)], &weights_[static_cast<size_t>(t * k)], route_scratch_);
+  }
+  // Group the (token, rank) slots by expert, tokens ascending within an expert.
+  std::vector<int64_t> count(static_cast<size_t>(ne) + 1, 0);
+  for (int32_t id : ids_) ++count[static_cast<size_t>(id) + 1];
+  for (int64_t e = 0; e < ne; ++e) {
+    count[static_cast<size_t>(e) + 1] += count[static_cast<size_t>(e)];
+    load_[static_cast<size_t>(e)] += count[static_cast<size_t>(e) + 1] - count[static_cast<size_t>(e)];
+  }
+  std::vector<int64_t> order(static_cast<size_t>(n * k));  // slot index t * k + j, grouped by expert
+  std::vector<int64_t> fill(count.begin(), count.end() - 1);
+  for (int64_t s = 0; s < n * k; ++s) order[static_cast<size_t>(fill[static_cast<size_t>(ids_[s])]++)] = s;
+
+  slots_.resize(static_cast<size_t>(n * k * h));  // expert output of each (token, rank) slot
+  for (int64_t e = 0; e < ne; ++e) {
+    const int64_t begin = count[static_cast<size_t>(e)], m = count[static_cast<size_t>(e) + 1] - begin;
+    if (m == 0) continue;
+    gathered_.resize(static_cast<size_t>(m * h));
+    expert_out_.resize(static_cast<size_t>(m * h));
+    for (int64_t i = 0; i < m; ++i) {
+      const int64_t t = order[static_cast<size_t>(begin + i)] / k;
+      std::memcpy(&gathered_[static_cast<size_t>(i * h)], xn + t * h, sizeof(float) * h);
+    }
+    SwigluForward(w_.experts[static_cast<size_t>(e)], gathered_.data(), m, pool, swiglu_, expert_out_.data());
+    for (int64_t i = 0; i < m; ++i) {
+      const int64_t s = order[static_cast<size_t>(begin + i)];
+      std::memcpy(&slots_[static_cast<size_t>(s * h)], &expert_out_[static_cast<size_t>(i * h)], sizeof(float) * h);
+    }
+  }
+  // Combine in rank order per token: the sum never depends on the batch.
+  for (int64_t t = 0; t < n; ++t) {
+    float* o = out + t * h;
+    std::fill(o, o + h, 0.0f);
+    for (int64_t j = 0; j < k; ++j) {
+      const float wgt = weights_[static_cast<size_t>(t * k + j)];
+      const float* y = &slots_[static_cast<size_t>((t * k + j) * h)];
+      for (int64_t d = 0; d < h; ++d) o[d] += wgt * y[d];
+    }
+  }
+  if (w_.shared.ffn() > 0) {
+    shared_out_.resize(static_cast<size_t>(n * h));
+    SwigluForward(w_.shared, xn, n, pool, swiglu_, shared_out_.data());
+    if (w_.shared_gate.data != nullptr) {
+      gate_logit_.resize(static_cast<size_t>(n));
+      ops::MatMul(w_.shared_gate, xn, n, nullptr, gate_logit_.data(), pool);
+    }
+    for (int64_t t = 0; t < n; ++t) {
+      const float g = w_.shared_gate.data != nullptr ? 1.0f / (1.0f + std::exp(-gate_logit_[static_cast<size_t>(t)]))
+                                                     : 1.0f;
+      for (int64_t d = 0; d < h; ++d) out[t * h + d] += g * shared_out_[static_cast<size_t>(t * h + d)];
+    }
+  }
+}
+
+}  // namespace deepinfer

@@ -1,0 +1,63 @@
+// Mixture-of-experts feed-forward (routing rules in model_config.h's
+// MoeConfig). Execution: router logits for every token (one MatMul), top-k
+// routing per token, tokens grouped by expert and one SwiGLU pass (three
+// MatMuls) per active expert over its tokens, then each token's expert
+// outputs combined in its own top-k rank order, plus the shared expert. A
+// token's result therefore never depends on the rest of the batch.
+//
+// Thread-safety: not re-entrant (scratch, load counters).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "model/decoder_layer.h"
+#include "model/model_config.h"
+#include "model/swiglu_mlp.h"
+#include "model/weight_binder.h"
+
+namespace deepinfer {
+
+// Routes one token: ids[k] and weights[k] (k = m.experts_per_token), in
+// descending order of the choice value. logits f32 [num_experts]; bias f32
+// [num_experts] or null. `scratch` is reused between calls.
+void RouteToken(const float* logits, const float* bias, const MoeConfig& m, int32_t* ids, float* weights,
+                std::vector<float>& scratch);
+
+struct MoeWeights {
+  TensorView router;                        // [num_experts, hidden]
+  std::vector<float> bias;                  // f32 [num_experts] e_score_correction_bias; empty when absent
+  std::vector<SwigluWeights> experts;       // [num_experts]
+  SwigluWeights shared;                     // empty (ffn() == 0) when the model has none
+  TensorView shared_gate;                   // [1, hidden] (Qwen2-MoE); data null when absent
+};
+
+// Binds the MoE tensors of decoder layer `layer`: HF names per config.arch
+// (Mixtral `block_sparse_moe.*`, others `mlp.*`), GGUF llama.cpp names with
+// stacked experts (`ffn_{gate,up,down}_exps` [E, rows, cols]).
+Status BindMoeWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer, MoeWeights& w);
+
+class MoeFeedForward : public FeedForward {
+ public:
+  MoeFeedForward(const ModelConfig& c, MoeWeights w);
+  void Forward(const float* xn, int64_t n, ThreadPool& pool, float* out) override;
+  // Tokens routed to each expert since construction (or the last reset).
+  const std::vector<int64_t>& expert_load() const { return load_; }
+  void ResetLoad() { load_.assign(load_.size(), 0); }
+
+ private:
+  const MoeConfig moe_;
+  const int64_t hidden_;
+  MoeWeights w_;
+  std::vector<int64_t> load_;
+  // Scratch.
+  std::vector<float> logits_, route_scratch_, gathered_, expert_out_, slots_, shared_out_, gate_logit_;
+  std::vector<int32_t> ids_;
+  std::vector<float> weights_;
+  SwigluScratch swiglu_;
+};
+
+}  // namespace deepinfer

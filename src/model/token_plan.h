@@ -1,0 +1,35 @@
+// A ForwardBatch flattened to tokens: ids, positions, owning sequence, and
+// which tokens produce logit rows. Shared by the architectures outside
+// llama.cc (MoE, DeepSeek, the MTP draft).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "model/forward_batch.h"
+#include "model/model.h"
+
+namespace deepinfer {
+
+struct TokenPlan {
+  std::vector<int32_t> token_ids;   // [T]
+  std::vector<int64_t> positions;   // [T]
+  std::vector<int32_t> seq_of;      // [T] index into batch.seqs
+  std::vector<int64_t> logit_rows;  // [R] token index of each logit row
+
+  int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
+  void Build(const ForwardBatch& batch);
+};
+
+// Token ids in [0, vocab), start_pos >= 0, and block tables that cover every
+// position a chunk writes, with in-range block ids. InvalidArgument naming
+// the sequence otherwise.
+Status CheckBatch(const ForwardBatch& batch, int64_t vocab_size, const KvCache& kv);
+
+// The block table of the sequence that token t belongs to.
+inline const std::vector<int32_t>& BlockTableOf(const ForwardBatch& batch, const TokenPlan& plan, int64_t t) {
+  return batch.seqs[static_cast<size_t>(plan.seq_of[static_cast<size_t>(t)])].block_table;
+}
+
+}  // namespace deepinfer

@@ -1,0 +1,20 @@
+// Log-probabilities for the OpenAI `logprobs` / `top_logprobs` fields: the
+// log-softmax of the raw logits (before temperature, penalties, bias and
+// grammar masks), computed in double precision.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace deepinfer {
+
+struct LogprobResult {
+  float logprob = 0.0f;                        // of the chosen token
+  std::vector<std::pair<int32_t, float>> top;  // the top_k most likely, best first, ties by lower id
+};
+
+// REQUIRES: 0 <= token < vocab, top_k >= 0. NaN logits count as -inf.
+LogprobResult ComputeLogprobs(const float* logits, int64_t vocab, int32_t token, int32_t top_k);
+
+}  // namespace deepinfer

@@ -1,0 +1,268 @@
+#include "server/api_service.h"
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "server/generation_job.h"
+#include "server/metrics_text.h"
+#include "tokenizer/tokenizer.h"
+
+namespace deepinfer::server {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int kMaxJsonDepth = 128;
+
+void SendError(ResponseWriter& writer, const ApiError& error) {
+  writer.SendResponse(error.http_status, "application/json", error.ToJson());
+}
+
+ApiError MakeError(int status, std::string type, std::string message, std::string code = "") {
+  ApiError e;
+  e.http_status = status;
+  e.type = std::move(type);
+  e.message = std::move(message);
+  e.code = std::move(code);
+  return e;
+}
+
+// True when brackets nest deeper than `limit` (strings skipped). Bounds the
+// parser's and the value destructor's recursion before nlohmann sees the body.
+bool NestsDeeperThan(const std::string& body, int limit) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char ch : body) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (ch == '\\') escaped = true;
+      else if (ch == '"') in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > limit) return true;
+    } else if (ch == ']' || ch == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+std::string PathOf(const std::string& target) {
+  size_t q = target.find('?');
+  return q == std::string::npos ? target : target.substr(0, q);
+}
+
+}  // namespace
+
+std::string RenderFallbackChat(const std::vector<ChatMessage>& messages) {
+  std::string out;
+  for (const ChatMessage& m : messages) out += "<|" + m.role + "|>\n" + m.content + "\n";
+  out += "<|assistant|>\n";
+  return out;
+}
+
+ApiService::ApiService(Engine& engine, ServiceOptions options) : engine_(engine), options_(std::move(options)) {
+  id_salt_ = std::random_device{}();
+  id_salt_ = (id_salt_ << 32) ^ std::random_device{}();
+}
+
+void ApiService::Handle(const HttpRequestView& request, std::shared_ptr<ResponseWriter> writer) {
+  const std::string path = PathOf(request.target);
+  const bool get = request.method == "GET" || request.method == "HEAD";
+  const bool post = request.method == "POST";
+  if (path == "/health") {
+    if (!get) return SendError(*writer, MakeError(405, "invalid_request_error", "use GET /health"));
+    bool ok = ready_ && !shutting_down_;
+    return writer->SendResponse(ok ? 200 : 503, "text/plain", ok ? "" : "not ready\n");
+  }
+  if (path == "/metrics") {
+    if (!get) return SendError(*writer, MakeError(405, "invalid_request_error", "use GET /metrics"));
+    return writer->SendResponse(200, "text/plain; version=0.0.4; charset=utf-8",
+                                RenderPrometheusMetrics(engine_.Metrics()));
+  }
+  const bool is_api = path == "/v1/models" || path == "/v1/completions" || path == "/v1/chat/completions";
+  if (!is_api) {
+    return SendError(*writer, MakeError(404, "invalid_request_error", "no route for " + request.method + " " + path,
+                                        "not_found"));
+  }
+  if (!options_.api_key.empty() && request.authorization != "Bearer " + options_.api_key) {
+    return SendError(*writer, MakeError(401, "authentication_error", "missing or invalid API key (Authorization: Bearer KEY)",
+                                        "invalid_api_key"));
+  }
+  if (path == "/v1/models") {
+    if (!get) return SendError(*writer, MakeError(405, "invalid_request_error", "use GET /v1/models"));
+    return HandleModels(writer);
+  }
+  if (!post) return SendError(*writer, MakeError(405, "invalid_request_error", "use POST " + path));
+  if (shutting_down_ || !ready_) {
+    return SendError(*writer, MakeError(503, "service_unavailable", "the server is not ready or is shutting down"));
+  }
+  HandleGeneration(path == "/v1/completions" ? ParsedRequest::Api::kCompletion : ParsedRequest::Api::kChat,
+                   request.body, writer);
+}
+
+void ApiService::HandleModels(const std::shared_ptr<ResponseWriter>& writer) {
+  json model = {{"id", options_.served_model_name},
+                {"object", "model"},
+                {"created", 0},
+                {"owned_by", "deepinfer"},
+                {"max_model_len", engine_.config().scheduler.max_model_len},
+                {"vocab_size", engine_.model_config().vocab_size}};
+  writer->SendResponse(200, "application/json", Dump(json{{"object", "list"}, {"data", json::array({model})}}));
+}
+
+StatusOr<std::vector<int32_t>> ApiService::TokenizeText(const std::string& text, bool chat) const {
+  const Tokenizer& tok = engine_.tokenizer();
+  bool add_special = true;
+  if (chat) {
+    // Templates usually write BOS themselves; never add a second one.
+    int32_t bos = tok.bos_id();
+    if (bos >= 0 && bos < tok.vocab_size()) {
+      const std::string& piece = tok.data().pieces[static_cast<size_t>(bos)];
+      if (!piece.empty() && text.rfind(piece, 0) == 0) add_special = false;
+    }
+  }
+  std::vector<int32_t> ids = tok.Encode(text, add_special, /*parse_special=*/true);
+  if (ids.empty()) return InvalidArgument("the prompt encodes to no tokens");
+  return ids;
+}
+
+StatusOr<StructuredOutput*> ApiService::GetStructuredOutput() {
+  std::lock_guard<std::mutex> lock(structured_mu_);
+  if (structured_) return structured_.get();
+  const Tokenizer& tok = engine_.tokenizer();
+  const int64_t vocab = engine_.model_config().vocab_size;
+  std::vector<std::string> token_bytes(static_cast<size_t>(vocab));
+  for (int64_t id = 0; id < vocab && id < tok.vocab_size(); ++id) {
+    token_bytes[static_cast<size_t>(id)] = tok.TokenBytes(static_cast<int32_t>(id));
+  }
+  std::vector<int32_t> eos;
+  if (tok.eos_id() >= 0) eos.push_back(tok.eos_id());
+  for (int32_t id : tok.data().extra_eos_ids) eos.push_back(id);
+  DI_ASSIGN_OR_RETURN(structured_, StructuredOutput::Create(std::move(token_bytes), std::move(eos)));
+  return structured_.get();
+}
+
+std::string ApiService::NextId(ParsedRequest::Api api) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s-%016llx%08llx", api == ParsedRequest::Api::kChat ? "chatcmpl" : "cmpl",
+                static_cast<unsigned long long>(id_salt_),
+                static_cast<unsigned long long>(next_id_.fetch_add(1)));
+  return buf;
+}
+
+void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& body,
+                                  const std::shared_ptr<ResponseWriter>& writer) {
+  if (NestsDeeperThan(body, kMaxJsonDepth)) {
+    return SendError(*writer, BadRequest("the request body nests deeper than " + std::to_string(kMaxJsonDepth)));
+  }
+  json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) return SendError(*writer, BadRequest("the request body is not valid JSON"));
+
+  RequestLimits limits;
+  limits.vocab_size = engine_.model_config().vocab_size;
+  ParsedRequest req;
+  std::optional<ApiError> error = api == ParsedRequest::Api::kChat ? ParseChatRequest(parsed, limits, &req)
+                                                                   : ParseCompletionRequest(parsed, limits, &req);
+  if (error) return SendError(*writer, *error);
+  if (!req.model.empty() && req.model != options_.served_model_name) {
+    return SendError(*writer, MakeError(404, "invalid_request_error",
+                                        "the model '" + req.model + "' does not exist; this server serves '" +
+                                            options_.served_model_name + "'",
+                                        "model_not_found"));
+  }
+
+  // Prompts -> token ids (and the echo text per prompt).
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<std::string> prompt_texts;
+  if (api == ParsedRequest::Api::kChat) {
+    StatusOr<std::string> text = options_.chat_renderer ? options_.chat_renderer(req.messages)
+                                                        : StatusOr<std::string>(RenderFallbackChat(req.messages));
+    if (!text.ok()) return SendError(*writer, ApiErrorFromStatus(text.status().WithContext("chat template"), "messages"));
+    auto ids = TokenizeText(*text, /*chat=*/true);
+    if (!ids.ok()) return SendError(*writer, ApiErrorFromStatus(ids.status(), "messages"));
+    prompts.push_back(std::move(*ids));
+    prompt_texts.push_back("");
+  } else {
+    for (PromptInput& p : req.prompts) {
+      if (p.is_tokens) {
+        prompt_texts.push_back(req.echo ? engine_.tokenizer().Decode(p.tokens) : "");
+        prompts.push_back(std::move(p.tokens));
+      } else {
+        auto ids = TokenizeText(p.text, /*chat=*/false);
+        if (!ids.ok()) return SendError(*writer, ApiErrorFromStatus(ids.status(), "prompt"));
+        prompts.push_back(std::move(*ids));
+        prompt_texts.push_back(req.echo ? p.text : "");
+      }
+    }
+  }
+
+  const int64_t max_model_len = engine_.config().scheduler.max_model_len;
+  StructuredOutput* structured = nullptr;
+  if (req.structured) {
+    auto so = GetStructuredOutput();
+    if (!so.ok()) return SendError(*writer, ApiErrorFromStatus(so.status()));
+    structured = *so;
+  }
+
+  std::vector<GenerationRequest> requests;
+  JobOptions job;
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    const int64_t prompt_len = static_cast<int64_t>(prompts[p].size());
+    int64_t max_tokens = req.max_tokens ? *req.max_tokens : max_model_len - prompt_len;
+    if (prompt_len >= max_model_len || prompt_len + max_tokens > max_model_len) {
+      return SendError(*writer, BadRequest("the prompt has " + std::to_string(prompt_len) + " tokens and " +
+                                               std::to_string(max_tokens) + " more were requested; the limit is " +
+                                               std::to_string(max_model_len) + " (max_model_len)",
+                                           req.max_tokens ? "max_tokens" : "messages"));
+    }
+    for (int32_t j = 0; j < req.n; ++j) {
+      GenerationRequest g;
+      g.prompt_tokens = prompts[p];
+      g.sampling = req.sampling;
+      if (req.has_seed) g.seed = req.sampling.seed;  // unset: the engine draws a random one
+      g.draw_stream = static_cast<uint32_t>(j);
+      g.max_tokens = static_cast<int32_t>(max_tokens);
+      g.stop_token_ids = req.stop_token_ids;
+      g.stop = req.stop;
+      g.ignore_eos = req.ignore_eos;
+      g.logprobs = req.logprobs;
+      g.priority = req.priority;
+      if (structured) {
+        auto constraint = structured->MakeConstraint(*req.structured);
+        if (!constraint.ok()) return SendError(*writer, ApiErrorFromStatus(constraint.status()));
+        g.constraint = std::move(*constraint);
+      }
+      requests.push_back(std::move(g));
+      job.echo_text.push_back(prompt_texts[p]);
+    }
+  }
+  if (Status s = req.sampling.Validate(); !s.ok()) return SendError(*writer, ApiErrorFromStatus(s));
+
+  job.context.api = api;
+  job.context.id = NextId(api);
+  job.context.model = options_.served_model_name;
+  job.context.created = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count();
+  job.stream = req.stream;
+  job.include_usage = req.include_usage;
+  job.want_logprobs = req.logprobs >= 0;
+  job.n = req.n;
+  if (!req.echo) job.echo_text.clear();
+
+  const Tokenizer* tok = &engine_.tokenizer();
+  TokenTextFn token_text = [tok](int32_t id) {
+    std::string text = tok->TokenBytes(id);
+    // Control tokens contribute no text; show their piece instead of "".
+    if (text.empty() && id >= 0 && id < tok->vocab_size()) text = tok->data().pieces[static_cast<size_t>(id)];
+    return text;
+  };
+  auto generation = std::make_shared<GenerationJob>(engine_, std::move(job), std::move(token_text), writer);
+  if (auto start_error = generation->Start(std::move(requests))) SendError(*writer, *start_error);
+}
+
+}  // namespace deepinfer::server

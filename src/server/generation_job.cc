@@ -1,0 +1,183 @@
+#include "server/generation_job.h"
+
+#include <algorithm>
+
+namespace deepinfer::server {
+
+GenerationJob::GenerationJob(Engine& engine, JobOptions options, TokenTextFn token_text,
+                             std::shared_ptr<ResponseWriter> writer)
+    : engine_(engine), options_(std::move(options)), token_text_(std::move(token_text)), writer_(std::move(writer)) {}
+
+std::optional<ApiError> GenerationJob::Start(std::vector<GenerationRequest> requests) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    choices_.resize(requests.size());
+    for (size_t i = 0; i < requests.size(); ++i) {
+      Choice& c = choices_[i];
+      c.prompt_tokens = static_cast<int64_t>(requests[i].prompt_tokens.size());
+      c.result.index = static_cast<int32_t>(i);
+      c.result.want_logprobs = options_.want_logprobs;
+      if (i < options_.echo_text.size()) c.result.text = options_.echo_text[i];
+    }
+  }
+  auto self = shared_from_this();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    // Not under mu_: an engine may deliver events (or fail) from inside Submit.
+    auto id = engine_.Submit(std::move(requests[i]),
+                             [self, i](GenerationEvent event) { self->OnEvent(i, std::move(event)); });
+    if (!id.ok()) {
+      std::vector<RequestId> live;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        failed_ = true;
+        live = LiveIdsLocked();
+      }
+      for (RequestId r : live) engine_.Abort(r);
+      return ApiErrorFromStatus(id.status());
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    choices_[i].id = *id;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    started_ = true;
+    if (options_.stream) {
+      writer_->BeginStream();
+      for (std::string& data : pending_) writer_->SendStreamData(std::move(data));
+      pending_.clear();
+    }
+    if (num_done_ == choices_.size()) FinishLocked();
+  }
+  std::weak_ptr<GenerationJob> weak = self;
+  writer_->SetDisconnectHandler([weak] {
+    if (auto job = weak.lock()) job->AbortAll();
+  });
+  return std::nullopt;
+}
+
+void GenerationJob::OnEvent(size_t index, GenerationEvent event) {
+  std::vector<RequestId> to_abort;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failed_ || index >= choices_.size() || choices_[index].done) return;
+    Choice& c = choices_[index];
+    c.prompt_tokens = std::max(c.prompt_tokens, event.prompt_tokens);
+    c.completion_tokens = std::max(c.completion_tokens, event.completion_tokens);
+    c.cached_tokens = std::max(c.cached_tokens, event.cached_prompt_tokens);
+    const bool final_event = event.finish_reason != FinishReason::kNone || !event.error.empty();
+    std::string finish = event.finish_reason != FinishReason::kNone ? FinishReasonName(event.finish_reason) : "";
+
+    if (!event.error.empty()) {
+      ApiError error;
+      error.http_status = 500;
+      error.type = "server_error";
+      error.message = event.error;
+      if (options_.stream) {
+        // Headers are out already: report in-band, end this choice.
+        EmitLocked("data: " + error.ToJson() + "\n\n");
+      } else {
+        failed_ = true;
+        finished_ = true;
+        to_abort = LiveIdsLocked();
+        writer_->SendResponse(500, "application/json", error.ToJson());
+      }
+      if (finish.empty()) finish = "abort";
+    } else if (options_.stream) {
+      std::string text = std::move(event.text);
+      if (c.first && index < options_.echo_text.size()) text = options_.echo_text[index] + text;
+      json logprobs = nullptr;
+      if (options_.want_logprobs && !event.logprobs.empty()) {
+        logprobs = options_.context.api == ParsedRequest::Api::kChat
+                       ? ChatLogprobsJson(event.logprobs, token_text_)
+                       : CompletionLogprobsJson(event.logprobs, token_text_, c.text_bytes);
+      }
+      c.text_bytes += static_cast<int64_t>(text.size());
+      const bool is_chat = options_.context.api == ParsedRequest::Api::kChat;
+      // Chat sends the role in the first chunk even with no text yet, and the
+      // finish reason in a chunk of its own (an empty delta), as OpenAI does.
+      if (is_chat) {
+        if (c.first || !text.empty() || !logprobs.is_null()) {
+          EmitLocked(SseEvent(ChatChunkJson(options_.context, c.result.index, ChatDelta(c.first, text),
+                                            std::move(logprobs), "")));
+        }
+        if (!finish.empty()) {
+          EmitLocked(SseEvent(ChatChunkJson(options_.context, c.result.index, json::object(), nullptr, finish)));
+        }
+      } else if (!text.empty() || !logprobs.is_null() || !finish.empty()) {
+        EmitLocked(SseEvent(CompletionChunkJson(options_.context, c.result.index, text, std::move(logprobs), finish)));
+      }
+      c.first = false;
+    } else {
+      c.result.text += event.text;
+      if (options_.want_logprobs) {
+        for (TokenLogprob& lp : event.logprobs) c.result.logprobs.push_back(std::move(lp));
+      }
+    }
+
+    if (final_event && !failed_) {
+      c.done = true;
+      c.result.finish_reason = finish;
+      ++num_done_;
+      if (started_ && num_done_ == choices_.size()) FinishLocked();
+    }
+  }
+  for (RequestId r : to_abort) engine_.Abort(r);
+}
+
+void GenerationJob::AbortAll() {
+  std::vector<RequestId> live;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    live = LiveIdsLocked();
+  }
+  for (RequestId r : live) engine_.Abort(r);
+}
+
+void GenerationJob::EmitLocked(std::string data) {
+  if (started_) {
+    writer_->SendStreamData(std::move(data));
+  } else {
+    pending_.push_back(std::move(data));
+  }
+}
+
+void GenerationJob::FinishLocked() {
+  if (finished_) return;
+  finished_ = true;
+  if (options_.stream) {
+    if (options_.include_usage) writer_->SendStreamData(SseEvent(UsageChunkJson(options_.context, UsageLocked())));
+    writer_->SendStreamData(kSseDone);
+    writer_->EndStream();
+    return;
+  }
+  std::vector<ChoiceResult> results;
+  results.reserve(choices_.size());
+  for (const Choice& c : choices_) results.push_back(c.result);
+  writer_->SendResponse(200, "application/json",
+                        Dump(FullResponseJson(options_.context, results, UsageLocked(), token_text_)));
+}
+
+// Prompt tokens count once per prompt (OpenAI bills n choices of one prompt
+// once); completion tokens add up over all choices.
+Usage GenerationJob::UsageLocked() const {
+  Usage usage;
+  const size_t n = static_cast<size_t>(std::max(options_.n, 1));
+  for (size_t p = 0; p < choices_.size(); p += n) {
+    int64_t cached = 0;
+    for (size_t i = p; i < std::min(choices_.size(), p + n); ++i) cached = std::max(cached, choices_[i].cached_tokens);
+    usage.prompt_tokens += choices_[p].prompt_tokens;
+    usage.cached_tokens += cached;
+  }
+  for (const Choice& c : choices_) usage.completion_tokens += c.completion_tokens;
+  return usage;
+}
+
+std::vector<RequestId> GenerationJob::LiveIdsLocked() const {
+  std::vector<RequestId> ids;
+  for (const Choice& c : choices_) {
+    if (c.id >= 0 && !c.done) ids.push_back(c.id);
+  }
+  return ids;
+}
+
+}  // namespace deepinfer::server

@@ -1,0 +1,102 @@
+#include "server/metrics_text.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace deepinfer::server {
+namespace {
+
+// Prometheus floats: shortest round-trippable form, +Inf/-Inf/NaN spelled out.
+std::string Num(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  // Shorter form when it round-trips (e.g. 0.1 instead of 0.10000000000000001).
+  for (int precision = 1; precision < 17; ++precision) {
+    char shorter[32];
+    std::snprintf(shorter, sizeof shorter, "%.*g", precision, v);
+    if (std::strtod(shorter, nullptr) == v) return shorter;
+  }
+  return buf;
+}
+
+void Header(std::string& out, const char* name, const char* type, const char* help) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+}
+
+void Sample(std::string& out, const char* name, const char* type, const char* help, double value) {
+  Header(out, name, type, help);
+  out += name;
+  out += ' ';
+  out += Num(value);
+  out += '\n';
+}
+
+void HistogramText(std::string& out, const char* name, const char* help, const Histogram& h) {
+  Header(out, name, "histogram", help);
+  int64_t cumulative = 0;
+  for (size_t i = 0; i <= h.upper_bounds.size(); ++i) {
+    if (i < h.counts.size()) cumulative += h.counts[i];
+    std::string le = i < h.upper_bounds.size() ? Num(h.upper_bounds[i]) : "+Inf";
+    // The +Inf bucket equals _count by definition, whatever the per-bucket array holds.
+    int64_t value = i < h.upper_bounds.size() ? cumulative : h.count;
+    out += std::string(name) + "_bucket{le=\"" + le + "\"} " + std::to_string(value) + "\n";
+  }
+  out += std::string(name) + "_sum " + Num(h.sum) + "\n";
+  out += std::string(name) + "_count " + std::to_string(h.count) + "\n";
+}
+
+}  // namespace
+
+std::string RenderPrometheusMetrics(const EngineMetrics& m) {
+  std::string out;
+  out.reserve(4096);
+  Sample(out, "deepinfer_num_requests_running", "gauge", "Requests in the running batch.",
+         static_cast<double>(m.num_requests_running));
+  Sample(out, "deepinfer_num_requests_waiting", "gauge", "Requests waiting for admission (incl. preempted).",
+         static_cast<double>(m.num_requests_waiting));
+  Sample(out, "deepinfer_kv_cache_usage_ratio", "gauge",
+         "KV blocks referenced by live requests / pool (cached idle prefix blocks not counted).",
+         m.kv_cache_usage_ratio);
+  Sample(out, "deepinfer_kv_cache_blocks_total", "gauge", "KV blocks in the pool.",
+         static_cast<double>(m.kv_blocks_total));
+  Sample(out, "deepinfer_kv_cache_blocks_in_use", "gauge", "KV blocks referenced by live requests.",
+         static_cast<double>(m.kv_blocks_in_use));
+  Sample(out, "deepinfer_prefix_cache_hit_ratio", "gauge", "Cached prompt tokens / prompt tokens admitted.",
+         m.prefix_cache_hit_ratio);
+  Sample(out, "deepinfer_prompt_tokens_total", "counter", "Prompt tokens admitted.",
+         static_cast<double>(m.prompt_tokens_total));
+  Sample(out, "deepinfer_generation_tokens_total", "counter", "Tokens generated.",
+         static_cast<double>(m.generation_tokens_total));
+  Sample(out, "deepinfer_requests_finished_total", "counter", "Requests finished (any reason).",
+         static_cast<double>(m.requests_finished_total));
+  Sample(out, "deepinfer_num_preemptions_total", "counter", "Preemptions (KV freed, recomputed later).",
+         static_cast<double>(m.num_preemptions_total));
+  Sample(out, "deepinfer_steps_total", "counter", "Engine steps run.", static_cast<double>(m.steps_total));
+  Sample(out, "deepinfer_executor_idle_seconds_total", "counter",
+         "Time the model runner waited between steps while work existed.", m.executor_idle_seconds_total);
+  Sample(out, "deepinfer_executor_busy_seconds_total", "counter", "Time the model runner spent in steps.",
+         m.executor_busy_seconds_total);
+  Sample(out, "deepinfer_spec_draft_tokens_total", "counter", "Speculative draft tokens proposed.",
+         static_cast<double>(m.spec_draft_tokens_total));
+  Sample(out, "deepinfer_spec_accepted_tokens_total", "counter", "Speculative draft tokens accepted.",
+         static_cast<double>(m.spec_accepted_tokens_total));
+  HistogramText(out, "deepinfer_time_to_first_token_seconds", "Time from arrival to the first output token.",
+                m.time_to_first_token_seconds);
+  HistogramText(out, "deepinfer_time_per_output_token_seconds", "Time between output tokens of a request.",
+                m.time_per_output_token_seconds);
+  return out;
+}
+
+}  // namespace deepinfer::server

@@ -1,0 +1,66 @@
+// ParsedRequest: a validated /v1/completions or /v1/chat/completions body, in
+// engine terms (token-free: tokenization happens in ApiService).
+//
+// Parsing never throws and never trusts the JSON's types: every field is
+// type- and range-checked, and a bad one yields a 400 ApiError naming it.
+// null counts as absent (clients send explicit nulls for unset options).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "grammar/structured_output.h"
+#include "sampling/sampler.h"
+#include "server/api_error.h"
+#include "tokenizer/chat_template.h"
+
+namespace deepinfer::server {
+
+struct PromptInput {
+  bool is_tokens = false;
+  std::string text;             // !is_tokens
+  std::vector<int32_t> tokens;  // is_tokens
+};
+
+struct ParsedRequest {
+  enum class Api { kCompletion, kChat };
+  Api api = Api::kCompletion;
+  std::string model;                  // as sent ("" if absent)
+  std::vector<PromptInput> prompts;   // completions: one or more
+  std::vector<ChatMessage> messages;  // chat
+  int32_t n = 1;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool echo = false;           // completions only
+  // -1: none. Completions: `logprobs` (top count). Chat: `top_logprobs` when
+  // `logprobs` is true (0 if top_logprobs is absent).
+  int32_t logprobs = -1;
+  std::optional<int32_t> max_tokens;  // max_tokens / max_completion_tokens
+  SamplingParams sampling;
+  bool has_seed = false;
+  std::vector<std::string> stop;
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+  int32_t priority = 0;
+  std::optional<StructuredOutputSpec> structured;
+  std::string user;
+};
+
+struct RequestLimits {
+  int64_t vocab_size = 0;  // token ids (prompt, stop_token_ids, logit_bias) must be below it
+  int32_t max_n = 128;
+  int32_t max_logprobs = 20;
+  int32_t max_stop_strings = 16;
+};
+
+// Each returns nullopt and fills *out on success.
+std::optional<ApiError> ParseCompletionRequest(const nlohmann::json& body, const RequestLimits& limits,
+                                               ParsedRequest* out);
+std::optional<ApiError> ParseChatRequest(const nlohmann::json& body, const RequestLimits& limits,
+                                         ParsedRequest* out);
+
+}  // namespace deepinfer::server

@@ -1,0 +1,230 @@
+// Request parsing: types, ranges, aliases and the mapping of OpenAI / vLLM
+// fields onto ParsedRequest.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "server/parsed_request.h"
+
+namespace deepinfer::server {
+namespace {
+
+using json = nlohmann::json;
+
+RequestLimits Limits() {
+  RequestLimits l;
+  l.vocab_size = 512;
+  return l;
+}
+
+ParsedRequest Completion(const std::string& body) {
+  ParsedRequest r;
+  auto e = ParseCompletionRequest(json::parse(body), Limits(), &r);
+  EXPECT_FALSE(e.has_value()) << body << " -> " << (e ? e->message : "");
+  return r;
+}
+
+ApiError CompletionError(const std::string& body) {
+  ParsedRequest r;
+  auto e = ParseCompletionRequest(json::parse(body), Limits(), &r);
+  EXPECT_TRUE(e.has_value()) << body;
+  return e.value_or(ApiError{});
+}
+
+ApiError ChatError(const std::string& body) {
+  ParsedRequest r;
+  auto e = ParseChatRequest(json::parse(body), Limits(), &r);
+  EXPECT_TRUE(e.has_value()) << body;
+  return e.value_or(ApiError{});
+}
+
+TEST(CompletionRequest, PromptForms) {
+  auto r = Completion(R"({"prompt": "hello"})");
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_FALSE(r.prompts[0].is_tokens);
+  EXPECT_EQ(r.prompts[0].text, "hello");
+  EXPECT_EQ(r.max_tokens.value(), 16);  // OpenAI's default
+  EXPECT_EQ(r.n, 1);
+
+  r = Completion(R"({"prompt": [1, 2, 511]})");
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_TRUE(r.prompts[0].is_tokens);
+  EXPECT_EQ(r.prompts[0].tokens, (std::vector<int32_t>{1, 2, 511}));
+
+  r = Completion(R"({"prompt": ["a", [5, 6], "b"]})");
+  ASSERT_EQ(r.prompts.size(), 3u);
+  EXPECT_EQ(r.prompts[0].text, "a");
+  EXPECT_EQ(r.prompts[1].tokens, (std::vector<int32_t>{5, 6}));
+  EXPECT_EQ(r.prompts[2].text, "b");
+}
+
+TEST(CompletionRequest, BadPrompts) {
+  EXPECT_EQ(CompletionError(R"({})").param, "prompt");
+  EXPECT_EQ(CompletionError(R"({"prompt": []})").param, "prompt");
+  EXPECT_EQ(CompletionError(R"({"prompt": [512]})").param, "prompt");  // id == vocab
+  EXPECT_EQ(CompletionError(R"({"prompt": [-1]})").param, "prompt");
+  EXPECT_EQ(CompletionError(R"({"prompt": [[]]})").param, "prompt");
+  EXPECT_EQ(CompletionError(R"({"prompt": 7})").param, "prompt");
+  EXPECT_EQ(CompletionError(R"({"prompt": [1.5]})").param, "prompt");
+  EXPECT_EQ(CompletionError(R"({"prompt": [{"a": 1}]})").param, "prompt");
+  EXPECT_EQ(CompletionError(R"([1, 2])").http_status, 400);  // body not an object
+}
+
+TEST(CompletionRequest, SamplingFields) {
+  auto r = Completion(R"({"prompt": "x", "temperature": 0, "top_p": 0.5, "top_k": -1, "min_p": 0.1,
+                         "seed": -1, "repetition_penalty": 1.2, "presence_penalty": -2,
+                         "frequency_penalty": 2, "logit_bias": {"7": -100, "9": 3.5},
+                         "max_tokens": 40, "n": 3, "priority": -5, "ignore_eos": true, "user": "u"})");
+  EXPECT_EQ(r.sampling.temperature, 0.0);
+  EXPECT_EQ(r.sampling.top_p, 0.5);
+  EXPECT_EQ(r.sampling.top_k, 0);  // vLLM's -1 = off
+  EXPECT_DOUBLE_EQ(r.sampling.min_p, 0.1);
+  EXPECT_TRUE(r.has_seed);
+  EXPECT_EQ(r.sampling.seed, ~uint64_t{0});  // -1 wraps to 2^64 - 1
+  EXPECT_DOUBLE_EQ(r.sampling.repetition_penalty, 1.2);
+  EXPECT_EQ(r.sampling.presence_penalty, -2.0);
+  EXPECT_EQ(r.sampling.frequency_penalty, 2.0);
+  ASSERT_EQ(r.sampling.logit_bias.size(), 2u);
+  EXPECT_EQ(r.sampling.logit_bias[0], (std::pair<int32_t, float>{7, -100.0f}));
+  EXPECT_EQ(r.sampling.logit_bias[1], (std::pair<int32_t, float>{9, 3.5f}));
+  EXPECT_EQ(r.max_tokens.value(), 40);
+  EXPECT_EQ(r.n, 3);
+  EXPECT_EQ(r.priority, -5);
+  EXPECT_TRUE(r.ignore_eos);
+  EXPECT_EQ(r.user, "u");
+  EXPECT_FALSE(Completion(R"({"prompt": "x"})").has_seed);
+  // Explicit nulls mean "absent".
+  auto nulls = Completion(R"({"prompt": "x", "temperature": null, "max_tokens": null, "stop": null})");
+  EXPECT_EQ(nulls.sampling.temperature, 1.0);
+  EXPECT_EQ(nulls.max_tokens.value(), 16);
+  // Integral floats are accepted for integer fields (some clients send 16.0).
+  EXPECT_EQ(Completion(R"({"prompt": "x", "max_tokens": 16.0})").max_tokens.value(), 16);
+}
+
+TEST(CompletionRequest, BadFieldsNameTheField) {
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "max_tokens": "16"})").param, "max_tokens");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "max_tokens": 0})").param, "max_tokens");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "max_tokens": 1.5})").param, "max_tokens");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "temperature": -0.1})").param, "temperature");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "temperature": "hot"})").param, "temperature");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "top_p": 0})").param, "top_p");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "top_p": 1.01})").param, "top_p");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "min_p": 2})").param, "min_p");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "n": 0})").param, "n");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "n": 1000})").param, "n");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "seed": 1.5})").param, "seed");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "stream": "yes"})").param, "stream");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "presence_penalty": 3})").param, "presence_penalty");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "repetition_penalty": 0})").param, "repetition_penalty");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "logit_bias": {"abc": 1}})").param, "logit_bias");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "logit_bias": {"600": 1}})").param, "logit_bias");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "logit_bias": {"5": 101}})").param, "logit_bias");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "logit_bias": [1]})").param, "logit_bias");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "stop": 3})").param, "stop");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "stop": [""]})").param, "stop");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "stop_token_ids": [512]})").param, "stop_token_ids");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "logprobs": 21})").param, "logprobs");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "logprobs": true})").param, "logprobs");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "stream_options": {"include_usage": true}})").param,
+            "stream_options");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "echo": true, "logprobs": 1})").param, "echo");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "best_of": 2})").param, "best_of");
+  ApiError e = CompletionError(R"({"prompt": "x", "max_tokens": "16"})");
+  EXPECT_EQ(e.http_status, 400);
+  EXPECT_EQ(e.type, "invalid_request_error");
+  EXPECT_NE(e.message.find("max_tokens"), std::string::npos);
+}
+
+TEST(CompletionRequest, StopAndStreamOptions) {
+  auto r = Completion(R"({"prompt": "x", "stop": "\n", "stop_token_ids": [2, 3], "stream": true,
+                         "stream_options": {"include_usage": true}, "logprobs": 2, "echo": false})");
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"\n"}));
+  EXPECT_EQ(r.stop_token_ids, (std::vector<int32_t>{2, 3}));
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_EQ(r.logprobs, 2);
+  r = Completion(R"({"prompt": "x", "stop": ["a", "bc"]})");
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"a", "bc"}));
+}
+
+TEST(CompletionRequest, StructuredOutputFields) {
+  auto r = Completion(R"({"prompt": "x", "guided_json": {"type": "object"}})");
+  ASSERT_TRUE(r.structured.has_value());
+  EXPECT_EQ(r.structured->kind, StructuredOutputSpec::Kind::kJsonSchema);
+  EXPECT_EQ(json::parse(r.structured->text), json::parse(R"({"type": "object"})"));
+
+  r = Completion(R"({"prompt": "x", "guided_regex": "[a-z]+"})");
+  EXPECT_EQ(r.structured->kind, StructuredOutputSpec::Kind::kRegex);
+  EXPECT_EQ(r.structured->text, "[a-z]+");
+
+  r = Completion(R"({"prompt": "x", "guided_grammar": "root ::= \"a\""})");
+  EXPECT_EQ(r.structured->kind, StructuredOutputSpec::Kind::kGbnf);
+  r = Completion(R"({"prompt": "x", "guided_grammar": "start: \"a\""})");
+  EXPECT_EQ(r.structured->kind, StructuredOutputSpec::Kind::kLark);
+
+  r = Completion(R"({"prompt": "x", "guided_choice": ["yes", "no"]})");
+  EXPECT_EQ(r.structured->kind, StructuredOutputSpec::Kind::kChoice);
+  EXPECT_EQ(r.structured->choices, (std::vector<std::string>{"yes", "no"}));
+
+  r = Completion(R"({"prompt": "x", "response_format": {"type": "json_object"}})");
+  EXPECT_EQ(r.structured->kind, StructuredOutputSpec::Kind::kJsonObject);
+  r = Completion(R"({"prompt": "x", "response_format": {"type": "json_schema",
+                    "json_schema": {"name": "n", "schema": {"type": "integer"}}}})");
+  EXPECT_EQ(r.structured->kind, StructuredOutputSpec::Kind::kJsonSchema);
+  EXPECT_EQ(json::parse(r.structured->text), json::parse(R"({"type": "integer"})"));
+  EXPECT_FALSE(Completion(R"({"prompt": "x", "response_format": {"type": "text"}})").structured.has_value());
+
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "guided_choice": []})").param, "guided_choice");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "guided_regex": 5})").param, "guided_regex");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "response_format": {"type": "xml"}})").param, "response_format");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "response_format": {"type": "json_schema"}})").param,
+            "response_format");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "guided_regex": "a", "guided_choice": ["a"]})").http_status, 400);
+}
+
+ParsedRequest Chat(const std::string& body) {
+  ParsedRequest r;
+  auto e = ParseChatRequest(json::parse(body), Limits(), &r);
+  EXPECT_FALSE(e.has_value()) << body << " -> " << (e ? e->message : "");
+  return r;
+}
+
+TEST(ChatRequest, MessagesAndAliases) {
+  auto r = Chat(R"({"messages": [{"role": "system", "content": "be brief"},
+                                 {"role": "user", "content": [{"type": "text", "text": "he"},
+                                                              {"type": "text", "text": "llo"}]},
+                                 {"role": "assistant", "content": null}],
+                   "max_completion_tokens": 7, "logprobs": true, "top_logprobs": 3})");
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_EQ(r.messages[0].content, "be brief");
+  EXPECT_EQ(r.messages[1].content, "hello");
+  EXPECT_EQ(r.messages[2].content, "");
+  EXPECT_EQ(r.max_tokens.value(), 7);
+  EXPECT_EQ(r.logprobs, 3);
+  EXPECT_EQ(r.api, ParsedRequest::Api::kChat);
+
+  r = Chat(R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true})");
+  EXPECT_EQ(r.logprobs, 0);
+  EXPECT_FALSE(r.max_tokens.has_value());  // the rest of the context, decided after tokenizing
+  r = Chat(R"({"messages": [{"role": "user", "content": "x"}], "logprobs": false})");
+  EXPECT_EQ(r.logprobs, -1);
+}
+
+TEST(ChatRequest, BadMessages) {
+  EXPECT_EQ(ChatError(R"({})").param, "messages");
+  EXPECT_EQ(ChatError(R"({"messages": []})").param, "messages");
+  EXPECT_EQ(ChatError(R"({"messages": "hi"})").param, "messages");
+  EXPECT_EQ(ChatError(R"({"messages": [{"content": "x"}]})").param, "messages");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "wizard", "content": "x"}]})").param, "messages");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": 5}]})").param, "messages");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})").param,
+            "messages");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})").param,
+            "top_logprobs");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}], "logprobs": 2})").param, "logprobs");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}], "max_completion_tokens": -1})").param,
+            "max_completion_tokens");
+}
+
+}  // namespace
+}  // namespace deepinfer::server

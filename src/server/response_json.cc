@@ -1,0 +1,121 @@
+#include "server/response_json.h"
+
+namespace deepinfer::server {
+namespace {
+
+json NullIfEmpty(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
+// Token text for JSON: keys and strings are sanitized by Dump, but JSON object
+// keys must be strings nlohmann can hold, which any std::string is.
+json BytesArray(const std::string& s) {
+  json a = json::array();
+  for (unsigned char c : s) a.push_back(static_cast<int>(c));
+  return a;
+}
+
+const char* ObjectName(const ResponseContext& ctx, bool chunk) {
+  if (ctx.api == ParsedRequest::Api::kChat) return chunk ? "chat.completion.chunk" : "chat.completion";
+  return "text_completion";
+}
+
+json Envelope(const ResponseContext& ctx, bool chunk) {
+  return json{{"id", ctx.id}, {"object", ObjectName(ctx, chunk)}, {"created", ctx.created}, {"model", ctx.model}};
+}
+
+}  // namespace
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string SseEvent(const json& j) { return "data: " + Dump(j) + "\n\n"; }
+
+json UsageJson(const Usage& usage) {
+  return json{{"prompt_tokens", usage.prompt_tokens},
+              {"completion_tokens", usage.completion_tokens},
+              {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+              {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
+}
+
+json CompletionLogprobsJson(const std::vector<TokenLogprob>& lps, const TokenTextFn& token_text,
+                            int64_t text_offset) {
+  json tokens = json::array(), token_logprobs = json::array(), top = json::array(), offsets = json::array();
+  for (const TokenLogprob& lp : lps) {
+    std::string text = token_text(lp.token);
+    tokens.push_back(text);
+    token_logprobs.push_back(lp.logprob);
+    json alternatives = json::object();
+    for (const auto& [id, logprob] : lp.top) alternatives[token_text(id)] = logprob;
+    top.push_back(std::move(alternatives));
+    offsets.push_back(text_offset);
+    text_offset += static_cast<int64_t>(text.size());
+  }
+  return json{{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top},
+              {"text_offset", offsets}};
+}
+
+json ChatLogprobsJson(const std::vector<TokenLogprob>& lps, const TokenTextFn& token_text) {
+  json content = json::array();
+  for (const TokenLogprob& lp : lps) {
+    std::string text = token_text(lp.token);
+    json top = json::array();
+    for (const auto& [id, logprob] : lp.top) {
+      std::string alt = token_text(id);
+      top.push_back({{"token", alt}, {"logprob", logprob}, {"bytes", BytesArray(alt)}});
+    }
+    content.push_back({{"token", text}, {"logprob", lp.logprob}, {"bytes", BytesArray(text)}, {"top_logprobs", top}});
+  }
+  return json{{"content", content}};
+}
+
+json FullResponseJson(const ResponseContext& ctx, const std::vector<ChoiceResult>& choices, const Usage& usage,
+                      const TokenTextFn& token_text) {
+  json out = Envelope(ctx, /*chunk=*/false);
+  json list = json::array();
+  for (const ChoiceResult& c : choices) {
+    json choice = {{"index", c.index}, {"finish_reason", NullIfEmpty(c.finish_reason)}};
+    if (ctx.api == ParsedRequest::Api::kChat) {
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      choice["logprobs"] = c.want_logprobs ? ChatLogprobsJson(c.logprobs, token_text) : json(nullptr);
+    } else {
+      choice["text"] = c.text;
+      choice["logprobs"] = c.want_logprobs ? CompletionLogprobsJson(c.logprobs, token_text, 0) : json(nullptr);
+    }
+    list.push_back(std::move(choice));
+  }
+  out["choices"] = std::move(list);
+  out["usage"] = UsageJson(usage);
+  return out;
+}
+
+json CompletionChunkJson(const ResponseContext& ctx, int32_t index, const std::string& text, json logprobs,
+                         const std::string& finish_reason) {
+  json out = Envelope(ctx, /*chunk=*/true);
+  out["choices"] = json::array(
+      {{{"index", index}, {"text", text}, {"logprobs", std::move(logprobs)}, {"finish_reason", NullIfEmpty(finish_reason)}}});
+  return out;
+}
+
+json ChatChunkJson(const ResponseContext& ctx, int32_t index, json delta, json logprobs,
+                   const std::string& finish_reason) {
+  json out = Envelope(ctx, /*chunk=*/true);
+  out["choices"] = json::array({{{"index", index},
+                                 {"delta", std::move(delta)},
+                                 {"logprobs", std::move(logprobs)},
+                                 {"finish_reason", NullIfEmpty(finish_reason)}}});
+  return out;
+}
+
+json ChatDelta(bool first, const std::string& text) {
+  json delta = json::object();
+  if (first) delta["role"] = "assistant";
+  if (first || !text.empty()) delta["content"] = text;
+  return delta;
+}
+
+json UsageChunkJson(const ResponseContext& ctx, const Usage& usage) {
+  json out = Envelope(ctx, /*chunk=*/true);
+  out["choices"] = json::array();
+  out["usage"] = UsageJson(usage);
+  return out;
+}
+
+}  // namespace deepinfer::server

@@ -1,0 +1,74 @@
+// Response bodies of the OpenAI API: full responses, streaming chunks, usage,
+// and both logprobs formats (completions: tokens / token_logprobs /
+// top_logprobs / text_offset; chat: content[{token, logprob, bytes,
+// top_logprobs}]). Pure functions of their inputs.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/engine.h"
+#include "server/parsed_request.h"
+
+namespace deepinfer::server {
+
+using json = nlohmann::json;
+
+// The text a token id contributes (its raw bytes; may be a partial UTF-8
+// sequence, replaced with U+FFFD when serialized).
+using TokenTextFn = std::function<std::string(int32_t)>;
+
+struct ResponseContext {
+  ParsedRequest::Api api = ParsedRequest::Api::kCompletion;
+  std::string id;     // "cmpl-..." / "chatcmpl-..."
+  std::string model;  // served model name
+  int64_t created = 0;
+};
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;
+};
+
+struct ChoiceResult {
+  int32_t index = 0;
+  std::string text;
+  std::string finish_reason;            // "stop", "length", "abort"
+  std::vector<TokenLogprob> logprobs;   // when requested
+  bool want_logprobs = false;
+};
+
+// Serializes with invalid UTF-8 replaced (never throws).
+std::string Dump(const json& j);
+// "data: <json>\n\n" and the terminator.
+std::string SseEvent(const json& j);
+inline constexpr const char* kSseDone = "data: [DONE]\n\n";
+
+json UsageJson(const Usage& usage);
+// text_offset starts at `text_offset` (the choice's text length so far).
+json CompletionLogprobsJson(const std::vector<TokenLogprob>& lps, const TokenTextFn& token_text,
+                            int64_t text_offset);
+json ChatLogprobsJson(const std::vector<TokenLogprob>& lps, const TokenTextFn& token_text);
+
+// A full (non-streaming) response.
+json FullResponseJson(const ResponseContext& ctx, const std::vector<ChoiceResult>& choices, const Usage& usage,
+                      const TokenTextFn& token_text);
+
+// One streaming chunk for choice `index`. finish_reason "" = null.
+// Completions: `text`. Chat: `delta` (built by ChatDelta).
+json CompletionChunkJson(const ResponseContext& ctx, int32_t index, const std::string& text, json logprobs,
+                         const std::string& finish_reason);
+json ChatChunkJson(const ResponseContext& ctx, int32_t index, json delta, json logprobs,
+                   const std::string& finish_reason);
+// {"role": "assistant", "content": ...} when first, else {"content": ...};
+// {} when there is neither role nor text.
+json ChatDelta(bool first, const std::string& text);
+// The include_usage chunk: no choices, usage set.
+json UsageChunkJson(const ResponseContext& ctx, const Usage& usage);
+
+}  // namespace deepinfer::server

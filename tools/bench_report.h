@@ -1,0 +1,43 @@
+// Output of `deepinfer bench`: the human table (stdout), the JSON file and
+// the decode-throughput plot, all from one BenchReport.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+#include "tools/bench_runner.h"
+
+namespace deepinfer::tools {
+
+// What was measured, with the context needed to read the numbers.
+struct BenchReport {
+  std::string model_path;
+  std::string arch;
+  std::string dtype;                    // of the layer-0 attention weights
+  int64_t weight_bytes = 0;             // every tensor of the checkpoint
+  int64_t weight_bytes_per_token = 0;   // read per decode step: all but the embedding (unless tied)
+  int threads = 0;
+  BenchConfig config;
+  BenchResult result;
+  int64_t peak_rss_bytes = 0;
+  double load_avg[3] = {-1, -1, -1};    // /proc/loadavg at the end; -1 when unknown
+
+  double PrefillTokensPerSecond() const;  // median over rounds
+  double TtftMs() const;                  // median over rounds
+  // Aggregate decode tokens/s at `batch`: median, min and max over rounds.
+  double DecodeTokensPerSecond(int64_t batch) const;
+  double DecodeTokensPerSecondMin(int64_t batch) const;
+  double DecodeTokensPerSecondMax(int64_t batch) const;
+};
+
+std::string FormatBenchTable(const BenchReport& r);
+std::string FormatBenchJson(const BenchReport& r);
+Status WriteBenchPlot(const BenchReport& r, const std::string& path);
+
+// Peak resident set size of this process in bytes (VmHWM; getrusage fallback).
+int64_t PeakRssBytes();
+// 1/5/15-minute load averages; false when /proc/loadavg is unreadable.
+bool ReadLoadAverage(double out[3]);
+
+}  // namespace deepinfer::tools

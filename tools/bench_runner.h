@@ -1,0 +1,64 @@
+// The measurement behind `deepinfer bench`: an offline benchmark of
+// Model::Forward with a paged KV cache, no scheduler and no sampler (the next
+// token is the argmax, so the work per step matches greedy decoding).
+//
+//   prefill: one P-token prompt, chunked like the engine (prefill_chunk tokens
+//            per Forward); its time is also the time to first token.
+//   decode:  for each batch size B, B sequences get their own prompt prefilled
+//            (untimed, packed into prefill_chunk-token steps), then G steps of
+//            B tokens each are timed; throughput = B * G / time.
+// Each is repeated `rounds` times; decode rounds rewrite positions P..P+G-1
+// so the prompts are prefilled once per batch size.
+//
+// Thread-safety: runs on the caller's thread; the model must not be in use.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "model/model.h"
+
+namespace deepinfer::tools {
+
+struct BenchConfig {
+  int64_t prompt_tokens = 512;   // P
+  int64_t gen_tokens = 128;      // G
+  std::vector<int64_t> batches;  // decode batch sizes, each >= 1
+  int64_t prefill_chunk = 512;   // tokens per prefill Forward
+  int64_t rounds = 1;
+  int64_t block_size = 16;
+  // All sequences share the prompt's full KV blocks (as a prefix-cache hit
+  // would) instead of each prefilling its own: same decode work, far less
+  // prefill time and KV memory at large batches.
+  bool shared_prompt = false;
+  uint64_t seed = 1;  // prompt token ids
+};
+
+// KV blocks the whole run needs (the largest batch), and their bytes.
+int64_t BenchKvBlocks(const BenchConfig& config);
+int64_t BenchKvBytes(const BenchConfig& config, const ModelConfig& model);
+
+// Checks the config against the model (context length) and the machine
+// (KV memory vs MemAvailable). InvalidArgument / ResourceExhausted naming the
+// limit that was exceeded.
+Status ValidateBenchConfig(const BenchConfig& config, const ModelConfig& model);
+
+struct BenchResult {
+  std::vector<double> prefill_seconds;  // per round: one P-token prompt through to its logits
+  // Per batch size, per round: seconds for the G decode steps.
+  std::map<int64_t, std::vector<double>> decode_seconds;
+  int64_t kv_cache_bytes = 0;
+};
+
+// Called between steps: phase name, steps done, steps in the phase.
+using BenchProgress = std::function<void(const std::string& phase, int64_t done, int64_t total)>;
+
+StatusOr<BenchResult> RunBench(Model& model, const BenchConfig& config, const BenchProgress& progress);
+
+double Median(std::vector<double> v);
+
+}  // namespace deepinfer::tools

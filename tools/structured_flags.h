@@ -1,0 +1,121 @@
+// Structured-output flags shared by `deepinfer constrain` and `deepinfer
+// generate`: --json-schema F | --json-object | --regex R | --grammar F |
+// --choice A,B [--any-whitespace], and the tokenizer -> StructuredOutput glue.
+//
+// --json-schema takes a file path, or the schema itself when the value
+// starts with '{' (or is true/false). --grammar takes a file: GBNF when its
+// name ends in .gbnf or its text contains "::=", Lark when it ends in .lark
+// or otherwise. --choice splits on ',' (a literal comma: "\,").
+// Header-only: the CLI globs only cmd_*.cc sources.
+#pragma once
+
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "grammar/structured_output.h"
+#include "tokenizer/tokenizer.h"
+#include "tools/flags.h"
+
+namespace deepinfer::tools {
+
+inline const std::set<std::string>& StructuredValueFlags() {
+  static const std::set<std::string> f = {"json-schema", "regex", "grammar", "choice"};
+  return f;
+}
+inline const std::set<std::string>& StructuredBoolFlags() {
+  static const std::set<std::string> f = {"json-object", "any-whitespace"};
+  return f;
+}
+
+inline StatusOr<std::string> ReadWholeFile(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot read " + what + " '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+inline std::vector<std::string> SplitChoices(const std::string& list) {
+  std::vector<std::string> out(1);
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (list[i] == '\\' && i + 1 < list.size() && list[i + 1] == ',') {
+      out.back() += ',';
+      ++i;
+    } else if (list[i] == ',') {
+      out.emplace_back();
+    } else {
+      out.back() += list[i];
+    }
+  }
+  return out;
+}
+
+// Reads the structured-output flags. Returns false in *present when none is
+// given; InvalidArgument when more than one is.
+inline StatusOr<StructuredOutputSpec> ParseStructuredFlags(const Flags& flags, bool* present) {
+  int given = 0;
+  for (const char* f : {"json-schema", "json-object", "regex", "grammar", "choice"}) given += flags.Has(f) ? 1 : 0;
+  *present = given > 0;
+  StructuredOutputSpec spec;
+  spec.any_whitespace = flags.Has("any-whitespace");
+  if (given == 0) {
+    if (spec.any_whitespace) return InvalidArgument("--any-whitespace needs --json-schema or --json-object");
+    return spec;
+  }
+  if (given > 1) {
+    return InvalidArgument("give only one of --json-schema, --json-object, --regex, --grammar, --choice");
+  }
+  using Kind = StructuredOutputSpec::Kind;
+  if (flags.Has("json-schema")) {
+    spec.kind = Kind::kJsonSchema;
+    std::string v = flags.GetString("json-schema");
+    if (!v.empty() && (v[0] == '{' || v == "true" || v == "false")) {
+      spec.text = v;
+    } else {
+      DI_ASSIGN_OR_RETURN(spec.text, ReadWholeFile(v, "JSON Schema file"));
+    }
+  } else if (flags.Has("json-object")) {
+    spec.kind = Kind::kJsonObject;
+  } else if (flags.Has("regex")) {
+    spec.kind = Kind::kRegex;
+    spec.text = flags.GetString("regex");
+  } else if (flags.Has("grammar")) {
+    std::string path = flags.GetString("grammar");
+    DI_ASSIGN_OR_RETURN(spec.text, ReadWholeFile(path, "grammar file"));
+    bool gbnf = EndsWith(path, ".gbnf") || (!EndsWith(path, ".lark") && spec.text.find("::=") != std::string::npos);
+    spec.kind = gbnf ? Kind::kGbnf : Kind::kLark;
+  } else {
+    spec.kind = Kind::kChoice;
+    spec.choices = SplitChoices(flags.GetString("choice"));
+  }
+  if (spec.any_whitespace && spec.kind != Kind::kJsonSchema && spec.kind != Kind::kJsonObject) {
+    return InvalidArgument("--any-whitespace applies only to --json-schema / --json-object");
+  }
+  return spec;
+}
+
+// The grammar vocabulary of a tokenizer: every id's raw bytes (control
+// tokens have none, so they are never allowed) and its end-of-generation ids.
+inline StatusOr<std::unique_ptr<StructuredOutput>> StructuredOutputFor(const Tokenizer& tok) {
+  std::vector<std::string> bytes(static_cast<size_t>(tok.vocab_size()));
+  std::vector<int32_t> eos;
+  for (int32_t id = 0; id < tok.vocab_size(); ++id) {
+    if (tok.IsEndOfGeneration(id)) {
+      eos.push_back(id);
+    } else {
+      bytes[id] = tok.TokenBytes(id);
+    }
+  }
+  return StructuredOutput::Create(std::move(bytes), std::move(eos));
+}
+
+}  // namespace deepinfer::tools

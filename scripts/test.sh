@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine and runs every test: the Release build and its
 # suite, a short libFuzzer run of each parser (FUZZ_SECONDS each, default 20),
-# then the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer
-# (last, so ctest's summary closes the output).
+# the engine and scheduler tests under ThreadSanitizer, then the whole suite
+# again under AddressSanitizer + UndefinedBehaviorSanitizer (last, so ctest's
+# summary closes the output).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh

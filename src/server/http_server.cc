@@ -117,6 +117,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   net::any_io_executor StrandExecutor() { return stream_.get_executor(); }
 
+  // After the I/O threads stopped: drop the writer, which holds this session
+  // (the cycle is otherwise broken only when the response ends).
+  void ReleaseAfterStop() {
+    if (writer_) writer_->Release();
+    writer_.reset();
+  }
+
  private:
   struct Pending {
     std::string bytes;
@@ -337,7 +344,13 @@ struct HttpServer::Impl {
       }
       error_code ignored;
       socket.set_option(tcp::no_delay(true), ignored);  // SSE chunks go out as they are written
-      std::make_shared<HttpSession>(std::move(socket), service, options, activity)->Run();
+      auto session = std::make_shared<HttpSession>(std::move(socket), service, options, activity);
+      {
+        std::lock_guard<std::mutex> lock(sessions_mu);
+        std::erase_if(sessions, [](const std::weak_ptr<HttpSession>& w) { return w.expired(); });
+        sessions.push_back(session);
+      }
+      session->Run();
       Accept();
     });
   }
@@ -347,6 +360,8 @@ struct HttpServer::Impl {
   net::io_context ioc;
   tcp::acceptor acceptor;
   ActivityCounter activity;
+  std::mutex sessions_mu;
+  std::vector<std::weak_ptr<HttpSession>> sessions;  // for ReleaseAfterStop
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   std::vector<std::thread> threads;
 };
@@ -396,6 +411,11 @@ void HttpServer::Stop() {
   impl_->ioc.stop();
   for (std::thread& t : impl_->threads) t.join();
   impl_->threads.clear();
+  std::lock_guard<std::mutex> lock(impl_->sessions_mu);
+  for (auto& weak : impl_->sessions) {
+    if (auto session = weak.lock()) session->ReleaseAfterStop();
+  }
+  impl_->sessions.clear();
 }
 
 }  // namespace deepinfer::server

@@ -11,6 +11,7 @@
 #include "model/config_loader.h"
 #include "model/ops.h"
 #include "model/rope.h"
+#include "model/token_plan.h"
 #include "tensor/dequant.h"
 
 namespace deepinfer {
@@ -220,40 +221,7 @@ Status LlamaModel::CheckBatch(const ForwardBatch& batch, const KvCache& kv) cons
     all_windowed &= w > 0;
     max_window = std::max(max_window, w);
   }
-  const int64_t bs = kv.block_size();
-  for (size_t s = 0; s < batch.seqs.size(); ++s) {
-    const SequenceChunk& seq = batch.seqs[s];
-    const std::string where = "sequence " + std::to_string(s) + ": ";
-    if (seq.start_pos < 0) {
-      return InvalidArgument(where + "negative start_pos");
-    }
-    for (size_t i = 0; i < seq.tokens.size(); ++i) {
-      if (seq.tokens[i] < 0 || seq.tokens[i] >= config_.vocab_size) {
-        return InvalidArgument(where + "token id " + std::to_string(seq.tokens[i]) + " at index " +
-                               std::to_string(i) + " is out of range [0, " +
-                               std::to_string(config_.vocab_size) + ")");
-      }
-    }
-    if (seq.tokens.empty()) {
-      continue;
-    }
-    const int64_t end = seq.start_pos + static_cast<int64_t>(seq.tokens.size());
-    const int64_t needed = (end + bs - 1) / bs;
-    if (static_cast<int64_t>(seq.block_table.size()) < needed) {
-      return InvalidArgument(where + "block table has " + std::to_string(seq.block_table.size()) +
-                             " blocks; positions [0, " + std::to_string(end) + ") need " +
-                             std::to_string(needed));
-    }
-    const int64_t first_read = all_windowed ? std::max<int64_t>(0, seq.start_pos - max_window + 1) : 0;
-    for (int64_t b = first_read / bs; b < needed; ++b) {
-      const int32_t id = seq.block_table[static_cast<size_t>(b)];
-      if (id < 0 || id >= kv.num_blocks()) {
-        return InvalidArgument(where + "block table entry " + std::to_string(b) + " = " + std::to_string(id) +
-                               " is out of range [0, " + std::to_string(kv.num_blocks()) + ")");
-      }
-    }
-  }
-  return Status::Ok();
+  return ::deepinfer::CheckBatch(batch, config_.vocab_size, kv, all_windowed ? max_window : 0);
 }
 
 void LlamaModel::PlanTokens(const ForwardBatch& batch) {

@@ -1,5 +1,6 @@
 #include "model/token_plan.h"
 
+#include <algorithm>
 #include <string>
 
 namespace deepinfer {
@@ -26,7 +27,7 @@ void TokenPlan::Build(const ForwardBatch& batch) {
   }
 }
 
-Status CheckBatch(const ForwardBatch& batch, int64_t vocab_size, const KvCache& kv) {
+Status CheckBatch(const ForwardBatch& batch, int64_t vocab_size, const KvCache& kv, int64_t read_window) {
   const int64_t bs = kv.block_size();
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
     const SequenceChunk& seq = batch.seqs[s];
@@ -50,7 +51,8 @@ Status CheckBatch(const ForwardBatch& batch, int64_t vocab_size, const KvCache& 
                              " blocks; positions [0, " + std::to_string(end) + ") need " +
                              std::to_string(needed));
     }
-    for (int64_t b = 0; b < needed; ++b) {
+    const int64_t first_read = read_window > 0 ? std::max<int64_t>(0, seq.start_pos - read_window + 1) : 0;
+    for (int64_t b = first_read / bs; b < needed; ++b) {
       const int32_t id = seq.block_table[static_cast<size_t>(b)];
       if (id < 0 || id >= kv.num_blocks()) {
         return InvalidArgument(where + "block table entry " + std::to_string(b) + " = " + std::to_string(id) +

@@ -24,8 +24,9 @@ struct TokenPlan {
 
 // Token ids in [0, vocab), start_pos >= 0, and block tables that cover every
 // position a chunk writes, with in-range block ids. InvalidArgument naming
-// the sequence otherwise.
-Status CheckBatch(const ForwardBatch& batch, int64_t vocab_size, const KvCache& kv);
+// the sequence otherwise. read_window > 0 when every layer is windowed (the
+// largest window): blocks wholly older than any layer reads are not checked.
+Status CheckBatch(const ForwardBatch& batch, int64_t vocab_size, const KvCache& kv, int64_t read_window = 0);
 
 // The block table of the sequence that token t belongs to.
 inline const std::vector<int32_t>& BlockTableOf(const ForwardBatch& batch, const TokenPlan& plan, int64_t t) {

@@ -80,11 +80,16 @@ class SessionWriter : public ResponseWriter {
     }
     if (handler) handler();
   }
-  // The response ended: drop the handler (it references the job) and the session.
+  // The response ended (or the client left, or the server stopped): drop the
+  // handler, which references the job, and the session. The job may live on
+  // in the engine after the server and its io_context are gone; a session kept
+  // alive by it would touch the destroyed io_context when it is finally freed.
   void Release() {
+    std::shared_ptr<HttpSession> session;
     std::lock_guard<std::mutex> lock(mu_);
     handler_ = nullptr;
     ended_ = true;
+    session.swap(session_);
   }
 
  private:
@@ -301,12 +306,15 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 };
 
 void SessionWriter::Post(std::string bytes, bool ends_response) {
+  std::shared_ptr<HttpSession> session;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (ended_) return;
+    if (ended_ || !session_) return;
     if (ends_response) ended_ = true;
+    session = session_;
   }
-  net::post(session_->StrandExecutor(), [s = session_, b = std::move(bytes), ends_response]() mutable {
+  net::any_io_executor strand = session->StrandExecutor();  // before `session` moves into the handler
+  net::post(strand, [s = std::move(session), b = std::move(bytes), ends_response]() mutable {
     s->QueueWrite(std::move(b), ends_response);
   });
 }

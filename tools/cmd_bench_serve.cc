@@ -187,8 +187,15 @@ class Client {
         }
         if (ev.contains("error")) r->error = ev["error"].dump();
         if (!ev.contains("choices") || !ev["choices"].is_array() || ev["choices"].empty()) return;
+        // A token arrival: a chunk with text, or a chunk before the finish
+        // (servers send those for tokens that add no text yet, e.g. a held-back
+        // UTF-8 sequence; counting only text would miss them). A chunk that
+        // only carries the finish reason is not an arrival.
         const json& c = ev["choices"][0];
-        if (!c.contains("text") || !c["text"].is_string() || c["text"].get<std::string>().empty()) return;
+        const bool has_text = c.contains("text") && c["text"].is_string() && !c["text"].get<std::string>().empty();
+        const bool finishes = c.contains("finish_reason") && !c["finish_reason"].is_null();
+        if (!has_text && finishes) return;
+        if (!c.contains("text")) return;
         Clock::time_point now = Clock::now();
         if (!got_first) {
           r->ttft_s = std::chrono::duration<double>(now - start).count();

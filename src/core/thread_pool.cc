@@ -58,13 +58,16 @@ int ThreadPool::DefaultThreadCount() {
 
 void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_t, int)>& body) {
   if (n <= 0) return;
-  if (num_threads_ == 1 || n == 1) {
+  const int64_t chunks = std::min<int64_t>(n, int64_t{num_threads_} * kChunksPerThread);
+  if (num_threads_ == 1 || chunks == 1) {
     body(0, n, 0);
     return;
   }
   body_ = &body;
   n_ = n;
-  pending_.store(num_threads_ - 1, std::memory_order_relaxed);
+  chunks_done_.store(0, std::memory_order_relaxed);
+  ++job_id_;
+  claim_.store((uint64_t{job_id_} << 32) | (static_cast<uint64_t>(chunks) << 16), std::memory_order_release);
   {
     // Under the lock so that a worker about to sleep either sees the new
     // generation in its predicate or is already waiting when we notify.
@@ -73,16 +76,37 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_
   }
   work_cv_.notify_all();
 
-  int64_t b, e;
-  ChunkBounds(n, num_threads_, 0, &b, &e);
-  if (b < e) body(b, e, 0);
+  RunChunks(0);
 
-  auto all_done = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+  auto all_done = [this, chunks] { return chunks_done_.load(std::memory_order_acquire) == chunks; };
   if (!SpinUntil(all_done)) {
     std::unique_lock<std::mutex> lock(mu_);
     done_cv_.wait(lock, all_done);
   }
   body_ = nullptr;
+}
+
+void ThreadPool::RunChunks(int thread_index) {
+  uint64_t word = claim_.load(std::memory_order_acquire);
+  for (;;) {
+    const int64_t chunks = static_cast<int64_t>((word >> 16) & 0xFFFF);
+    const int64_t next = static_cast<int64_t>(word & 0xFFFF);
+    if (next >= chunks) return;  // all claimed (or no job yet)
+    // On failure `word` is reloaded: another thread claimed, or a new job began.
+    if (!claim_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      continue;
+    }
+    int64_t b, e;
+    ChunkBounds(n_, static_cast<int>(chunks), static_cast<int>(next), &b, &e);
+    (*body_)(b, e, thread_index);
+    if (chunks_done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
+      // The caller may be between its predicate check and its wait: taking
+      // the lock orders this notify after that wait begins.
+      std::lock_guard<std::mutex> lock(mu_);
+      done_cv_.notify_one();
+    }
+    word = claim_.load(std::memory_order_acquire);
+  }
 }
 
 void ThreadPool::WorkerLoop(int index) {
@@ -97,15 +121,7 @@ void ThreadPool::WorkerLoop(int index) {
     }
     if (stop_.load(std::memory_order_acquire)) return;
     seen = generation_.load(std::memory_order_acquire);
-    int64_t b, e;
-    ChunkBounds(n_, num_threads_, index, &b, &e);
-    if (b < e) (*body_)(b, e, index);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      // The caller may be between its predicate check and its wait: taking
-      // the lock orders this notify after that wait begins.
-      std::lock_guard<std::mutex> lock(mu_);
-      done_cv_.notify_one();
-    }
+    RunChunks(index);
   }
 }
 

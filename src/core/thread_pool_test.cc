@@ -1,6 +1,8 @@
 #include "core/thread_pool.h"
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -23,14 +25,28 @@ TEST(ThreadPoolTest, CoversEveryIndexExactlyOnce) {
   }
 }
 
-TEST(ThreadPoolTest, SplitIsDeterministic) {
+// Chunk bounds depend only on n and the thread count: 100 items on 3 threads
+// make min(100, 3 * kChunksPerThread) = 12 chunks, the first 100 % 12 = 4 of
+// them one item longer (9, 9, 9, 9, 8, ...).
+TEST(ThreadPoolTest, ChunkBoundsAreDeterministic) {
+  static_assert(ThreadPool::kChunksPerThread == 4, "update the hand-computed bounds");
   ThreadPool pool(3);
-  std::vector<int> owner_a(10), owner_b(10);
-  pool.ParallelFor(10, [&](int64_t b, int64_t e, int t) { for (auto i = b; i < e; ++i) owner_a[i] = t; });
-  pool.ParallelFor(10, [&](int64_t b, int64_t e, int t) { for (auto i = b; i < e; ++i) owner_b[i] = t; });
-  EXPECT_EQ(owner_a, owner_b);
-  EXPECT_EQ(owner_a[0], 0);
-  EXPECT_EQ(owner_a[9], 2);
+  std::vector<std::pair<int64_t, int64_t>> expected;
+  for (int64_t c = 0, b = 0; c < 12; ++c) {
+    const int64_t len = c < 4 ? 9 : 8;
+    expected.push_back({b, b + len});
+    b += len;
+  }
+  for (int run = 0; run < 20; ++run) {
+    std::mutex mu;
+    std::vector<std::pair<int64_t, int64_t>> seen;
+    pool.ParallelFor(100, [&](int64_t b, int64_t e, int) {
+      std::lock_guard<std::mutex> lock(mu);
+      seen.push_back({b, e});
+    });
+    std::sort(seen.begin(), seen.end());
+    ASSERT_EQ(seen, expected) << "run " << run;
+  }
 }
 
 // Back-to-back jobs (workers still spinning) and jobs after the workers went
@@ -48,17 +64,54 @@ TEST(ThreadPoolTest, SpinningAndSleepingWorkersBothPickUpJobs) {
   EXPECT_EQ(total.load(), 2003 * 64);
 }
 
-// Both threads really run chunks: the worker's share is not done by the caller.
-TEST(ThreadPoolTest, WorkerRunsItsChunk) {
+// Both threads really run chunks, and thread_index names the running thread
+// (0 = the caller). Each thread's first chunk waits until the other thread has
+// started one too, so neither can take every chunk alone.
+TEST(ThreadPoolTest, CallerAndWorkerBothRunChunks) {
+  ThreadPool pool(2);
+  std::atomic<int> caller{0}, worker{0}, arrived{0};
+  std::atomic<bool> timed_out{false};
+  const std::thread::id main_id = std::this_thread::get_id();
+  pool.ParallelFor(8, [&](int64_t, int64_t, int t) {
+    const bool on_caller = std::this_thread::get_id() == main_id;
+    EXPECT_EQ(t == 0, on_caller);
+    if ((on_caller ? caller : worker)++ == 0) {
+      arrived++;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (arrived.load() < 2) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          timed_out = true;
+          break;
+        }
+        std::this_thread::yield();
+      }
+    }
+  });
+  EXPECT_FALSE(timed_out.load());
+  EXPECT_GE(caller.load(), 1);
+  EXPECT_GE(worker.load(), 1);
+  EXPECT_EQ(caller.load() + worker.load(), 8);
+}
+
+// A worker that is slow to run its chunk (as when the OS deschedules it) does
+// not hold back the other chunks: the caller takes them.
+TEST(ThreadPoolTest, CallerTakesTheChunksOfASlowWorker) {
   ThreadPool pool(2);
   std::atomic<int> caller{0}, worker{0};
   const std::thread::id main_id = std::this_thread::get_id();
-  pool.ParallelFor(2, [&](int64_t, int64_t, int t) {
-    (std::this_thread::get_id() == main_id ? caller : worker)++;
-    EXPECT_EQ(t == 0, std::this_thread::get_id() == main_id);
+  pool.ParallelFor(8, [&](int64_t, int64_t, int) {
+    if (std::this_thread::get_id() == main_id) {
+      caller++;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // time for the worker to claim one
+    } else {
+      worker++;
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
   });
-  EXPECT_EQ(caller.load(), 1);
-  EXPECT_EQ(worker.load(), 1);
+  EXPECT_EQ(caller.load() + worker.load(), 8);
+  EXPECT_GE(worker.load(), 1);
+  EXPECT_LE(worker.load(), 2);  // one chunk while the caller ran the rest, at most one more
+  EXPECT_GE(caller.load(), 6);
 }
 
 }  // namespace

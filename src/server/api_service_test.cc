@@ -197,6 +197,33 @@ TEST_F(ApiServiceTest, StreamingCompletionWithUsage) {
   EXPECT_EQ(usage["usage"]["prompt_tokens"], sub[0].prompt_tokens.size());
 }
 
+// Tokens that add no text still get one chunk each (with empty text), so a
+// client can time the first token and the pacing; the finish reason arrives
+// with the last one.
+TEST_F(ApiServiceTest, StreamingSendsAChunkPerTokenEvenWithoutText) {
+  engine_->SetTextless(true);
+  for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
+    const bool chat = std::string(path) == "/v1/chat/completions";
+    auto w = Call("POST", path,
+                  chat ? R"({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 5, "stream": true})"
+                       : R"({"prompt": "Hi", "max_tokens": 5, "stream": true})");
+    ASSERT_TRUE(w->streaming());
+    auto events = w->Events();
+    ASSERT_FALSE(events.empty());
+    EXPECT_EQ(events.back(), "[DONE]");
+    int token_chunks = 0;
+    for (size_t i = 0; i + 1 < events.size(); ++i) {
+      json choice = json::parse(events[i])["choices"][0];
+      const json& text = chat ? choice["delta"]["content"] : choice["text"];
+      if (text.is_string()) {
+        EXPECT_EQ(text, "") << path;
+        ++token_chunks;
+      }
+    }
+    EXPECT_EQ(token_chunks, 5) << path;
+  }
+}
+
 TEST_F(ApiServiceTest, ChatUsesTheFallbackTemplateAndStreamsDeltas) {
   auto w = Call("POST", "/v1/chat/completions",
                 R"({"messages": [{"role": "user", "content": "Tell a story"}], "max_tokens": 3,

@@ -130,6 +130,12 @@ class FakeEngine : public Engine {
   const EngineConfig& config() const override { return config_; }
 
   // Test controls.
+  // Tokens that add no text (as a held-back UTF-8 sequence or a token that
+  // renders as nothing does): events carry ids and an empty text.
+  void SetTextless(bool textless) {
+    std::lock_guard<std::mutex> lock(mu_);
+    textless_ = textless;
+  }
   void SetHold(bool hold) {
     std::lock_guard<std::mutex> lock(mu_);
     hold_ = hold;
@@ -196,7 +202,7 @@ class FakeEngine : public Engine {
         } else {
           int32_t token = live.tokens[live.next++];
           ev.token_ids = {token};
-          ev.text = tok_.TokenBytes(token);
+          if (!textless_) ev.text = tok_.TokenBytes(token);
           if (live.logprobs >= 0) {
             TokenLogprob lp{token, -0.5f, {}};
             for (int32_t k = 0; k < live.logprobs; ++k) lp.top.emplace_back(259 + k, -1.0f - k);
@@ -228,6 +234,7 @@ class FakeEngine : public Engine {
   Status next_submit_error_;
   int submits_before_error_ = 0;
   bool hold_ = false;
+  bool textless_ = false;
   bool stop_ = false;
   bool shutting_down_ = false;
   std::thread thread_;

@@ -93,17 +93,22 @@ void GenerationJob::OnEvent(size_t index, GenerationEvent event) {
       }
       c.text_bytes += static_cast<int64_t>(text.size());
       const bool is_chat = options_.context.api == ParsedRequest::Api::kChat;
+      // A step that produced tokens gets a chunk even when they add no text
+      // yet (a UTF-8 sequence or a stop string being held back, tokens that
+      // render as nothing): clients measure time-to-first-token and token
+      // pacing from the chunks.
+      const bool has_tokens = !event.token_ids.empty();
       // Chat sends the role in the first chunk even with no text yet, and the
       // finish reason in a chunk of its own (an empty delta), as OpenAI does.
       if (is_chat) {
-        if (c.first || !text.empty() || !logprobs.is_null()) {
+        if (c.first || has_tokens || !text.empty() || !logprobs.is_null()) {
           EmitLocked(SseEvent(ChatChunkJson(options_.context, c.result.index, ChatDelta(c.first, text),
                                             std::move(logprobs), "")));
         }
         if (!finish.empty()) {
           EmitLocked(SseEvent(ChatChunkJson(options_.context, c.result.index, json::object(), nullptr, finish)));
         }
-      } else if (!text.empty() || !logprobs.is_null() || !finish.empty()) {
+      } else if (has_tokens || !text.empty() || !logprobs.is_null() || !finish.empty()) {
         EmitLocked(SseEvent(CompletionChunkJson(options_.context, c.result.index, text, std::move(logprobs), finish)));
       }
       c.first = false;

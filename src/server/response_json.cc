@@ -107,7 +107,7 @@ json ChatChunkJson(const ResponseContext& ctx, int32_t index, json delta, json l
 json ChatDelta(bool first, const std::string& text) {
   json delta = json::object();
   if (first) delta["role"] = "assistant";
-  if (first || !text.empty()) delta["content"] = text;
+  delta["content"] = text;  // may be "": tokens that add no text yet still get a chunk
   return delta;
 }
 

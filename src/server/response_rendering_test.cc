@@ -74,7 +74,7 @@ TEST(ResponseJson, ChunksAndFullResponses) {
   EXPECT_EQ(first["choices"][0]["delta"], json({{"role", "assistant"}, {"content", ""}}));
   EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
   EXPECT_EQ(ChatDelta(false, "hi"), json({{"content", "hi"}}));
-  EXPECT_EQ(ChatDelta(false, ""), json::object());
+  EXPECT_EQ(ChatDelta(false, ""), json({{"content", ""}}));  // tokens with no text yet still make a chunk
   json last = ChatChunkJson(ctx, 1, json::object(), nullptr, "length");
   EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(last["choices"][0]["index"], 1);

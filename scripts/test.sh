@@ -21,11 +21,11 @@ cmake --build build --target deepinfer
 echo "== libFuzzer smoke run of the untrusted-input parsers (GGUF, safetensors, grammars)" >&2
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
 
-echo "== ThreadSanitizer build of the threaded engine and its scheduler" >&2
+echo "== ThreadSanitizer build of the threaded engine, its scheduler and the kernels' thread pool" >&2
 cmake -S . -B build-tsan -G Ninja "${san_flags[@]}" -DDEEPINFER_SANITIZE_THREAD=ON >/dev/null
-cmake --build build-tsan --target engine_test scheduler_test
+cmake --build build-tsan --target engine_test scheduler_test core_test
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  ctest --test-dir build-tsan --output-on-failure -j "$jobs" -R '^(EngineTest|Scheduler)'
+  ctest --test-dir build-tsan --output-on-failure -j "$jobs" -R '^(EngineTest|Scheduler|ThreadPool)'
 
 echo "== ASan+UBSan build and tests" >&2
 bash scripts/build.sh build-asan "${san_flags[@]}" -DDEEPINFER_SANITIZE=ON

@@ -228,6 +228,7 @@ EngineMetrics EngineImpl::Metrics() const {
     m.executor_busy_seconds_total = busy_seconds_;
     m.spec_draft_tokens_total = s.spec_draft_tokens;
     m.spec_accepted_tokens_total = s.spec_accepted_tokens;
+    m.expert_tokens_total = expert_load_;
   }
   m.time_to_first_token_seconds = output_.TimeToFirstToken();
   m.time_per_output_token_seconds = output_.TimePerOutputToken();

@@ -122,6 +122,10 @@ struct EngineMetrics {
   int64_t spec_accepted_tokens_total = 0;
   Histogram time_to_first_token_seconds;
   Histogram time_per_output_token_seconds;
+  // MoE models: tokens routed to each expert since load, [layer][expert]
+  // (Model::ExpertLoad(); an empty row for a dense layer). Each token of a
+  // MoE layer counts once for each of its top-k experts. Empty for dense models.
+  std::vector<std::vector<int64_t>> expert_tokens_total;
 };
 
 class Engine {

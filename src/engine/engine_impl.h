@@ -72,6 +72,7 @@ class EngineImpl final : public Engine {
   int64_t requests_finished_total_ = 0;
   int64_t cached_prompt_tokens_total_ = 0;
   double idle_seconds_ = 0.0, busy_seconds_ = 0.0;
+  std::vector<std::vector<int64_t>> expert_load_;  // Model::ExpertLoad() after the last commit
 
   std::mutex shutdown_mu_;  // one Shutdown at a time
   // Declared last: started after everything above exists, stopped first.

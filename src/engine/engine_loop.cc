@@ -84,6 +84,8 @@ void EngineImpl::CommitLocked(StepResult& result) {
   ++steps_total_;
   idle_seconds_ += result.idle_seconds;
   busy_seconds_ += result.busy_seconds;
+  // No step runs during a commit, so the model's counters are stable here.
+  expert_load_ = loaded_.model->ExpertLoad();
   // Requests that cannot continue end before the commit, which then ignores their rows.
   if (!result.status.ok()) {
     DI_LOG_ERROR("engine: step %llu failed: %s", static_cast<unsigned long long>(result.output.step_id),

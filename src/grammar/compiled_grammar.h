@@ -11,23 +11,29 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "grammar/automaton.h"
 #include "grammar/earley.h"
 #include "grammar/mask_cache.h"
 #include "grammar/position_mask.h"
+#include "grammar/string_profile.h"
 #include "grammar/vocabulary.h"
 
 namespace deepinfer::grammar {
 
 class CompiledGrammar {
  public:
-  // `shared` (optional) must be bound to the same vocabulary.
+  // `shared` and `profiles` (optional) must be bound to the same vocabulary;
+  // with `profiles`, positions inside strings are derived from them instead
+  // of walked (string_profile.h).
   CompiledGrammar(GrammarAutomaton automaton, std::shared_ptr<const Vocabulary> vocab,
-                  std::shared_ptr<SharedMaskCache> shared = nullptr);
+                  std::shared_ptr<SharedMaskCache> shared = nullptr,
+                  std::shared_ptr<const StringProfiles> profiles = nullptr);
   ~CompiledGrammar();
   CompiledGrammar(const CompiledGrammar&) = delete;
   CompiledGrammar& operator=(const CompiledGrammar&) = delete;
@@ -40,6 +46,9 @@ class CompiledGrammar {
   const PositionMask& MaskAt(uint32_t state) const;
   // Fills every entry now (trades compile time for no first-use latency).
   void Precompute() const;
+  // Same, for the positions of terminal rules only (the ones shared across
+  // grammars through the SharedMaskCache).
+  void PrecomputeTerminal() const;
   // Number of entries computed so far.
   size_t num_cached() const { return num_cached_.load(); }
 
@@ -52,6 +61,12 @@ class CompiledGrammar {
   mutable std::vector<std::shared_ptr<const PositionMask>> storage_;
   mutable std::unique_ptr<EarleyParser> scratch_;  // guarded by mutex_
   mutable std::atomic<size_t> num_cached_{0};
+
+  // Fresh entry for `state` (no cache hit); called with mutex_ held.
+  PositionMask Compute(uint32_t state) const;
+  std::shared_ptr<const StringProfiles> profiles_;
+  // Bounded-string rules, found at construction (then read-only).
+  std::map<RuleId, CountedStringRule> counted_;
 };
 
 }  // namespace deepinfer::grammar

@@ -16,7 +16,10 @@ StatusOr<Grammar> ChoiceToGrammar(const std::vector<std::string>& choices) {
 }
 
 GrammarCompiler::GrammarCompiler(std::shared_ptr<const Vocabulary> vocab, CompilerOptions options)
-    : vocab_(std::move(vocab)), options_(options), shared_masks_(std::make_shared<SharedMaskCache>()) {}
+    : vocab_(std::move(vocab)),
+      options_(options),
+      shared_masks_(std::make_shared<SharedMaskCache>()),
+      string_profiles_(std::make_shared<const StringProfiles>(vocab_)) {}
 
 void GrammarCompiler::WarmUp() {
   for (bool ws : {false, true}) {
@@ -25,12 +28,22 @@ void GrammarCompiler::WarmUp() {
     Result r = CompileJsonSchema("{}", o);
     if (r.ok()) (*r)->Precompute();
   }
+  // Reference string profiles (bounded strings, additional-property keys)
+  // and the `format` strings, whose automata are the same in every schema.
+  const JsonStringModel& model = JsonStringModel::Get();
+  string_profiles_->Get(model.start());
+  string_profiles_->Get(model.body());
+  for (const char* f : {"date", "time", "date-time", "email", "uuid", "uri", "ipv4", "ipv6"}) {
+    Result r = CompileJsonSchema(std::string("{\"type\":\"string\",\"format\":\"") + f + "\"}");
+    if (r.ok()) (*r)->PrecomputeTerminal();
+  }
 }
 
 GrammarCompiler::Result GrammarCompiler::CompileGrammar(const Grammar& grammar) {
   Deadline deadline(options_.limits.time_limit_s);
   DI_ASSIGN_OR_RETURN(GrammarAutomaton automaton, BuildAutomaton(grammar, options_.limits, deadline));
-  auto compiled = std::make_shared<const CompiledGrammar>(std::move(automaton), vocab_, shared_masks_);
+  auto compiled = std::make_shared<const CompiledGrammar>(std::move(automaton), vocab_, shared_masks_,
+                                                            string_profiles_);
   if (options_.precompute) compiled->Precompute();
   return std::shared_ptr<const CompiledGrammar>(compiled);
 }

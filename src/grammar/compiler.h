@@ -67,6 +67,7 @@ class GrammarCompiler {
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<const CompiledGrammar>> cache_;
   std::shared_ptr<SharedMaskCache> shared_masks_;
+  std::shared_ptr<const StringProfiles> string_profiles_;
 };
 
 // Vocabulary-free helpers (tests, fuzzing): front end + automaton build.

@@ -275,12 +275,30 @@ class SchemaConverter {
     }
     if (pattern) {
       if (min_len > 0 || max_len) Unsupported(path, "pattern/format together with min/maxLength");
-      auto e = JsonStringPattern(g_, *pattern);
-      if (!e.ok()) return Status(e.status().code(), "pattern at " + path + ": " + e.status().message());
-      return *e;
+      return StringRule("p:" + *pattern, [&]() -> StatusOr<ExprId> {
+        auto e = JsonStringPattern(g_, *pattern);
+        if (!e.ok()) return Status(e.status().code(), "pattern at " + path + ": " + e.status().message());
+        return *e;
+      });
     }
     if (max_len && *max_len < min_len) return g_->Nothing();
-    return JsonString(g_, min_len, max_len);
+    std::string key = "n:" + std::to_string(min_len) + ":" + (max_len ? std::to_string(*max_len) : "");
+    return StringRule(key, [&]() -> StatusOr<ExprId> { return JsonString(g_, min_len, max_len); });
+  }
+
+  // Every string is its own rule, whatever surrounds it (a property, an
+  // anyOf branch, a type union): the rule is then a terminal rule whose
+  // automaton is the same in every schema, so its mask-cache entries are
+  // shared across schemas (mask_cache.h) and can be warmed up or derived
+  // from the reference string profiles (string_profile.h).
+  template <typename BuildFn>
+  StatusOr<ExprId> StringRule(const std::string& key, BuildFn&& build) {
+    auto it = string_rules_.find(key);
+    if (it != string_rules_.end()) return g_->Ref(it->second);
+    DI_ASSIGN_OR_RETURN(ExprId body, build());
+    RuleId r = g_->DefineRule("json_string", body);
+    string_rules_.emplace(key, r);
+    return g_->Ref(r);
   }
 
   StatusOr<ExprId> BuildNumber(const Json& s, const std::string& path, bool integer) {
@@ -346,6 +364,7 @@ class SchemaConverter {
   std::map<std::string, RuleId> memo_;
   RuleId any_value_ = -1;
   std::map<std::string, RuleId> key_rules_;
+  std::map<std::string, RuleId> string_rules_;
   std::vector<std::string> unsupported_;
 };
 

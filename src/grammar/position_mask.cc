@@ -18,8 +18,20 @@ class Classifier {
       : vocab_(vocab), ids_(vocab.sorted_ids().data()), bits_(vocab.mask_words(), 0) {}
   void Accept(uint32_t sorted_index) {
     int32_t id = ids_[sorted_index];
+    num_accepted_ += !(bits_[id >> 5] & (1u << (id & 31)));
     bits_[id >> 5] |= 1u << (id & 31);
-    ++num_accepted_;
+  }
+  void Reject(uint32_t sorted_index) {
+    int32_t id = ids_[sorted_index];
+    num_accepted_ -= (bits_[id >> 5] >> (id & 31)) & 1u;
+    bits_[id >> 5] &= ~(1u << (id & 31));
+  }
+  // ORs in a token-id bitset (mask_words() words).
+  void AcceptBits(const std::vector<uint32_t>& bits) {
+    for (size_t w = 0; w < bits_.size(); ++w) {
+      num_accepted_ += __builtin_popcount(bits[w] & ~bits_[w]);
+      bits_[w] |= bits[w];
+    }
   }
   void Uncertain(uint32_t sorted_index) { out_.uncertain.push_back(sorted_index); }
   PositionMask Finish() {
@@ -50,14 +62,15 @@ bool AllLoop(const GrammarAutomaton& a, uint32_t state, const uint64_t* below) {
   return ((below[0] & ~loop[0]) | (below[1] & ~loop[1]) | (below[2] & ~loop[2]) | (below[3] & ~loop[3])) == 0;
 }
 
-// Terminal rule: walk the sorted vocabulary (the trie in preorder) with the
-// dense DFA table. Two shortcuts keep a first visit cheap on big
-// vocabularies: a failing byte skips its whole subtree (trie node ranges),
-// and near the root a subtree whose remaining bytes all loop on the current
-// state (e.g. plain characters inside a string) is accepted as a range.
-PositionMask ComputeDense(const GrammarAutomaton& a, const Vocabulary& vocab, uint32_t start) {
-  Classifier out(vocab);
-  const auto& ids = vocab.sorted_ids();
+// Terminal rule: walk the sorted tokens [lo, hi) (a trie subtree or the
+// whole vocabulary, in preorder) with the dense DFA table. Two shortcuts keep
+// a first visit cheap on big vocabularies: a failing byte skips its whole
+// subtree (trie node ranges), and near the root a subtree whose remaining
+// bytes all loop on the current state (e.g. plain characters inside a
+// string) is accepted as a range. lcp[lo] must be 0 within the range (lo
+// starts a first-byte range or the vocabulary).
+void DenseWalk(const GrammarAutomaton& a, const Vocabulary& vocab, uint32_t start, uint32_t lo, uint32_t hi,
+               Classifier* out) {
   const auto& lcp = vocab.sorted_lcp();
   const size_t max_len = vocab.max_token_length();
   std::vector<uint32_t> states(max_len + 1);
@@ -66,12 +79,11 @@ PositionMask ComputeDense(const GrammarAutomaton& a, const Vocabulary& vocab, ui
   states[0] = start;
   size_t depth = 0;
   bool failed = false;
-  const uint32_t n = static_cast<uint32_t>(ids.size());
-  for (uint32_t i = 0; i < n; ++i) {
+  for (uint32_t i = lo; i < hi; ++i) {
     std::string_view tok = vocab.sorted_token(i);
-    size_t shared = lcp[i];
+    size_t shared = i == lo ? 0 : lcp[i];
     if (failed && shared > depth) {  // same failing byte as the previous token
-      if (ended[depth]) out.Uncertain(i);
+      if (ended[depth]) out->Uncertain(i);
       continue;
     }
     depth = std::min(depth, shared);
@@ -94,23 +106,28 @@ PositionMask ComputeDense(const GrammarAutomaton& a, const Vocabulary& vocab, ui
       uint32_t node = vocab.node(i, depth);
       uint32_t end = vocab.node_end(node);
       if (end - i < 8 || !AllLoop(a, next, vocab.node_bytes_below(node))) continue;
-      for (uint32_t j = i; j < end; ++j) out.Accept(j);
+      for (uint32_t j = i; j < end; ++j) out->Accept(j);
       i = end - 1;
       decided = true;
       break;
     }
     if (decided) continue;
     if (!failed) {
-      out.Accept(i);
+      out->Accept(i);
     } else {
       // Every token sharing the failing byte fails there too.
       uint32_t end = vocab.node_end(vocab.node(i, depth + 1));
       for (uint32_t j = i; j < end; ++j) {
-        if (ended[depth]) out.Uncertain(j);
+        if (ended[depth]) out->Uncertain(j);
       }
       i = end - 1;
     }
   }
+}
+
+PositionMask ComputeDense(const GrammarAutomaton& a, const Vocabulary& vocab, uint32_t start) {
+  Classifier out(vocab);
+  DenseWalk(a, vocab, start, 0, static_cast<uint32_t>(vocab.sorted_ids().size()), &out);
   return out.Finish();
 }
 
@@ -155,6 +172,47 @@ PositionMask ComputeEarley(const Vocabulary& vocab, uint32_t start, EarleyParser
 }
 
 }  // namespace
+
+PositionMask ComputeCountedMask(const StringProfiles& profiles, uint32_t u, int64_t count, int64_t min,
+                                int64_t max) {
+  const StringProfile& p = profiles.Get(u);
+  const int64_t room = max - count;  // characters that may still start
+  const int64_t need = min - count;  // characters before the quote may close
+  Classifier out(profiles.vocab());
+  if (room < 0) return out.Finish();
+  out.AcceptBits(p.inside_upto[std::min<int64_t>(room, StringProfile::kShortChars)]);
+  for (uint32_t j : p.inside_long) {
+    if (p.chars(j) <= room) out.Accept(j);
+  }
+  for (uint32_t j : p.closes_at_end) {
+    if (p.chars(j) <= room && p.chars(j) >= need) out.Accept(j);
+  }
+  for (uint32_t j : p.closes_early) {
+    if (p.chars(j) <= room && p.chars(j) >= need) out.Uncertain(j);
+  }
+  return out.Finish();
+}
+
+PositionMask ComputeDifferentialMask(const GrammarAutomaton& a, const StringProfiles& profiles, uint32_t state,
+                                     const std::vector<uint8_t>& walk_first_byte) {
+  const StringProfile& body = profiles.Get(JsonStringModel::Get().body());
+  Classifier out(profiles.vocab());
+  out.AcceptBits(body.accepted_any);
+  size_t early = 0;  // next entry of body.closes_early
+  for (int b = 0; b < 256; ++b) {
+    uint32_t lo = profiles.first_byte_begin(b), hi = profiles.first_byte_begin(b + 1);
+    if (walk_first_byte[b]) {
+      for (uint32_t j = lo; j < hi; ++j) out.Reject(j);
+      DenseWalk(a, profiles.vocab(), state, lo, hi, &out);
+    }
+    // Uncertain tokens stay in ascending order: the body's come from the
+    // ranges that were not walked.
+    for (; early < body.closes_early.size() && body.closes_early[early] < hi; ++early) {
+      if (!walk_first_byte[b]) out.Uncertain(body.closes_early[early]);
+    }
+  }
+  return out.Finish();
+}
 
 PositionMask ComputePositionMask(const GrammarAutomaton& a, const Vocabulary& vocab, uint32_t state,
                                  EarleyParser* scratch) {

@@ -26,6 +26,7 @@
 
 #include "grammar/automaton.h"
 #include "grammar/earley.h"
+#include "grammar/string_profile.h"
 #include "grammar/vocabulary.h"
 
 namespace deepinfer::grammar {
@@ -39,5 +40,17 @@ struct PositionMask {
 // Computes the entry for `state`. `scratch` is reused between calls.
 PositionMask ComputePositionMask(const GrammarAutomaton& automaton, const Vocabulary& vocab, uint32_t state,
                                  EarleyParser* scratch);
+
+// Position of a bounded string (CountedStringRule): U state u after `count`
+// characters, bounds [min, max]. One pass over the profile of u, no walk.
+PositionMask ComputeCountedMask(const StringProfiles& profiles, uint32_t u, int64_t count, int64_t min,
+                                int64_t max);
+
+// Dense `state` whose successor on every first byte b with
+// walk_first_byte[b] == 0 is equivalent to the successor of U's body state
+// (JsonStringModel::Equivalent): those tokens are classified from the body
+// profile, the others by a walk of their first-byte subtree.
+PositionMask ComputeDifferentialMask(const GrammarAutomaton& automaton, const StringProfiles& profiles,
+                                     uint32_t state, const std::vector<uint8_t>& walk_first_byte);
 
 }  // namespace deepinfer::grammar

@@ -4,6 +4,7 @@
 
 #include "io/gguf.h"
 #include "model/config_loader.h"
+#include "model/deepseek_gguf.h"
 #include "model/registry.h"
 #include "model/weights.h"
 
@@ -15,6 +16,7 @@ namespace {
 std::string GgufToArchName(const std::string& gguf_arch) {
   if (gguf_arch == "qwen2moe") return "qwen2_moe";
   if (gguf_arch == "qwen3moe") return "qwen3_moe";
+  if (gguf_arch == "deepseek2") return "deepseek_v2";  // or _v3: ReadDeepseek2GgufConfig decides
   return gguf_arch;
 }
 
@@ -173,21 +175,28 @@ StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   if (c.num_heads <= 0) {
     return InvalidArgument("GGUF '" + p + "attention.head_count' must be positive");
   }
-  DI_ASSIGN_OR_RETURN(c.head_dim, OptionalInt(gguf, p + "attention.key_length", c.hidden_size / c.num_heads));
-  DI_ASSIGN_OR_RETURN(int64_t value_length, OptionalInt(gguf, p + "attention.value_length", c.head_dim));
-  if (value_length != c.head_dim) {
-    return Unimplemented("GGUF attention.value_length " + std::to_string(value_length) + " != key_length " +
-                         std::to_string(c.head_dim) + " is not supported");
+  const bool mla = arch == "deepseek2";  // MLA head dims, MoE and YaRN keys: model/deepseek_gguf.h
+  if (!mla) {
+    DI_ASSIGN_OR_RETURN(c.head_dim, OptionalInt(gguf, p + "attention.key_length", c.hidden_size / c.num_heads));
+    DI_ASSIGN_OR_RETURN(int64_t value_length, OptionalInt(gguf, p + "attention.value_length", c.head_dim));
+    if (value_length != c.head_dim) {
+      return Unimplemented("GGUF attention.value_length " + std::to_string(value_length) + " != key_length " +
+                           std::to_string(c.head_dim) + " is not supported");
+    }
+    DI_ASSIGN_OR_RETURN(c.rope_dim, OptionalInt(gguf, p + "rope.dimension_count", c.head_dim));
   }
-  DI_ASSIGN_OR_RETURN(c.rope_dim, OptionalInt(gguf, p + "rope.dimension_count", c.head_dim));
   DI_ASSIGN_OR_RETURN(c.vocab_size, VocabSize(gguf, arch));
   DI_RETURN_IF_ERROR(ReadSlidingWindow(gguf, arch, c));
-  DI_RETURN_IF_ERROR(ReadRopeScaling(gguf, arch, c));
   c.rope_style = spec->gguf_rope;
   c.attention_bias = spec->qkv_bias;
   c.qk_norm = spec->qk_norm;
   c.tie_word_embeddings = gguf.FindTensor(WeightName(WeightNaming::kGguf, TensorRole::kOutput)) == nullptr;
-  DI_RETURN_IF_ERROR(ReadMoe(gguf, p, c));
+  if (mla) {
+    DI_RETURN_IF_ERROR(ReadDeepseek2GgufConfig(gguf, c));
+  } else {
+    DI_RETURN_IF_ERROR(ReadRopeScaling(gguf, arch, c));
+    DI_RETURN_IF_ERROR(ReadMoe(gguf, p, c));
+  }
   DI_RETURN_IF_ERROR(ValidateModelConfig(c));
   return c;
 }

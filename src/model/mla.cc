@@ -73,6 +73,47 @@ void MlaRope::Apply(float* x, int64_t n_heads, int64_t stride, int64_t pos) cons
   }
 }
 
+namespace {
+
+// Rows of `t` (any numeric dtype) as f32.
+std::vector<float> DequantizeAll(const TensorView& t) {
+  const int64_t cols = t.cols(), rows = t.rows(), row_bytes = RowBytes(t.dtype, cols);
+  std::vector<float> out(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    DequantizeRow(t.dtype, static_cast<const uint8_t*>(t.data) + r * row_bytes, &out[static_cast<size_t>(r * cols)],
+                  cols);
+  }
+  return out;
+}
+
+// W_uk / W_uv as f32 [heads * (nope + v), lora] from kv_b_proj (HF, legacy
+// GGUF) or from GGUF attn_k_b (per head W_uk^T) + attn_v_b (per head W_uv).
+Status BindKvUpProjection(const WeightBinder& b, const ModelConfig& c, const std::string& p, bool hf,
+                          std::vector<float>& out) {
+  const MlaConfig& m = c.mla;
+  const int64_t nh = c.num_heads, nope = m.qk_nope_head_dim, vd = m.v_head_dim, lora = m.kv_lora_rank;
+  const std::string kv_b = p + (hf ? "kv_b_proj" : "attn_kv_b") + ".weight";
+  if (hf || b.Find(kv_b) != nullptr) {
+    DI_ASSIGN_OR_RETURN(TensorView t, b.Matrix(kv_b, nh * (nope + vd), lora));
+    out = DequantizeAll(t);
+    return Status::Ok();
+  }
+  DI_ASSIGN_OR_RETURN(TensorView kb, b.Tensor(p + "attn_k_b.weight", {nh, lora, nope}));
+  DI_ASSIGN_OR_RETURN(TensorView vb, b.Tensor(p + "attn_v_b.weight", {nh, vd, lora}));
+  const std::vector<float> k = DequantizeAll(kb), v = DequantizeAll(vb);
+  out.assign(static_cast<size_t>(nh * (nope + vd) * lora), 0.0f);
+  for (int64_t h = 0; h < nh; ++h) {
+    float* head = &out[static_cast<size_t>(h * (nope + vd) * lora)];
+    for (int64_t r = 0; r < lora; ++r) {
+      for (int64_t d = 0; d < nope; ++d) head[d * lora + r] = k[static_cast<size_t>((h * lora + r) * nope + d)];
+    }
+    std::copy(v.begin() + h * vd * lora, v.begin() + (h + 1) * vd * lora, head + nope * lora);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status BindMlaWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer, MlaWeights& w) {
   const MlaConfig& m = c.mla;
   const int64_t h = c.hidden_size, nh = c.num_heads;
@@ -91,8 +132,7 @@ Status BindMlaWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer
   }
   DI_ASSIGN_OR_RETURN(w.kv_a, b.Matrix(name("kv_a_proj_with_mqa", "attn_kv_a_mqa"), m.kv_lora_rank + m.qk_rope_head_dim, h));
   DI_ASSIGN_OR_RETURN(w.kv_a_norm, b.Vector(name("kv_a_layernorm", "attn_kv_a_norm"), m.kv_lora_rank, true));
-  DI_ASSIGN_OR_RETURN(w.kv_b, b.Matrix(name("kv_b_proj", "attn_kv_b"), nh * (m.qk_nope_head_dim + m.v_head_dim),
-                                       m.kv_lora_rank));
+  DI_RETURN_IF_ERROR(BindKvUpProjection(b, c, p, hf, w.w_ukv));
   DI_ASSIGN_OR_RETURN(w.o, b.Matrix(name("o_proj", "attn_output"), h, nh * m.v_head_dim));
   return Status::Ok();
 }
@@ -127,13 +167,6 @@ void MlaAttention::Forward(const ForwardBatch& batch, const TokenPlan& plan, con
     const int32_t block = BlockTableOf(batch, plan, t)[static_cast<size_t>(pos / bs)];
     std::memcpy(kv.K(kv_layer, block, pos % bs), r, sizeof(float) * kvw);
   }
-  // kv_b_proj as f32 rows: per head, nope rows of W_uk then vd rows of W_uv.
-  kvb_.resize(static_cast<size_t>(nh * bw * lora));
-  const int64_t row_bytes = RowBytes(w_.kv_b.dtype, lora);
-  for (int64_t r = 0; r < nh * bw; ++r) {
-    DequantizeRow(w_.kv_b.dtype, static_cast<const uint8_t*>(w_.kv_b.data) + r * row_bytes,
-                  &kvb_[static_cast<size_t>(r * lora)], lora);
-  }
   attn_.resize(static_cast<size_t>(n * nh * vd));
   const float scale = rope_->softmax_scale();
   int64_t cost = 0;
@@ -146,7 +179,7 @@ void MlaAttention::Forward(const ForwardBatch& batch, const TokenPlan& plan, con
     for (int64_t i = begin; i < end; ++i) {
       const int64_t t = i / nh, head = i % nh;
       const float* q = &q_[static_cast<size_t>(t * nh * qk + head * qk)];
-      const float* w_uk = &kvb_[static_cast<size_t>(head * bw * lora)];
+      const float* w_uk = &w_.w_ukv[static_cast<size_t>(head * bw * lora)];
       const float* w_uv = w_uk + nope * lora;
       const int64_t pos = plan.positions[static_cast<size_t>(t)];
       const int64_t lo = window_ > 0 ? std::max<int64_t>(0, pos - window_ + 1) : 0;

@@ -37,12 +37,17 @@ struct MlaWeights {
   TensorView q_b;                 // [heads * qk_head_dim, q_lora_rank]
   TensorView kv_a;                // [kv_lora_rank + qk_rope_head_dim, hidden]
   std::vector<float> kv_a_norm;   // f32 [kv_lora_rank]
-  TensorView kv_b;                // [heads * (qk_nope_head_dim + v_head_dim), kv_lora_rank]
+  // kv_b_proj expanded to f32 once at bind time: per head, qk_nope_head_dim
+  // rows of W_uk then v_head_dim rows of W_uv, each of kv_lora_rank.
+  std::vector<float> w_ukv;       // f32 [heads * (qk_nope_head_dim + v_head_dim), kv_lora_rank]
   TensorView o;                   // [hidden, heads * v_head_dim]
 };
 
 // HF `self_attn.*` names; GGUF llama.cpp deepseek2 names (attn_q, attn_q_a,
-// attn_q_a_norm, attn_q_b, attn_kv_a_mqa, attn_kv_a_norm, attn_kv_b, attn_output).
+// attn_q_a_norm, attn_q_b, attn_kv_a_mqa, attn_kv_a_norm, attn_output, and
+// either the split attn_k_b [heads, kv_lora_rank, qk_nope_head_dim] (W_uk
+// transposed per head) + attn_v_b [heads, v_head_dim, kv_lora_rank] that
+// current llama.cpp converters write, or the legacy unsplit attn_kv_b).
 Status BindMlaWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer, MlaWeights& w);
 
 // RoPE of the MLA rope dims (plain or YaRN) and the attention's softmax scale.
@@ -75,7 +80,7 @@ class MlaAttention {
   const MlaRope* rope_;
   int64_t window_;
   bool absorb_ = true;
-  std::vector<float> qa_, q_, kva_, kvb_, attn_;
+  std::vector<float> qa_, q_, kva_, attn_;
 };
 
 }  // namespace deepinfer

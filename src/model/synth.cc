@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "io/gguf.h"
+#include "model/deepseek_gguf.h"
 #include "model/synth_internal.h"
 #include "model/synth_tokenizer.h"
 #include "tensor/dequant.h"
@@ -83,6 +84,7 @@ std::vector<float> Llama3RopeFactors(const SynthSpec& s) {
 // llama.cpp's architecture names (Mistral and Mixtral are written as llama).
 std::string GgufArch(const SynthSpec& s) {
   if (s.arch == "mistral" || s.arch == "mixtral") return "llama";
+  if (s.kv_lora > 0) return "deepseek2";
   if (s.arch == "qwen2_moe") return "qwen2moe";
   if (s.arch == "qwen3_moe") return "qwen3moe";
   return s.arch;
@@ -123,6 +125,7 @@ void SetGgufMetadata(const SynthSpec& s, const SynthOptions& o, GgufWriter& w) {
     for (bool sl : s.sliding_layers) windows.push_back(sl ? static_cast<int32_t>(s.sliding_window) : 0);
     w.SetI32Array(a + ".attention.sliding_window", windows);
   }
+  if (s.kv_lora > 0) WriteDeepseek2GgufMetadata(s, w);  // MLA dims, routing, YaRN, MTP
   const SynthVocab v = BuildSynthVocab(s.vocab);
   w.SetString("tokenizer.ggml.model", "gpt2");
   w.SetString("tokenizer.ggml.pre", "gpt-2");
@@ -138,7 +141,13 @@ void SetGgufMetadata(const SynthSpec& s, const SynthOptions& o, GgufWriter& w) {
 
 // GGUF keeps 1-D tensors (norms, biases) in f32, as llama.cpp's converter
 // does; every 2-D weight, embeddings and output included, takes `dtype`.
-DType GgufDType(const SynthTensor& t, DType dtype) { return t.shape.size() == 1 ? DType::kF32 : dtype; }
+// Rows that are not a whole number of quantization blocks (small MLA dims)
+// fall back to f16, as llama.cpp's quantizer falls back to another type.
+DType GgufDType(const SynthTensor& t, DType dtype) {
+  if (t.shape.size() == 1) return DType::kF32;
+  const std::vector<int64_t>& shape = t.gguf_shape.empty() ? t.shape : t.gguf_shape;
+  return RowBytes(dtype, shape.back()) < 0 ? DType::kF16 : dtype;
+}
 
 Status WriteSynthGguf(const SynthSpec& spec, const SynthOptions& o) {
   GgufWriter w;
@@ -168,7 +177,10 @@ Status WriteSynthGguf(const SynthSpec& spec, const SynthOptions& o) {
           v.insert(v.end(), part.begin(), part.end());
         }
       }
-      if (t.permute != SynthTensor::Permute::kNone) {
+      if (t.permute == SynthTensor::Permute::kMlaKB || t.permute == SynthTensor::Permute::kMlaVB) {
+        v = SplitMlaKvB(v, spec.heads, spec.qk_nope, spec.v_head, spec.kv_lora,
+                        t.permute == SynthTensor::Permute::kMlaKB);
+      } else if (t.permute != SynthTensor::Permute::kNone) {
         const int64_t heads = t.permute == SynthTensor::Permute::kQ ? spec.heads : spec.kv_heads;
         v = PermuteRowsForGgufRope(v, heads, spec.head_dim, t.shape.back());
       }
@@ -303,9 +315,6 @@ Status WriteSynthModel(const SynthOptions& o) {
     }
     return synth_internal::WriteSynthHf(spec, o);
   }
-  if (spec.kv_lora > 0) {
-    return InvalidArgument("--format gguf is not supported for --arch " + spec.arch + " yet (use --format hf)");
-  }
   switch (o.dtype) {
     case DType::kF32:
     case DType::kF16:
@@ -369,7 +378,7 @@ void AddMoeTensors(const SynthSpec& s, int64_t l, Add& add, std::vector<SynthTen
 
 // MLA attention of layer l (HF self_attn.*; GGUF llama.cpp deepseek2 names).
 template <typename Add>
-void AddMlaTensors(const SynthSpec& s, int64_t l, Add& add) {
+void AddMlaTensors(const SynthSpec& s, int64_t l, Add& add, std::vector<SynthTensor>& out) {
   using I = SynthTensor::Init;
   const std::string hf = "model.layers." + std::to_string(l) + ".self_attn.";
   const std::string gg = "blk." + std::to_string(l) + ".";
@@ -384,8 +393,14 @@ void AddMlaTensors(const SynthSpec& s, int64_t l, Add& add) {
   add(hf + "kv_a_proj_with_mqa.weight", gg + "attn_kv_a_mqa.weight", {s.kv_lora + s.qk_rope, s.hidden},
       I::kProjection);
   add(hf + "kv_a_layernorm.weight", gg + "attn_kv_a_norm.weight", {s.kv_lora}, I::kNorm);
-  add(hf + "kv_b_proj.weight", gg + "attn_kv_b.weight", {s.heads * (s.qk_nope + s.v_head), s.kv_lora},
-      I::kProjection);
+  // GGUF: split into attn_k_b + attn_v_b, as current llama.cpp converters write it.
+  add(hf + "kv_b_proj.weight", gg + "attn_k_b.weight", {s.heads * (s.qk_nope + s.v_head), s.kv_lora},
+      I::kProjection, SynthTensor::Permute::kMlaKB);
+  add(hf + "kv_b_proj.weight", gg + "attn_v_b.weight", {s.heads * (s.qk_nope + s.v_head), s.kv_lora},
+      I::kProjection, SynthTensor::Permute::kMlaVB);
+  out.back().gguf_only = true;
+  out[out.size() - 2].gguf_shape = {s.heads, s.kv_lora, s.qk_nope};
+  out.back().gguf_shape = {s.heads, s.v_head, s.kv_lora};
   add(hf + "o_proj.weight", gg + "attn_output.weight", {s.hidden, s.heads * s.v_head}, I::kProjection);
 }
 
@@ -438,7 +453,7 @@ std::vector<SynthTensor> SynthTensors(const SynthSpec& s) {
     if (l >= s.layers) AddMtpTensors(s, l, add);
     add(hf + "input_layernorm.weight", gg + "attn_norm.weight", {s.hidden}, I::kNorm);
     if (s.kv_lora > 0) {
-      AddMlaTensors(s, l, add);
+      AddMlaTensors(s, l, add, out);
       add(hf + "post_attention_layernorm.weight", gg + "ffn_norm.weight", {s.hidden}, I::kNorm);
       if (l >= s.leading_dense_layers) {
         AddMoeTensors(s, l, add, out);

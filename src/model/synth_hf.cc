@@ -177,6 +177,7 @@ Status WriteSynthHf(const SynthSpec& spec, const SynthOptions& o) {
   // Stacked expert tensors are separate tensors per expert in HF.
   std::vector<SynthTensor> tensors;
   for (const SynthTensor& t : SynthTensors(spec)) {
+    if (t.gguf_only) continue;
     if (t.hf_parts.empty()) {
       tensors.push_back(t);
     } else {

@@ -15,7 +15,9 @@ namespace deepinfer::synth_internal {
 // layout; `permute` says how GGUF reorders the rows.
 struct SynthTensor {
   enum class Init { kProjection, kEmbedding, kNorm, kBias };
-  enum class Permute { kNone, kQ, kK };
+  // kQ/kK: llama.cpp's Q/K row order; kMlaKB/kMlaVB: the converter's split
+  // of kv_b_proj into attn_k_b / attn_v_b (model/deepseek_gguf.h).
+  enum class Permute { kNone, kQ, kK, kMlaKB, kMlaVB };
   std::string hf_name, gguf_name;
   std::vector<int64_t> shape;  // outermost first ([out, in] for projections)
   Init init = Init::kProjection;
@@ -24,7 +26,8 @@ struct SynthTensor {
   // Stacked experts: the GGUF tensor [n, shape[1:]...] is the concatenation
   // of n HF tensors of shape shape[1:] named hf_parts (hf_name is unused).
   std::vector<std::string> hf_parts;
-  std::vector<int64_t> gguf_shape;  // when the GGUF shape differs (same element count); empty = shape
+  std::vector<int64_t> gguf_shape;  // when the GGUF shape differs (same element count unless split); empty = shape
+  bool gguf_only = false;           // a second GGUF tensor made from an HF tensor listed before it
 };
 
 // Part i of a stacked tensor, as a tensor of its own (HF name, shape[1:]).

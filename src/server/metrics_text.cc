@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 namespace deepinfer::server {
 namespace {
@@ -57,6 +59,21 @@ void HistogramText(std::string& out, const char* name, const char* help, const H
   out += std::string(name) + "_count " + std::to_string(h.count) + "\n";
 }
 
+// One series per (MoE layer, expert); nothing for dense models.
+void ExpertTokens(std::string& out, const std::vector<std::vector<int64_t>>& load) {
+  bool any = false;
+  for (const auto& layer : load) any |= !layer.empty();
+  if (!any) return;
+  Header(out, "deepinfer_expert_tokens_total", "counter",
+         "Tokens routed to each expert of each MoE layer (a token counts once per chosen expert).");
+  for (size_t l = 0; l < load.size(); ++l) {
+    for (size_t e = 0; e < load[l].size(); ++e) {
+      out += "deepinfer_expert_tokens_total{layer=\"" + std::to_string(l) + "\",expert=\"" + std::to_string(e) +
+             "\"} " + std::to_string(load[l][e]) + "\n";
+    }
+  }
+}
+
 }  // namespace
 
 std::string RenderPrometheusMetrics(const EngineMetrics& m) {
@@ -92,6 +109,7 @@ std::string RenderPrometheusMetrics(const EngineMetrics& m) {
          static_cast<double>(m.spec_draft_tokens_total));
   Sample(out, "deepinfer_spec_accepted_tokens_total", "counter", "Speculative draft tokens accepted.",
          static_cast<double>(m.spec_accepted_tokens_total));
+  ExpertTokens(out, m.expert_tokens_total);
   HistogramText(out, "deepinfer_time_to_first_token_seconds", "Time from arrival to the first output token.",
                 m.time_to_first_token_seconds);
   HistogramText(out, "deepinfer_time_per_output_token_seconds", "Time between output tokens of a request.",

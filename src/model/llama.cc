@@ -179,7 +179,6 @@ class LlamaModel : public Model {
 
  private:
   Status CheckBatch(const ForwardBatch& batch, const KvCache& kv) const;
-  void PlanTokens(const ForwardBatch& batch);
   void Embed();
   void AttentionBlock(int64_t layer, const ForwardBatch& batch, KvCache& kv);
   void MlpBlock(int64_t layer);
@@ -193,10 +192,7 @@ class LlamaModel : public Model {
   cpu::PackedWeights packed_;  // owns the packed copies some views in w_ point to
 
   // Per-step plan (T = tokens in the batch, R = logit rows).
-  std::vector<int32_t> token_ids_;   // [T]
-  std::vector<int64_t> positions_;   // [T]
-  std::vector<int32_t> seq_of_;      // [T] index into batch.seqs
-  std::vector<int64_t> logit_rows_;  // [R] token index of each logit row
+  TokenPlan plan_;
   // Activations.
   std::vector<float> x_;     // f32 [T, hidden] residual stream
   std::vector<float> xn_;    // f32 [T, hidden] normed input of a sub-block
@@ -224,43 +220,19 @@ Status LlamaModel::CheckBatch(const ForwardBatch& batch, const KvCache& kv) cons
   return ::deepinfer::CheckBatch(batch, config_.vocab_size, kv, all_windowed ? max_window : 0);
 }
 
-void LlamaModel::PlanTokens(const ForwardBatch& batch) {
-  token_ids_.clear();
-  positions_.clear();
-  seq_of_.clear();
-  logit_rows_.clear();
-  for (size_t s = 0; s < batch.seqs.size(); ++s) {
-    const SequenceChunk& seq = batch.seqs[s];
-    const int64_t first = static_cast<int64_t>(token_ids_.size());
-    for (size_t i = 0; i < seq.tokens.size(); ++i) {
-      token_ids_.push_back(seq.tokens[i]);
-      positions_.push_back(seq.start_pos + static_cast<int64_t>(i));
-      seq_of_.push_back(static_cast<int32_t>(s));
-    }
-    const int64_t n = static_cast<int64_t>(seq.tokens.size());
-    if (seq.logits == SequenceChunk::Logits::kAll) {
-      for (int64_t i = 0; i < n; ++i) {
-        logit_rows_.push_back(first + i);
-      }
-    } else if (seq.logits == SequenceChunk::Logits::kLast && n > 0) {
-      logit_rows_.push_back(first + n - 1);
-    }
-  }
-}
-
 void LlamaModel::Embed() {
   const int64_t h = config_.hidden_size;
   const TensorView& e = w_.token_embedding;
   const int64_t row_bytes = RowBytes(e.dtype, h);
-  for (size_t t = 0; t < token_ids_.size(); ++t) {
-    const auto* row = static_cast<const uint8_t*>(e.data) + token_ids_[t] * row_bytes;
+  for (size_t t = 0; t < plan_.token_ids.size(); ++t) {
+    const auto* row = static_cast<const uint8_t*>(e.data) + plan_.token_ids[t] * row_bytes;
     DequantizeRow(e.dtype, row, x_.data() + t * h, h);
   }
 }
 
 void LlamaModel::AttentionBlock(int64_t l, const ForwardBatch& batch, KvCache& kv) {
   const LayerWeights& w = w_.layers[static_cast<size_t>(l)];
-  const int64_t n_tokens = static_cast<int64_t>(token_ids_.size());
+  const int64_t n_tokens = static_cast<int64_t>(plan_.token_ids.size());
   const int64_t h = config_.hidden_size, qd = config_.q_dim(), kvd = config_.kv_dim();
   const int64_t hd = config_.head_dim, nh = config_.num_heads, nkv = config_.num_kv_heads;
   const auto bias = [](const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); };
@@ -287,10 +259,10 @@ void LlamaModel::AttentionBlock(int64_t l, const ForwardBatch& batch, KvCache& k
           ops::RmsNorm(kt + i * hd, w.k_norm.data(), hd, config_.rms_norm_eps, kt + i * hd);
         }
       }
-      rope_.Apply(qt, nh, hd, positions_[t]);
-      rope_.Apply(kt, nkv, hd, positions_[t]);
-      const SequenceChunk& seq = batch.seqs[static_cast<size_t>(seq_of_[t])];
-      const int64_t pos = positions_[t];
+      rope_.Apply(qt, nh, hd, plan_.positions[t]);
+      rope_.Apply(kt, nkv, hd, plan_.positions[t]);
+      const SequenceChunk& seq = batch.seqs[static_cast<size_t>(plan_.seq_of[t])];
+      const int64_t pos = plan_.positions[t];
       const int32_t block = seq.block_table[static_cast<size_t>(pos / bs)];
       std::memcpy(kv.K(l, block, pos % bs), kt, sizeof(float) * kvd);
       std::memcpy(kv.V(l, block, pos % bs), &v_[t * kvd], sizeof(float) * kvd);
@@ -305,8 +277,8 @@ void LlamaModel::AttentionBlock(int64_t l, const ForwardBatch& batch, KvCache& k
   p.window = config_.sliding_window[static_cast<size_t>(l)];
   p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
   std::vector<const std::vector<int32_t>*> tables(static_cast<size_t>(n_tokens));
-  for (int64_t t = 0; t < n_tokens; ++t) tables[t] = &batch.seqs[static_cast<size_t>(seq_of_[t])].block_table;
-  PagedAttention(q_.data(), n_tokens, positions_.data(), tables, kv, p, pool_, attn_.data());
+  for (int64_t t = 0; t < n_tokens; ++t) tables[t] = &batch.seqs[static_cast<size_t>(plan_.seq_of[t])].block_table;
+  PagedAttention(q_.data(), n_tokens, plan_.positions.data(), tables, kv, p, pool_, attn_.data());
 
   ops::MatMul(w.o, attn_.data(), n_tokens, bias(w.o_bias), proj_.data(), pool_);
   for (int64_t i = 0; i < n_tokens * h; ++i) {
@@ -316,7 +288,7 @@ void LlamaModel::AttentionBlock(int64_t l, const ForwardBatch& batch, KvCache& k
 
 void LlamaModel::MlpBlock(int64_t l) {
   const LayerWeights& w = w_.layers[static_cast<size_t>(l)];
-  const int64_t n_tokens = static_cast<int64_t>(token_ids_.size());
+  const int64_t n_tokens = static_cast<int64_t>(plan_.token_ids.size());
   const int64_t h = config_.hidden_size, ff = config_.intermediate_size;
   for (int64_t t = 0; t < n_tokens; ++t) {
     ops::RmsNorm(&x_[t * h], w.ffn_norm.data(), h, config_.rms_norm_eps, &xn_[t * h]);
@@ -332,13 +304,13 @@ void LlamaModel::MlpBlock(int64_t l) {
 
 void LlamaModel::Logits(float* logits_out, float* hidden_out) {
   const int64_t h = config_.hidden_size;
-  const int64_t n_rows = static_cast<int64_t>(logit_rows_.size());
+  const int64_t n_rows = static_cast<int64_t>(plan_.logit_rows.size());
   if (n_rows == 0) {
     return;
   }
   // Only the rows that need logits go through the final norm and LM head.
   for (int64_t r = 0; r < n_rows; ++r) {
-    ops::RmsNorm(&x_[logit_rows_[r] * h], w_.output_norm.data(), h, config_.rms_norm_eps, &xn_[r * h]);
+    ops::RmsNorm(&x_[plan_.logit_rows[r] * h], w_.output_norm.data(), h, config_.rms_norm_eps, &xn_[r * h]);
   }
   if (hidden_out != nullptr) {  // the MTP draft's h_t: exactly the lm_head input
     std::memcpy(hidden_out, xn_.data(), sizeof(float) * static_cast<size_t>(n_rows * h));
@@ -353,8 +325,8 @@ Status LlamaModel::ForwardWithHidden(const ForwardBatch& batch, KvCache& kv, flo
     return InvalidArgument("the batch asks for " + std::to_string(batch.NumLogitRows()) +
                            " logit rows but logits_out is null");
   }
-  PlanTokens(batch);
-  const size_t n_tokens = token_ids_.size();
+  plan_.Build(batch);
+  const size_t n_tokens = plan_.token_ids.size();
   if (n_tokens == 0) {
     return Status::Ok();
   }

@@ -34,7 +34,7 @@ constexpr const char* kUsage =
     "usage: deepinfer serve --model PATH [--host 127.0.0.1] [--port 8000] [--api-key KEY]\n"
     "         [--served-model-name NAME] [--max-num-seqs N] [--max-model-len L]\n"
     "         [--max-num-batched-tokens T] [--kv-cache-memory BYTES] [--block-size 16] [--threads N]\n"
-    "         [--no-prefix-cache] [--no-async-scheduling] [--batch-invariant]\n"
+    "         [--no-prefix-cache] [--no-async-scheduling] [--no-jump-forward] [--batch-invariant]\n"
     "         [--speculative-method mtp|ngram|draft --num-speculative-tokens K]\n"
     "         [--chat-template FILE] [--scheduling-policy fcfs|priority] [--max-waiting-requests N]\n"
     "         [--io-threads N] [--max-body-bytes N] [--verbose]\n";
@@ -74,7 +74,7 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
                "max-num-batched-tokens", "kv-cache-memory", "block-size", "threads", "speculative-method",
                "num-speculative-tokens", "chat-template", "scheduling-policy", "max-waiting-requests", "io-threads",
                "max-body-bytes"},
-              {"no-prefix-cache", "no-async-scheduling", "batch-invariant", "verbose", "help"});
+              {"no-prefix-cache", "no-async-scheduling", "no-jump-forward", "batch-invariant", "verbose", "help"});
   DI_RETURN_IF_ERROR(flags.Parse(args));
   if (flags.Has("help")) return InvalidArgument(kUsage);
   ServeOptions o;
@@ -129,6 +129,7 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
   e.block_size = static_cast<int32_t>(block_size);
   e.enable_prefix_cache = !flags.Has("no-prefix-cache");
   e.async_scheduling = !flags.Has("no-async-scheduling");
+  e.jump_forward = !flags.Has("no-jump-forward");
   e.scheduler.max_num_speculative_tokens = static_cast<int32_t>(spec_tokens);
   std::string policy = flags.GetString("scheduling-policy", "fcfs");
   if (policy == "fcfs") e.scheduler.policy = SchedulingPolicy::kFcfs;

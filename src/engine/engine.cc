@@ -49,7 +49,7 @@ EngineImpl::EngineImpl(LoadedModel model, const EngineConfig& config, int32_t nu
     : loaded_(std::move(model)),
       config_(config),
       kv_(MakeKv(loaded_, config, num_blocks)),
-      runner_(*loaded_.model, *kv_),
+      runner_(*loaded_.model, *kv_, config_.jump_forward),
       scheduler_(std::make_unique<Scheduler>(
           config.scheduler,
           KvConfig{.num_blocks = num_blocks, .block_size = config.block_size,

@@ -50,6 +50,11 @@ struct EngineConfig {
   double kv_cache_memory_fraction = 0.25;
   bool enable_prefix_cache = true;   // --no-prefix-cache turns it off
   bool async_scheduling = true;      // --no-async-scheduling for comparison
+  // Jump-forward for constrained requests (--no-jump-forward for comparison):
+  // when the constraint allows a single continuation after a sampled token,
+  // its tokens are appended without sampling and computed in one chunk.
+  // Not applied to requests that ask for logprobs (forced tokens have none).
+  bool jump_forward = true;
   int32_t max_waiting_requests = 4096;  // Submit beyond this: ResourceExhausted (HTTP 429)
   Status Validate() const;
 };

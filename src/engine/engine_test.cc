@@ -577,6 +577,97 @@ TEST(EngineTest, ConstraintMasksAreRespected) {
   EXPECT_EQ(accepted_b, ob.tokens);
 }
 
+// A scripted constraint: in every cycle of 4 outputs the first is free (any
+// multiple of 3) and the next three are forced (ids 40, 41, 42), so
+// ForcedTokens offers jump-forward right after each free token.
+class FreeThenForced : public TokenConstraint {
+ public:
+  explicit FreeThenForced(std::vector<int32_t>* accepted) : accepted_(accepted) {}
+  void FillAllowedMask(uint32_t* words, int64_t vocab) override {
+    for (int64_t w = 0; w < (vocab + 31) / 32; ++w) words[w] = 0;
+    const size_t k = accepted_->size() % 4;
+    if (k == 0) {
+      for (int64_t id = 0; id < vocab; id += 3) words[id / 32] |= 1u << (id % 32);
+    } else {
+      const int32_t id = Forced(k);
+      words[id / 32] |= 1u << (id % 32);
+    }
+  }
+  bool Accept(int32_t token) override {
+    const size_t k = accepted_->size() % 4;
+    if (k == 0 ? token % 3 != 0 : token != Forced(k)) return false;
+    accepted_->push_back(token);
+    return true;
+  }
+  void Rollback(int n) override { accepted_->resize(accepted_->size() - static_cast<size_t>(n)); }
+  bool IsComplete() const override { return false; }
+  std::vector<int32_t> ForcedTokens() override {
+    std::vector<int32_t> out;
+    for (size_t k = accepted_->size() % 4; k != 0 && k < 4; ++k) out.push_back(Forced(k));
+    return out;
+  }
+
+ private:
+  static int32_t Forced(size_t k) { return 39 + static_cast<int32_t>(k); }
+  std::vector<int32_t>* accepted_;
+};
+
+// Jump-forward appends the forced tokens without sampling them: the outputs
+// are the same token for token as with it off (a forced position allows one
+// token, so sampling it would pick it too), in async and sync mode, with
+// requests of different lengths in one batch, in far fewer steps.
+TEST(EngineTest, JumpForwardGivesTheSameTokensInFewerSteps) {
+  for (bool async : {true, false}) {
+    std::map<bool, std::vector<std::vector<int32_t>>> outputs;
+    std::map<bool, int64_t> steps;
+    for (bool jump : {false, true}) {
+      EngineConfig c = BaseConfig();
+      c.async_scheduling = async;
+      c.jump_forward = jump;
+      auto engine = MakeEngine(c);
+      std::mt19937 rng(41);
+      std::vector<std::vector<int32_t>> accepted(4);
+      Collector col;
+      std::vector<RequestId> ids;
+      for (int i = 0; i < 4; ++i) {
+        GenerationRequest r = i % 2 == 0 ? Greedy(RandomPrompt(rng, 6 + 5 * i), 22 + i)
+                                         : Seeded(RandomPrompt(rng, 6 + 5 * i), 100 + i, 22 + i);
+        r.constraint = std::make_unique<FreeThenForced>(&accepted[static_cast<size_t>(i)]);
+        auto id = engine->Submit(std::move(r), col.Callback());
+        ASSERT_TRUE(id.ok());
+        ids.push_back(*id);
+      }
+      col.Wait(4);
+      steps[jump] = engine->Metrics().steps_total;
+      for (size_t i = 0; i < ids.size(); ++i) {
+        Collector::Output o = col.Get(ids[i]);
+        ASSERT_EQ(o.tokens.size(), 22u + i);
+        for (size_t j = 0; j < o.tokens.size(); ++j) {
+          if (j % 4 == 0) {
+            EXPECT_EQ(o.tokens[j] % 3, 0);
+          } else {
+            EXPECT_EQ(o.tokens[j], 39 + static_cast<int32_t>(j % 4));
+          }
+        }
+        outputs[jump].push_back(o.tokens);
+      }
+      engine->Shutdown(true);
+      ExpectAllBlocksFree(*engine);
+      // The constraint saw the outputs (plus, with jump-forward, forced tokens
+      // past max_tokens that the scheduler cut off when the request ended).
+      for (size_t i = 0; i < ids.size(); ++i) {
+        ASSERT_GE(accepted[i].size(), outputs[jump][i].size());
+        EXPECT_TRUE(std::equal(outputs[jump][i].begin(), outputs[jump][i].end(), accepted[i].begin()));
+        if (!jump) EXPECT_EQ(accepted[i].size(), outputs[jump][i].size());
+      }
+    }
+    EXPECT_EQ(outputs[true], outputs[false]) << (async ? "async" : "sync");
+    // Off: one step per token (25 for the longest request). On: about two
+    // steps per cycle of four (sample, then the forced chunk).
+    EXPECT_LT(steps[true] * 4, steps[false] * 3) << steps[true] << " vs " << steps[false];
+  }
+}
+
 TEST(EngineTest, SubmitRejectsBadRequestsWithClearCodes) {
   auto engine = MakeEngine(BaseConfig());
   auto noop = [](GenerationEvent) {};

@@ -42,16 +42,22 @@ int64_t SampledPosition(const ScheduledSequence& seq) {
 }
 }  // namespace
 
-StepRunner::StepRunner(Model& model, KvCache& kv)
-    : model_(model), kv_(kv), vocab_(model.config().vocab_size), scratch_(static_cast<size_t>(vocab_)) {}
+StepRunner::StepRunner(Model& model, KvCache& kv, bool jump_forward)
+    : model_(model),
+      kv_(kv),
+      vocab_(model.config().vocab_size),
+      jump_forward_(jump_forward),
+      scratch_(static_cast<size_t>(vocab_)) {}
 
 void StepRunner::CopyBlocks(const std::vector<BlockCopy>& copies) {
-  // A block of one layer is block_size * kv_dim contiguous floats (KvCache layout).
-  const size_t floats = static_cast<size_t>(kv_.block_size() * kv_.kv_dim());
+  // A block of one layer is block_size * kv_dim contiguous K floats and
+  // block_size * v_dim V floats (KvCache layout); MLA caches have no V (v_dim 0).
+  const size_t k_floats = static_cast<size_t>(kv_.block_size() * kv_.kv_dim());
+  const size_t v_floats = static_cast<size_t>(kv_.block_size() * kv_.v_dim());
   for (const BlockCopy& c : copies) {
     for (int64_t layer = 0; layer < kv_.num_layers(); ++layer) {
-      std::memcpy(kv_.K(layer, c.dst, 0), kv_.K(layer, c.src, 0), floats * sizeof(float));
-      std::memcpy(kv_.V(layer, c.dst, 0), kv_.V(layer, c.src, 0), floats * sizeof(float));
+      std::memcpy(kv_.K(layer, c.dst, 0), kv_.K(layer, c.src, 0), k_floats * sizeof(float));
+      if (v_floats > 0) std::memcpy(kv_.V(layer, c.dst, 0), kv_.V(layer, c.src, 0), v_floats * sizeof(float));
     }
   }
 }
@@ -106,7 +112,10 @@ StepResult StepRunner::Run(LaunchedStep& step) {
       continue;
     }
     SampledRow sampled = SampleRow(seq, *ctx, logits, masks[i].empty() ? nullptr : masks[i].data());
-    result.output.seqs.push_back({seq.request_id, {sampled.token}});
+    SequenceOutput out{seq.request_id, {sampled.token}};
+    out.tokens.insert(out.tokens.end(), sampled.forced.begin(), sampled.forced.end());
+    out.num_forced = static_cast<int32_t>(sampled.forced.size());
+    result.output.seqs.push_back(std::move(out));
     result.rows.push_back(std::move(sampled));
   }
   return result;
@@ -138,6 +147,16 @@ SampledRow StepRunner::SampleRow(const ScheduledSequence& seq, SamplingContext& 
       ++ctx.constraint_accepted;
     } else {
       out.error = "structured output: the constraint rejected token " + std::to_string(out.token);
+    }
+  }
+  if (jump_forward_ && ctx.constraint && out.error.empty() && ctx.logprobs < 0 && !ctx.constraint->IsComplete()) {
+    // The scheduler may drop these (SequenceOutput::num_forced); the next
+    // row's SyncOutputs then rolls the constraint back to what it kept.
+    for (int32_t token : ctx.constraint->ForcedTokens()) {
+      if (!ctx.constraint->Accept(token)) break;
+      ++ctx.constraint_accepted;
+      ctx.output_tokens.push_back(token);
+      out.forced.push_back(token);
     }
   }
   return out;

@@ -41,6 +41,7 @@ struct SampledRow {
   int32_t token = 0;
   std::optional<TokenLogprob> logprob;  // when the request asked for logprobs
   std::string error;                    // non-empty: the request cannot continue
+  std::vector<int32_t> forced;          // jump-forward tokens after `token` (the constraint accepted them)
 };
 
 struct StepResult {
@@ -55,7 +56,7 @@ struct StepResult {
 class StepRunner {
  public:
   // Both must outlive the runner.
-  StepRunner(Model& model, KvCache& kv);
+  StepRunner(Model& model, KvCache& kv, bool jump_forward = true);
   StepResult Run(LaunchedStep& step);
 
  private:
@@ -66,6 +67,7 @@ class StepRunner {
   Model& model_;
   KvCache& kv_;
   const int64_t vocab_;
+  const bool jump_forward_;
   std::vector<float> logits_;   // [rows, vocab]
   std::vector<float> scratch_;  // one adjusted row
 };

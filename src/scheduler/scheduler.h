@@ -33,6 +33,13 @@
 // it in `discarded`); its KV is freed at once, which is safe because steps run
 // in order and only positions beyond its computed prefix are written late.
 //
+// Jump-forward: a committed row may carry forced tokens after its sampled
+// ones (SequenceOutput::num_forced). They are appended as known tokens; rows
+// of the request in steps planned but not launched yet stop sampling (they
+// still compute their input's KV) and the next plan computes the forced
+// tokens as a chunk that samples at its end. They are dropped (the request
+// just continues) when a later row of the request was already launched.
+//
 // Speculative decoding hook: SetDraftTokens gives a request k proposals; the
 // next decode verifies up to max_num_speculative_tokens of them (1 + k tokens
 // of budget, logits for all rows) and OnStepSampled accepts 1..1+k tokens,
@@ -185,6 +192,8 @@ class Scheduler {
   FinishReason AppendToken(Request& r, int32_t token);
   Request FinishRequest(Request& r, FinishReason reason);
   bool HasRowInLaunchedStep(RequestId id) const;
+  bool CanExtendWithForcedTokens(RequestId id) const;
+  void VoidLaterSamplingRows(Request& r);
 
   SchedulerConfig config_;
   KvManager kv_;

@@ -54,6 +54,9 @@ Status Scheduler::PrepareLaunch(StepPlan* plan, Placeholders placeholders) {
       }
       continue;
     }
+    if (s.samples && !rec->samples) {
+      s.samples = false;  // voided by forced tokens committed after planning (jump-forward)
+    }
     for (size_t j = 0; j < s.tokens.size() && placeholders == Placeholders::kResolve; ++j) {
       if (s.tokens[j] == kPlaceholderToken) {
         s.tokens[j] = r.tokens[s.start_pos + static_cast<int64_t>(j)];
@@ -89,13 +92,18 @@ StatusOr<CommitResult> Scheduler::OnStepSampled(const StepOutput& output) {
       continue;
     }
     auto it = by_id.find(e.id);
-    const size_t n = it == by_id.end() ? 0 : it->second->tokens.size();
+    const size_t total = it == by_id.end() ? 0 : it->second->tokens.size();
+    const int32_t forced = it == by_id.end() ? 0 : it->second->num_forced;
     const std::string where = "step " + std::to_string(step.step_id) + ", request " + std::to_string(e.id);
+    if (forced < 0 || static_cast<size_t>(forced) > total) {
+      return Internal(where + ": bad forced token count " + std::to_string(forced));
+    }
+    const size_t n = total - static_cast<size_t>(forced);
     if (e.samples && (n < 1 || n > static_cast<size_t>(e.num_drafts) + 1)) {
       return Internal(where + ": expected 1.." + std::to_string(e.num_drafts + 1) + " sampled tokens, got " +
                       std::to_string(n));
     }
-    if (!e.samples && n != 0) {
+    if (!e.samples && total != 0) {
       return Internal(where + ": a mid-prompt chunk cannot sample");
     }
   }
@@ -108,8 +116,16 @@ StatusOr<CommitResult> Scheduler::OnStepSampled(const StepOutput& output) {
     }
     Request& r = rit->second;
     std::span<const int32_t> accepted;
+    std::span<const int32_t> forced;
     if (e.samples) {
-      accepted = by_id.at(e.id)->tokens;
+      const SequenceOutput& out = *by_id.at(e.id);
+      accepted = std::span<const int32_t>(out.tokens).first(out.tokens.size() - static_cast<size_t>(out.num_forced));
+      forced = std::span<const int32_t>(out.tokens).subspan(accepted.size());
+      // (A request preempted since planning takes them too: they are known
+      // tokens, which its recompute covers like its sampled ones.)
+      if (!forced.empty() && !CanExtendWithForcedTokens(r.id)) {
+        forced = {};  // jump-forward is an optimization: sampling under the mask reaches the same bytes
+      }
     }
 
     if (r.num_preemptions == e.epoch) {  // still holds the KV this step wrote
@@ -136,6 +152,18 @@ StatusOr<CommitResult> Scheduler::OnStepSampled(const StepOutput& output) {
       update.finish_reason = AppendToken(r, token);
       if (update.finish_reason != FinishReason::kNone) {
         break;  // later accepted drafts are dropped
+      }
+    }
+    if (update.finish_reason == FinishReason::kNone && !forced.empty()) {
+      // The sampling rows planned after this step would sample a position
+      // the forced tokens now fill: they only compute their input's KV.
+      VoidLaterSamplingRows(r);
+      for (int32_t token : forced) {
+        update.new_tokens.push_back(token);
+        update.finish_reason = AppendToken(r, token);
+        if (update.finish_reason != FinishReason::kNone) {
+          break;
+        }
       }
     }
     if (update.finish_reason == FinishReason::kNone) {
@@ -167,6 +195,31 @@ FinishReason Scheduler::AppendToken(Request& r, int32_t token) {
     return FinishReason::kLength;
   }
   return FinishReason::kNone;
+}
+
+bool Scheduler::CanExtendWithForcedTokens(RequestId id) const {
+  // Later rows of the request must still be editable (not launched) and plain
+  // decodes: a row verifying drafts continues a token the forced ones replace.
+  for (size_t i = 1; i < in_flight_.size(); ++i) {
+    for (const InFlightSeq& e : in_flight_[i].seqs) {
+      if (e.id == id && (in_flight_[i].launched || e.num_drafts > 0)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+void Scheduler::VoidLaterSamplingRows(Request& r) {
+  for (size_t i = 1; i < in_flight_.size(); ++i) {
+    for (InFlightSeq& e : in_flight_[i].seqs) {
+      if (e.id == r.id && e.samples) {
+        e.samples = false;  // PrepareLaunch turns the plan's row into a non-sampling chunk
+        --r.num_placeholders;
+      }
+    }
+  }
+  r.draft_tokens.clear();  // they continued the sampled token, not the forced ones
 }
 
 bool Scheduler::HasRowInLaunchedStep(RequestId id) const {

@@ -51,7 +51,14 @@ struct StepPlan {
 // sequence does not sample.
 struct SequenceOutput {
   RequestId request_id = 0;
+  // The sampled tokens (1 + accepted drafts), then `num_forced` forced ones.
   std::vector<int32_t> tokens;
+  // Jump-forward: the last num_forced tokens were not sampled but are the
+  // only continuation the request's constraint allows. They are appended as
+  // known tokens whose KV later steps compute (like a prompt chunk). The
+  // scheduler may drop them (see Scheduler::OnStepSampled); the runner then
+  // re-derives its state from the plan's rows.
+  int32_t num_forced = 0;
 };
 
 struct StepOutput {

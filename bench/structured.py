@@ -40,6 +40,15 @@ SCHEMAS = {
     "long-text": ({"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"], "additionalProperties": False},
                   {"summary": "The quick brown fox jumps over the lazy dog. Structured generation constrains every token so that the output always parses."}),
     "array-of-int": ({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 20}, list(range(100, 115))),
+    "pattern-props": ({"type": "object", "properties": {"id": {"type": "integer"}},
+                       "patternProperties": {"^x-": {"type": "string"}, "_count$": {"type": "integer", "minimum": 0}},
+                       "additionalProperties": False},
+                      {"id": 7, "x-trace": "abc-123", "x-owner": "team blue", "item_count": 42}),
+    "number-range": ({"type": "object", "properties": {"lat": {"type": "number", "minimum": -90, "maximum": 90},
+                      "lon": {"type": "number", "minimum": -180, "exclusiveMaximum": 180},
+                      "score": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}},
+                      "required": ["lat", "lon", "score"], "additionalProperties": False},
+                     {"lat": 48.8566, "lon": -2.3522, "score": 0.875}),
 }
 GRAMMARS = [
     ("regex-phone", ["--regex", r"\(\d{3}\) \d{3}-\d{4}"], "(555) 123-4567"),

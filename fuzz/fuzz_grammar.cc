@@ -3,6 +3,11 @@
 // they compile, a matcher walks a few steps over a small fixed vocabulary
 // (mask, accept, rollback) and consumes the input bytes themselves.
 //
+// Two compiled forms walk in lockstep: one with the string profiles
+// (bounded strings and keys derived from the reference string automaton,
+// string_profile.h) and one with plain vocabulary walks only; their masks
+// must be equal. The finish-soon completion must end the parse.
+//
 // Input: first byte selects the front end, the rest is the source text.
 // Limits are lowered so one input stays well under a second.
 #include <cstddef>
@@ -19,6 +24,7 @@
 #include "grammar/lark.h"
 #include "grammar/matcher.h"
 #include "grammar/regex.h"
+#include "grammar/string_profile.h"
 
 using namespace deepinfer;
 using namespace deepinfer::grammar;
@@ -121,13 +127,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Deadline deadline(limits.time_limit_s);
   StatusOr<GrammarAutomaton> a = BuildAutomaton(*g, limits, deadline);
   if (!a.ok()) return 0;
-  auto cg = std::make_shared<const CompiledGrammar>(std::move(*a), FuzzVocab());
-  GrammarMatcher m(cg);
+  static const auto profiles = std::make_shared<const StringProfiles>(FuzzVocab());
+  auto plain = std::make_shared<const CompiledGrammar>(*a, FuzzVocab());
+  auto cg = std::make_shared<const CompiledGrammar>(std::move(*a), FuzzVocab(), nullptr, profiles);
+  GrammarMatcher m(cg), reference(plain);
   const Vocabulary& v = cg->vocab();
-  std::vector<uint32_t> mask(v.mask_words());
+  std::vector<uint32_t> mask(v.mask_words()), reference_mask(v.mask_words());
   size_t pick = size;
   for (int step = 0; step < 12; ++step) {
     m.FillNextTokenBitmask(mask.data());
+    reference.FillNextTokenBitmask(reference_mask.data());
+    if (mask != reference_mask) __builtin_trap();  // derived masks must equal walked ones
+    std::string finish = m.ShortestCompletion(64);
+    if (!finish.empty()) {
+      if (!m.AcceptBytes(finish)) __builtin_trap();
+      if (finish.size() < 64 && !m.IsAccepting()) __builtin_trap();
+      m.Rollback(1);
+    }
     std::vector<int32_t> allowed;
     for (size_t id = 0; id < v.size(); ++id) {
       if ((mask[id >> 5] >> (id & 31)) & 1) allowed.push_back(static_cast<int32_t>(id));
@@ -141,7 +157,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     int32_t id = allowed[pick++ % allowed.size()];
     if (!m.AcceptToken(id)) __builtin_trap();  // the mask promised this token
-    if (step == 5) m.Rollback(2);
+    if (!reference.AcceptToken(id)) __builtin_trap();
+    if (step == 5) {
+      m.Rollback(2);
+      reference.Rollback(2);
+    }
   }
   m.Reset();
   m.AcceptBytes(text);

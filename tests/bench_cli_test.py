@@ -103,8 +103,13 @@ def main():
                 fail("json: decode rounds %r do not bracket the median %r" % (rounds, v))
         if r["peak_rss_bytes"] < (1 << 20) or r["weight_bytes_per_token"] > r["weight_bytes"]:
             fail("json: implausible sizes %r" % r)
-        # Prefill of 40 tokens: ttft is the time of that one prompt.
-        if abs(40 / (r["ttft_ms"] / 1e3) - r["prefill_tokens_per_s"]) > 0.5 * r["prefill_tokens_per_s"]:
+        # Prefill of 40 tokens: ttft is the time of that one prompt plus the
+        # first sample, so never much shorter than the prefill rate implies;
+        # on this tiny model fixed costs (thread wake-ups, sampling) can be as
+        # large as the prefill itself, hence the wide upper bound, which still
+        # catches unit mistakes (s vs ms is 1000x).
+        prefill_ms = 40 / r["prefill_tokens_per_s"] * 1e3
+        if r["ttft_ms"] < 0.5 * prefill_ms or r["ttft_ms"] > 20 * prefill_ms + 50:
             fail("json: ttft %r ms and prefill %r tok/s disagree" % (r["ttft_ms"], r["prefill_tokens_per_s"]))
         check_png(png)
 

@@ -107,6 +107,26 @@ class ThompsonBuilder {
         }
         return out;
       }
+      case ExprKind::kAutomaton: {
+        const ByteAutomaton& src = g_.automaton(e.rule);
+        total_states_ += src.is_final.size();
+        if (total_states_ > limits_.max_nfa_states) {
+          return ResourceExhausted("grammar too large: more than " + std::to_string(limits_.max_nfa_states) +
+                                   " automaton states");
+        }
+        std::vector<uint32_t> ids(src.is_final.size());
+        for (uint32_t& id : ids) id = nfa.NewState();
+        uint32_t out = nfa.NewState();
+        nfa.eps[in].push_back(ids[0]);
+        for (size_t s = 0; s < ids.size(); ++s) {
+          for (const ByteAutomaton::Edge& edge : src.edges[s]) {
+            if (edge.target < ids.size())
+              nfa.edges[ids[s]].push_back({edge.lo, edge.hi, -1, ids[edge.target]});
+          }
+          if (src.is_final[s]) nfa.eps[ids[s]].push_back(out);
+        }
+        return out;
+      }
       case ExprKind::kRepeat: {
         ExprId child = e.children[0];
         uint32_t cur = in;

@@ -1,5 +1,7 @@
 #include "grammar/compiled_grammar.h"
 
+#include "grammar/completion.h"
+
 namespace deepinfer::grammar {
 
 CompiledGrammar::CompiledGrammar(GrammarAutomaton automaton, std::shared_ptr<const Vocabulary> vocab,
@@ -18,7 +20,8 @@ CompiledGrammar::CompiledGrammar(GrammarAutomaton automaton, std::shared_ptr<con
     const JsonStringModel& model = JsonStringModel::Get();
     for (size_t r = 0; r < automaton_.rule_start.size(); ++r) {
       uint32_t s = automaton_.rule_start[r];
-      if (!automaton_.rule_terminal[r] || automaton_.byte_edge_begin[s + 1] != automaton_.byte_edge_begin[s] + 1) {
+      if (!automaton_.rule_terminal[r] ||
+          automaton_.byte_edge_begin[s + 1] != automaton_.byte_edge_begin[s] + 1) {
         continue;
       }
       const ByteEdge& e = automaton_.byte_edges[automaton_.byte_edge_begin[s]];
@@ -98,6 +101,11 @@ void CompiledGrammar::Precompute() const {
   for (uint32_t s = 0; s < automaton_.num_states(); ++s) {
     if (automaton_.byte_edge_begin[s] != automaton_.byte_edge_begin[s + 1]) MaskAt(s);
   }
+}
+
+const std::vector<uint32_t>& CompiledGrammar::completion_distances() const {
+  std::call_once(distances_once_, [this] { distances_ = ComputeCompletionDistances(automaton_); });
+  return distances_;
 }
 
 void CompiledGrammar::PrecomputeTerminal() const {

@@ -49,6 +49,9 @@ class CompiledGrammar {
   // Same, for the positions of terminal rules only (the ones shared across
   // grammars through the SharedMaskCache).
   void PrecomputeTerminal() const;
+  // Per state: fewest bytes to the end of its rule (completion.h); computed
+  // on first use, thread-safe.
+  const std::vector<uint32_t>& completion_distances() const;
   // Number of entries computed so far.
   size_t num_cached() const { return num_cached_.load(); }
 
@@ -65,6 +68,8 @@ class CompiledGrammar {
   // Fresh entry for `state` (no cache hit); called with mutex_ held.
   PositionMask Compute(uint32_t state) const;
   std::shared_ptr<const StringProfiles> profiles_;
+  mutable std::once_flag distances_once_;
+  mutable std::vector<uint32_t> distances_;
   // Bounded-string rules, found at construction (then read-only).
   std::map<RuleId, CountedStringRule> counted_;
 };

@@ -42,8 +42,8 @@ void GrammarCompiler::WarmUp() {
 GrammarCompiler::Result GrammarCompiler::CompileGrammar(const Grammar& grammar) {
   Deadline deadline(options_.limits.time_limit_s);
   DI_ASSIGN_OR_RETURN(GrammarAutomaton automaton, BuildAutomaton(grammar, options_.limits, deadline));
-  auto compiled = std::make_shared<const CompiledGrammar>(std::move(automaton), vocab_, shared_masks_,
-                                                            string_profiles_);
+  auto compiled =
+      std::make_shared<const CompiledGrammar>(std::move(automaton), vocab_, shared_masks_, string_profiles_);
   if (options_.precompute) compiled->Precompute();
   return std::shared_ptr<const CompiledGrammar>(compiled);
 }

@@ -52,6 +52,11 @@ class EarleyParser {
   // In ResetAtState mode: the seed's rule completed in the top set.
   bool SentinelCompleted() const { return (flags_.back() & kFlagSentinelDone) != 0; }
 
+  // Items of set k (k < num_sets()).
+  std::span<const EarleyItem> SetItems(size_t k) const {
+    uint32_t end = k + 1 < set_begin_.size() ? set_begin_[k + 1] : static_cast<uint32_t>(items_.size());
+    return {items_.data() + set_begin_[k], end - set_begin_[k]};
+  }
   // Items of the top set.
   std::span<const EarleyItem> TopItems() const {
     return {items_.data() + set_begin_.back(), items_.size() - set_begin_.back()};

@@ -121,6 +121,14 @@ ExprId Grammar::Repeat(ExprId child, int32_t min, int32_t max) {
   return Add(std::move(e));
 }
 
+ExprId Grammar::Automaton(ByteAutomaton automaton) {
+  if (automaton.is_final.empty() || automaton.edges.size() != automaton.is_final.size()) return Nothing();
+  Expr e = MakeExpr(ExprKind::kAutomaton);
+  e.rule = static_cast<int32_t>(automata_.size());
+  automata_.push_back(std::move(automaton));
+  return Add(std::move(e));
+}
+
 // Flat dump (one line per rule, one per expression) rather than nested text:
 // it needs no recursion, so any user-built depth prints safely.
 std::string Grammar::ToString() const {
@@ -167,6 +175,20 @@ std::string Grammar::ToString() const {
         std::snprintf(buf, sizeof(buf), "rep{%d,%d}", e.min, e.max);
         out += buf;
         break;
+      case ExprKind::kAutomaton: {
+        const ByteAutomaton& a = automata_[e.rule];
+        std::snprintf(buf, sizeof(buf), "automaton{%zu states}", a.is_final.size());
+        out += buf;
+        for (size_t s = 0; s < a.is_final.size(); ++s) {
+          std::snprintf(buf, sizeof(buf), " s%zu%s:", s, a.is_final[s] ? "*" : "");
+          out += buf;
+          for (const ByteAutomaton::Edge& edge : a.edges[s]) {
+            std::snprintf(buf, sizeof(buf), " %02x-%02x>%u", edge.lo, edge.hi, edge.target);
+            out += buf;
+          }
+        }
+        break;
+      }
     }
     for (ExprId c : e.children) {
       std::snprintf(buf, sizeof(buf), " e%d", c);

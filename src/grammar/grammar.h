@@ -31,13 +31,14 @@ struct ByteRange {
 };
 
 enum class ExprKind : uint8_t {
-  kEmpty,     // matches the empty string
-  kBytes,     // one byte from `ranges` (a byte class)
-  kSequence,  // children in order
-  kChoice,    // one of the children
-  kRuleRef,   // the rule `rule`
-  kRepeat,    // children[0] repeated min..max times (max = kUnbounded: no limit)
-  kNothing,   // matches nothing (e.g. an empty enum); pruned by the builder
+  kEmpty,      // matches the empty string
+  kBytes,      // one byte from `ranges` (a byte class)
+  kSequence,   // children in order
+  kChoice,     // one of the children
+  kRuleRef,    // the rule `rule`
+  kRepeat,     // children[0] repeated min..max times (max = kUnbounded: no limit)
+  kNothing,    // matches nothing (e.g. an empty enum); pruned by the builder
+  kAutomaton,  // the explicit automaton `automaton(rule)` (rule = its index)
 };
 
 struct Expr {
@@ -47,6 +48,19 @@ struct Expr {
   int32_t max = 0;
   std::vector<ByteRange> ranges;
   std::vector<ExprId> children;
+};
+
+// An explicit automaton over bytes, for languages a front end computes
+// itself (e.g. intersections and complements of key patterns): state 0 is
+// the start; may be nondeterministic; states need not be trimmed.
+struct ByteAutomaton {
+  struct Edge {
+    uint8_t lo;
+    uint8_t hi;  // inclusive
+    uint32_t target;
+  };
+  std::vector<std::vector<Edge>> edges;  // per state
+  std::vector<uint8_t> is_final;         // per state
 };
 
 class Grammar {
@@ -78,8 +92,11 @@ class Grammar {
   ExprId Star(ExprId child) { return Repeat(child, 0, kUnbounded); }
   ExprId Plus(ExprId child) { return Repeat(child, 1, kUnbounded); }
   ExprId Optional(ExprId child) { return Repeat(child, 0, 1); }
+  // kNothing if the automaton has no state.
+  ExprId Automaton(ByteAutomaton automaton);
 
   const Expr& expr(ExprId id) const { return exprs_[id]; }
+  const ByteAutomaton& automaton(int32_t index) const { return automata_[index]; }
   size_t num_exprs() const { return exprs_.size(); }
   size_t num_rules() const { return rule_names_.size(); }
   const std::string& rule_name(RuleId r) const { return rule_names_[r]; }
@@ -92,6 +109,7 @@ class Grammar {
   ExprId Add(Expr e);
 
   std::vector<Expr> exprs_;
+  std::vector<ByteAutomaton> automata_;
   std::vector<std::string> rule_names_;
   std::vector<ExprId> rule_bodies_;
   RuleId root_ = -1;

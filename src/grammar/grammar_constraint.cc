@@ -50,6 +50,13 @@ std::vector<int32_t> GrammarConstraint::ForcedTokens() {
   return GreedyTokenize(grammar_->vocab(), bytes);
 }
 
+std::vector<int32_t> GrammarConstraint::FinishTokens() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string bytes = matcher_.ShortestCompletion();
+  if (bytes.empty()) return {};
+  return GreedyTokenize(grammar_->vocab(), bytes);
+}
+
 std::vector<int32_t> GreedyTokenize(const Vocabulary& vocab, std::string_view bytes) {
   // Binary search in the byte-sorted token list for each prefix length,
   // longest first (tokens are at most max_token_length() bytes).

@@ -33,6 +33,12 @@ class GrammarConstraint : public TokenConstraint {
   // into tokens by greedy longest match over the vocabulary. Empty when the
   // next byte is a choice or the constraint may end here.
   std::vector<int32_t> ForcedTokens() override;
+  // Finish-soon: tokens spelling a shortest completion (the matcher's
+  // ShortestCompletion split by greedy longest match), after which the
+  // constraint is complete; empty if it already is. Each token is allowed
+  // in turn, so an engine out of budget can append them without sampling.
+  // State is unchanged.
+  std::vector<int32_t> FinishTokens() override;
 
  private:
   std::shared_ptr<const CompiledGrammar> grammar_;

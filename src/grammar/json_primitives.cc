@@ -107,8 +107,8 @@ std::optional<std::string> FormatRegex(const std::string& format) {
   // (e.g. Python's datetime, used by python3-jsonschema) reject it.
   static const std::string kYear = R"(([1-9]\d{3}|0[1-9]\d{2}|00[1-9]\d|000[1-9]))";
   static const std::string kDate = "(" + kYear + R"(-(0[13578]|1[02])-(0[1-9]|[12]\d|3[01])|)" + kYear +
-                                   R"(-(0[469]|11)-(0[1-9]|[12]\d|30)|)" + kYear + R"(-02-(0[1-9]|1\d|2[0-8])|)" +
-                                   kLeapYear + "-02-29)";
+                                   R"(-(0[469]|11)-(0[1-9]|[12]\d|30)|)" + kYear +
+                                   R"(-02-(0[1-9]|1\d|2[0-8])|)" + kLeapYear + "-02-29)";
   static const std::string kTime =
       R"(([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d))";
   static const std::string kOctet = R"((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))";
@@ -160,8 +160,8 @@ ExprId NonNegativeNumber(Grammar* g, bool strictly_positive) {
   // like 5e-999 is > 0 exactly but 0.0 as a double, so validators that parse
   // numbers as doubles (most) would reject it. Refusing those few spellings
   // keeps every generated number > 0 wherever it is checked.
-  ExprId exponent = g->Optional(g->Sequence(
-      {g->Bytes({{'E', 'E'}, {'e', 'e'}}), g->Optional(g->Byte('+')), g->Plus(Digits(g))}));
+  ExprId exponent = g->Optional(
+      g->Sequence({g->Bytes({{'E', 'E'}, {'e', 'e'}}), g->Optional(g->Byte('+')), g->Plus(Digits(g))}));
   // > 0: a non-zero integer part, or "0." followed by a non-zero digit somewhere.
   ExprId positive_int = g->Sequence({g->Bytes({{'1', '9'}}), g->Star(Digits(g)),
                                      g->Optional(g->Sequence({g->Byte('.'), g->Plus(Digits(g))}))});
@@ -183,6 +183,102 @@ ExprId IntegerRange(Grammar* g, std::optional<int64_t> lo, std::optional<int64_t
   if (!hi || *hi >= 0) {
     int64_t pos_lo = (lo && *lo > 0) ? *lo : 0;
     if (!hi || pos_lo <= *hi) alts.push_back(NonNegativeRange(g, pos_lo, hi));
+  }
+  return g->Choice(std::move(alts));
+}
+
+namespace {
+
+int DigitCount(int64_t v) { return v == 0 ? 0 : static_cast<int>(std::to_string(v).size()); }
+
+// Fraction forms for one integer part I of a bounded number.
+ExprId AnyFraction(Grammar* g) { return g->Optional(g->Sequence({g->Byte('.'), g->Plus(Digits(g))})); }
+ExprId ZeroFraction(Grammar* g) { return g->Optional(g->Sequence({g->Byte('.'), g->Plus(g->Byte('0'))})); }
+// At most `k` fraction digits (none if k <= 0).
+ExprId CappedFraction(Grammar* g, int k) {
+  if (k <= 0) return g->Empty();
+  return g->Optional(g->Sequence({g->Byte('.'), g->Repeat(Digits(g), 1, k)}));
+}
+// A fraction with a non-zero digit, at most `k` digits (k < 0: any length).
+ExprId NonZeroFraction(Grammar* g, int k) {
+  if (k < 0) {
+    // 0.000...1 with at most 300 zeros: tinier values are 0.0 as doubles.
+    return g->Sequence(
+        {g->Byte('.'), g->Repeat(g->Byte('0'), 0, 300), g->Bytes({{'1', '9'}}), g->Star(Digits(g))});
+  }
+  std::vector<ExprId> alts;
+  for (int zeros = 0; zeros < k; ++zeros) {
+    alts.push_back(g->Sequence({g->Byte('.'), g->Repeat(g->Byte('0'), zeros, zeros), g->Bytes({{'1', '9'}}),
+                                g->Repeat(Digits(g), 0, k - 1 - zeros)}));
+  }
+  return g->Choice(std::move(alts));
+}
+
+// Numbers x >= 0 written without sign or exponent, lo <= x (lo < x when
+// lo_strict) and, if given, x <= hi (x < hi). Bounds are integers below
+// 1e15. Split by integer part I: the parts strictly inside take any
+// fraction; I = hi takes only zero fractions; I = lo (strict) only non-zero
+// ones. Where x is within one unit of a strict bound, the digits are capped
+// at 15 significant ones: such a decimal never rounds onto the bound as a
+// double, so validators that parse numbers as doubles agree.
+ExprId NonNegativeNumberRange(Grammar* g, int64_t lo, bool lo_strict, std::optional<int64_t> hi,
+                              bool hi_strict) {
+  std::vector<ExprId> alts;
+  auto digits = [](int64_t v) { return 15 - DigitCount(v); };
+  int64_t any_lo = lo_strict ? lo + 1 : lo;
+  std::optional<int64_t> any_hi;
+  if (hi) any_hi = *hi - 1;
+  // I = hi - 1 under a strict hi: capped fraction.
+  std::optional<int64_t> capped_i;
+  if (hi && hi_strict && *hi - 1 >= any_lo) {
+    capped_i = *hi - 1;
+    any_hi = *hi - 2;
+  }
+  if (!any_hi || any_lo <= *any_hi) {
+    alts.push_back(g->Sequence({NonNegativeRange(g, any_lo, any_hi), AnyFraction(g)}));
+  }
+  if (capped_i) {
+    alts.push_back(
+        g->Sequence({g->Literal(std::to_string(*capped_i)), CappedFraction(g, digits(*capped_i))}));
+  }
+  if (lo_strict && (!hi || lo < *hi)) {  // I = lo, x = lo + a non-zero fraction
+    bool near_hi = hi && hi_strict && lo == *hi - 1;
+    int k = lo == 0 && !near_hi ? -1 : digits(lo);
+    alts.push_back(g->Sequence({g->Literal(std::to_string(lo)), NonZeroFraction(g, k)}));
+  }
+  if (hi && !hi_strict && (lo_strict ? *hi > lo : *hi >= lo)) {  // I = hi, x = hi exactly
+    alts.push_back(g->Sequence({g->Literal(std::to_string(*hi)), ZeroFraction(g)}));
+  }
+  return g->Choice(std::move(alts));
+}
+
+}  // namespace
+
+ExprId NumberRange(Grammar* g, std::optional<int64_t> lo, bool lo_strict, std::optional<int64_t> hi,
+                   bool hi_strict) {
+  std::vector<ExprId> alts;
+  // x = -M with M > 0: -hi <= M (strict as hi) and M <= -lo (strict as lo).
+  if (!lo || *lo < 0) {
+    int64_t m_lo = 0;
+    bool m_lo_strict = true;
+    if (hi && *hi < 0) {
+      m_lo = -*hi;
+      m_lo_strict = hi_strict;
+    }
+    std::optional<int64_t> m_hi;
+    if (lo) m_hi = -*lo;
+    bool empty = m_hi && (m_lo > *m_hi || (m_lo == *m_hi && (m_lo_strict || lo_strict)));
+    if (!empty) {
+      alts.push_back(
+          g->Sequence({g->Byte('-'), NonNegativeNumberRange(g, m_lo, m_lo_strict, m_hi, lo_strict)}));
+    }
+  }
+  // x >= 0.
+  if (!hi || *hi > 0 || (*hi == 0 && !hi_strict)) {
+    int64_t p_lo = lo && *lo >= 0 ? *lo : 0;
+    bool p_lo_strict = lo && *lo >= 0 && lo_strict;
+    bool empty = hi && (p_lo > *hi || (p_lo == *hi && (p_lo_strict || hi_strict)));
+    if (!empty) alts.push_back(NonNegativeNumberRange(g, p_lo, p_lo_strict, hi, hi_strict));
   }
   return g->Choice(std::move(alts));
 }

@@ -40,6 +40,12 @@ ExprId IntegerRange(Grammar* g, std::optional<int64_t> lo, std::optional<int64_t
 // Numbers >= 0 (strict: > 0), any fraction/exponent.
 ExprId NonNegativeNumber(Grammar* g, bool strictly_positive);
 
+// Numbers (no exponent) in an interval with integer bounds, |bound| <= 1e15
+// (the caller checks); either side open; strict sides exclusive. Digits next
+// to a strict bound are capped so the value also holds as a double.
+ExprId NumberRange(Grammar* g, std::optional<int64_t> lo, bool lo_strict, std::optional<int64_t> hi,
+                   bool hi_strict);
+
 // Rules for any JSON value with whitespace expression `ws` between tokens.
 // Returns the `value` rule (creates value/object/array/string/number rules).
 RuleId AnyJsonValueRule(Grammar* g, ExprId ws);

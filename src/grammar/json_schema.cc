@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/log.h"
+#include "grammar/json_keys.h"
 #include "grammar/json_primitives.h"
 #include "grammar/json_schema_util.h"
 #include "grammar/utf8.h"
@@ -48,10 +49,13 @@ const std::set<std::string> kHandled = {"type",
                                         "minimum",
                                         "maximum",
                                         "exclusiveMinimum",
-                                        "exclusiveMaximum"};
+                                        "exclusiveMaximum",
+                                        "patternProperties",
+                                        "propertyNames"};
 constexpr int64_t kMaxStringLength = 10000;
 constexpr int64_t kMaxItems = 10000;
 constexpr double kMaxIntegerBound = 1e17;
+constexpr double kMaxNumberBound = 1e15;
 
 class SchemaConverter {
  public:
@@ -346,9 +350,20 @@ class SchemaConverter {
       return IntegerRange(g_, ilo, ihi);
     }
     if (!lo && !hi) return JsonNumber(g_);
-    if (lo && *lo == 0 && !hi) return NonNegativeNumber(g_, lo_strict);
-    Unsupported(path, "number bounds other than minimum/exclusiveMinimum 0");
-    return JsonNumber(g_);
+    if (lo && *lo == 0 && !hi) return NonNegativeNumber(g_, lo_strict);  // keeps exponents
+    // Integer-valued bounds: a decimal-range automaton (no exponent; see
+    // NumberRange). Fractional bounds are not expressible that way.
+    auto integral = [](double v) { return std::floor(v) == v && std::fabs(v) <= kMaxNumberBound; };
+    if ((lo && !integral(*lo)) || (hi && !integral(*hi))) {
+      Unsupported(path, "number bounds that are not integers of magnitude <= 1e15");
+      return JsonNumber(g_);
+    }
+    if (lo && hi && (*lo > *hi || (*lo == *hi && (lo_strict || hi_strict)))) return g_->Nothing();
+    auto as_int = [](std::optional<double> v) -> std::optional<int64_t> {
+      if (!v) return std::nullopt;
+      return static_cast<int64_t>(*v);
+    };
+    return NumberRange(g_, as_int(lo), lo_strict, as_int(hi), hi_strict);
   }
 
   // Additional-property keys: any JSON string except the declared names
@@ -455,6 +470,47 @@ StatusOr<ExprId> SchemaConverter::BuildObject(const Json& s, const std::string& 
   }
   Json additional = s.contains("additionalProperties") ? s["additionalProperties"] : Json(true);
   bool additional_allowed = !(additional.is_boolean() && !additional.get<bool>());
+  // patternProperties / propertyNames: key regions (json_keys.h).
+  Json pattern_props = s.value("patternProperties", Json::object());
+  if (!pattern_props.is_object())
+    return InvalidArgument("patternProperties at " + path + " is not an object");
+  const Json* property_names = s.contains("propertyNames") ? &s["propertyNames"] : nullptr;
+  if (property_names &&
+      (*property_names == Json(true) ||
+       (property_names->is_object() && !json_schema_internal::HasConstraints(*property_names)))) {
+    property_names = nullptr;
+  }
+  std::optional<JsonKeyLanguages> keys;
+  std::vector<std::string> patterns;
+  for (auto it = pattern_props.begin(); it != pattern_props.end(); ++it) patterns.push_back(it.key());
+  if (!patterns.empty() || property_names) {
+    auto k = JsonKeyLanguages::Build(patterns, property_names);
+    if (k.ok()) {
+      keys = std::move(*k);
+    } else if (k.status().code() == StatusCode::kUnimplemented) {
+      Unsupported(path, k.status().message());
+    } else {
+      return Status(k.status().code(), k.status().message() + " at " + path);
+    }
+  }
+  // The schema a property's value must satisfy (nullopt: the name may not
+  // appear): its declared schema or additionalProperties, and every
+  // patternProperties schema whose pattern matches the name.
+  auto value_schema = [&](const std::string& name,
+                          const Json* declared_schema) -> StatusOr<std::optional<Json>> {
+    if (keys && !keys->NameAllowed(name)) return std::optional<Json>();
+    std::vector<int> matching;
+    if (keys) matching = keys->Matching(name);
+    if (!declared_schema && matching.empty() && !additional_allowed) return std::optional<Json>();
+    Json v = declared_schema ? *declared_schema : matching.empty() ? additional : Json(true);
+    for (int i : matching) {
+      auto m = MergeSchemas(v, pattern_props[patterns[i]]);
+      if (!m.ok())
+        return Status(m.status().code(), m.status().message() + " at " + path + "/patternProperties");
+      v = std::move(*m);
+    }
+    return std::optional<Json>(std::move(v));
+  };
   auto make_pair = [&](const std::string& name, const Json& sub,
                        const std::string& sub_path) -> StatusOr<ExprId> {
     DI_ASSIGN_OR_RETURN(ExprId value, RefTo(sub, sub_path, depth));
@@ -465,22 +521,48 @@ StatusOr<ExprId> SchemaConverter::BuildObject(const Json& s, const std::string& 
   if (s.contains("properties")) {
     if (!s["properties"].is_object()) return InvalidArgument("properties at " + path + " is not an object");
     for (auto it = s["properties"].begin(); it != s["properties"].end(); ++it) {
-      DI_ASSIGN_OR_RETURN(ExprId pair, make_pair(it.key(), it.value(), path + "/properties/" + it.key()));
-      props.push_back({it.key(), pair, required.count(it.key()) > 0});
       declared.insert(it.key());
+      DI_ASSIGN_OR_RETURN(std::optional<Json> v, value_schema(it.key(), &it.value()));
+      if (!v) {  // propertyNames forbids it
+        if (required.count(it.key())) return g_->Nothing();
+        continue;
+      }
+      DI_ASSIGN_OR_RETURN(ExprId pair, make_pair(it.key(), *v, path + "/properties/" + it.key()));
+      props.push_back({it.key(), pair, required.count(it.key()) > 0});
     }
   }
   for (const std::string& r : required) {  // required but not declared
     if (declared.count(r)) continue;
-    if (!additional_allowed) return g_->Nothing();
-    DI_ASSIGN_OR_RETURN(ExprId pair, make_pair(r, additional, path + "/additionalProperties"));
+    DI_ASSIGN_OR_RETURN(std::optional<Json> v, value_schema(r, nullptr));
+    if (!v) return g_->Nothing();
+    DI_ASSIGN_OR_RETURN(ExprId pair, make_pair(r, *v, path + "/additionalProperties"));
     props.push_back({r, pair, true});
     declared.insert(r);
   }
   ExprId extra = g_->Nothing();
-  if (additional_allowed) {
+  std::vector<std::string> names(declared.begin(), declared.end());
+  if (keys) {
+    // One alternative per key region, each with its value schema.
+    auto regions = keys->Regions(names, g_);
+    if (!regions.ok()) return Status(regions.status().code(), regions.status().message() + " at " + path);
+    std::vector<ExprId> alts;
+    for (const JsonKeyLanguages::Region& region : *regions) {
+      Json v = region.patterns.empty() ? additional : Json(true);
+      if (region.patterns.empty() && !additional_allowed) continue;
+      for (int i : region.patterns) {
+        auto m = MergeSchemas(v, pattern_props[patterns[i]]);
+        if (!m.ok())
+          return Status(m.status().code(), m.status().message() + " at " + path + "/patternProperties");
+        v = std::move(*m);
+      }
+      DI_ASSIGN_OR_RETURN(ExprId value, RefTo(v, path + "/patternProperties", depth));
+      RuleId key_rule = g_->DefineRule("json_key", region.key);  // a terminal rule of its own
+      alts.push_back(g_->Sequence({g_->Ref(key_rule), ws, g_->Byte(':'), ws, value}));
+    }
+    extra = g_->Choice(std::move(alts));
+    additional_allowed = g_->expr(extra).kind != ExprKind::kNothing;
+  } else if (additional_allowed) {
     DI_ASSIGN_OR_RETURN(ExprId value, RefTo(additional, path + "/additionalProperties", depth));
-    std::vector<std::string> names(declared.begin(), declared.end());
     extra = g_->Sequence({KeyNotIn(names), ws, g_->Byte(':'), ws, value});  // key rule includes quotes
   }
   ExprId extra_tail = additional_allowed ? g_->Star(g_->Sequence({sep, extra})) : g_->Empty();

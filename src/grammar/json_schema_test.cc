@@ -77,7 +77,7 @@ TEST(JsonSchemaTest, UnsupportedKeywordsAreListed) {
   EXPECT_NE(m.find("'uniqueItems' at #/properties/b"), std::string::npos) << m;
   EXPECT_NE(m.find("'minProperties' at #"), std::string::npos) << m;
   for (const char* s :
-       {R"({"type":"number","maximum":5})", R"({"patternProperties":{"^x":{}}})", R"({"if":{},"then":{}})",
+       {R"({"type":"number","maximum":5.5})", R"({"minProperties":2})", R"({"if":{},"then":{}})",
         R"({"type":"string","pattern":"a","maxLength":3})", R"({"type":"integer","multipleOf":3})",
         R"({"$ref":"http://x/y.json"})", R"x({"type":"string","pattern":"(?=a)"})x"}) {
     auto r = JsonSchemaToGrammar(s);
@@ -144,7 +144,9 @@ TEST(JsonSchemaTest, MasksMatchBruteForce) {
       {R"({"type":"object","properties":{"a":{"type":"integer"},"aa":{"type":"string"}},"additionalProperties":false})",
        R"({"type":"array","items":{"type":"integer","minimum":-1,"maximum":11},"maxItems":3})",
        R"({"type":"object","properties":{"a":{"type":"array","items":{"$ref":"#"}}}})",
-       R"({"enum":["a","aa",1,[1]]})"}) {
+       R"({"enum":["a","aa",1,[1]]})",
+       R"({"type":"object","properties":{"a":{"type":"integer"}},"patternProperties":{"^a":{"maximum":9},"1$":{"type":"string"}},"additionalProperties":{"type":"integer","minimum":-1}})",
+       R"({"type":"object","propertyNames":{"pattern":"^a1?$"},"additionalProperties":{"type":"number","exclusiveMinimum":-1,"maximum":1}})"}) {
     auto cg = CompileSchema(s, {}, vocab);
     ASSERT_NE(cg, nullptr);
     for (uint32_t seed = 0; seed < 6; ++seed) RandomWalkChecked(cg, seed, 12);

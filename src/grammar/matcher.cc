@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "grammar/completion.h"
+
 namespace deepinfer::grammar {
 
 namespace {
@@ -91,6 +93,12 @@ std::string GrammarMatcher::ForcedBytes(size_t max_bytes) {
   }
   parser_.PopTo(base);
   return out;
+}
+
+std::string GrammarMatcher::ShortestCompletion(size_t max_bytes) {
+  if (terminated_) return std::string();
+  return grammar::ShortestCompletion(grammar_->automaton(), grammar_->completion_distances(), &parser_,
+                                     max_bytes);
 }
 
 void GrammarMatcher::FillNextTokenBitmask(uint32_t* words) {

@@ -52,6 +52,11 @@ class GrammarMatcher {
   // (each step has exactly one possible next byte and the grammar cannot
   // end there), at most `max_bytes`. Leaves the state unchanged.
   std::string ForcedBytes(size_t max_bytes = 256);
+  // Finish-soon: a shortest byte string after which the output may end
+  // (empty if it may end now or the matcher is terminated), at most
+  // `max_bytes`. For an engine whose token budget runs out. Leaves the
+  // state unchanged. Cost: a few Earley steps per byte tried.
+  std::string ShortestCompletion(size_t max_bytes = 4096);
   size_t num_tokens() const { return history_.size(); }
 
   const CompiledGrammar& grammar() const { return *grammar_; }

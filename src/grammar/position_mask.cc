@@ -193,8 +193,8 @@ PositionMask ComputeCountedMask(const StringProfiles& profiles, uint32_t u, int6
   return out.Finish();
 }
 
-PositionMask ComputeDifferentialMask(const GrammarAutomaton& a, const StringProfiles& profiles, uint32_t state,
-                                     const std::vector<uint8_t>& walk_first_byte) {
+PositionMask ComputeDifferentialMask(const GrammarAutomaton& a, const StringProfiles& profiles,
+                                     uint32_t state, const std::vector<uint8_t>& walk_first_byte) {
   const StringProfile& body = profiles.Get(JsonStringModel::Get().body());
   Classifier out(profiles.vocab());
   out.AcceptBits(body.accepted_any);

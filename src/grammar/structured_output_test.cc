@@ -132,7 +132,8 @@ TEST(StructuredOutputTest, ForcedTokensJumpForward) {
   for (int32_t id : forced) text += f.vocab[id];
   EXPECT_EQ(text, "{\"name\":\"");
   // Greedy longest match: "{\"" + "name" + "\":\"".
-  EXPECT_EQ(forced, (std::vector<int32_t>{IdOf(f.vocab, "{\""), IdOf(f.vocab, "name"), IdOf(f.vocab, "\":\"")}));
+  EXPECT_EQ(forced,
+            (std::vector<int32_t>{IdOf(f.vocab, "{\""), IdOf(f.vocab, "name"), IdOf(f.vocab, "\":\"")}));
   c->FillAllowedMask(after.data(), static_cast<int64_t>(f.vocab.size()));
   EXPECT_EQ(before, after);  // ForcedTokens did not move the state
   for (int32_t id : forced) ASSERT_TRUE(c->Accept(id));
@@ -152,6 +153,35 @@ TEST(StructuredOutputTest, ForcedTokensJumpForward) {
   EXPECT_TRUE(c->IsComplete());
 }
 
+// Finish-soon: the tokens end the output, each allowed in turn, and the
+// state is unchanged by asking.
+TEST(StructuredOutputTest, FinishTokensCompleteTheOutput) {
+  Fixture f;
+  auto c = f.Make({StructuredOutputSpec::Kind::kJsonSchema,
+                   R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},
+                       "required":["name","age"],"additionalProperties":false})"});
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(f.Feed(*c, "{\"name\":\"Bo"));
+  const int64_t n = static_cast<int64_t>(f.vocab.size());
+  std::vector<uint32_t> before((f.vocab.size() + 31) / 32), mask(before.size());
+  c->FillAllowedMask(before.data(), n);
+  std::vector<int32_t> finish = c->FinishTokens();
+  c->FillAllowedMask(mask.data(), n);
+  EXPECT_EQ(before, mask);
+  std::string text;
+  for (int32_t id : finish) {
+    c->FillAllowedMask(mask.data(), n);
+    ASSERT_TRUE(Bit(mask, id)) << "token '" << f.vocab[id] << "' not allowed after '" << text << "'";
+    ASSERT_TRUE(c->Accept(id));
+    text += f.vocab[id];
+  }
+  EXPECT_EQ(text, "\",\"age\":0}");
+  EXPECT_TRUE(c->IsComplete());
+  EXPECT_TRUE(c->FinishTokens().empty());
+  c->FillAllowedMask(mask.data(), n);
+  EXPECT_TRUE(Bit(mask, f.eos));
+}
+
 TEST(StructuredOutputTest, EveryKind) {
   Fixture f;
   struct Case {
@@ -163,7 +193,8 @@ TEST(StructuredOutputTest, EveryKind) {
   StructuredOutputSpec ws{StructuredOutputSpec::Kind::kJsonObject, ""};
   ws.any_whitespace = true;
   std::vector<Case> cases = {
-      {{StructuredOutputSpec::Kind::kJsonSchema, R"({"type":"array","items":{"type":"boolean"}})"}, "[true,false]",
+      {{StructuredOutputSpec::Kind::kJsonSchema, R"({"type":"array","items":{"type":"boolean"}})"},
+       "[true,false]",
        "[1]"},
       {{StructuredOutputSpec::Kind::kJsonObject, ""}, R"({"a":[1,{"b":null}]})", "[]"},
       {ws, "{ \"a\" : 1 }", "{ \"a\" 1 }"},

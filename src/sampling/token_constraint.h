@@ -30,6 +30,10 @@ class TokenConstraint {
   // Tokens that must come next whatever is sampled (jump-forward), empty if
   // there is a choice. Must not change state.
   virtual std::vector<int32_t> ForcedTokens() { return {}; }
+  // Finish-soon: tokens after which the constraint is complete (a shortest
+  // completion), each allowed in turn; for a request whose token budget is
+  // running out. Empty if already complete or unsupported. Must not change state.
+  virtual std::vector<int32_t> FinishTokens() { return {}; }
 };
 
 }  // namespace deepinfer

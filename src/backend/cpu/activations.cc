@@ -43,6 +43,10 @@ void ResizeActivations(int64_t k, int64_t n_tokens, bool with_lanes, Int8Activat
     out->lanes_d.Resize(per_pair * 16);
     out->lanes_bias.Resize(per_pair * 16);
     out->lanes_dsum.Resize(per_pair * 16);
+    out->groups = GroupsFor(out->blocks);
+    out->group_q.Resize(static_cast<size_t>(n_tokens * out->GroupQStride()));
+    out->group_d.Resize(static_cast<size_t>(n_tokens * out->GroupLaneStride()));
+    out->group_bias.Resize(static_cast<size_t>(n_tokens * out->GroupLaneStride()));
   }
 }
 

@@ -12,6 +12,11 @@
 //   Q8_0 / Q4_0 / Q4_K: activations quantized to int8 per 32-block
 //     (activations.h); per block an exact int32 dot product isum, then
 //     acc += float(isum) * (d_w * d_x)   [Q4_K also: acc -= (dmin*m) * (d_x * sum_x)].
+//     Which f32 lane a block's product lands in (and so the summation order
+//     over blocks) is fixed per kernel and layout: the AVX-512 kernels of the
+//     interleaved packed Q8_0 / Q4_0 layouts sum in a different order from
+//     the file-layout kernel of the same level (last-bit differences), still
+//     a function of K only.
 #pragma once
 
 #include <cstdint>
@@ -42,8 +47,11 @@ struct KernelSet {
   RowRangeKernel q8_0 = nullptr, q4_0 = nullptr, q4_k = nullptr;
   // Kernels for matrices in packed_weights.h's layouts (row_bytes = stride).
   RowRangeKernel q8_0_packed = nullptr, q4_0_packed = nullptr, q4_k_packed = nullptr;
-  // Optional: fills token t's lanes_* arrays of xq (already quantized) for
-  // weight type `dtype`. Called concurrently for different tokens.
+  // Quantizes token t (activations.h); a SIMD version must give the same
+  // bytes as the scalar QuantizeToken. Called concurrently for different tokens.
+  void (*quantize_token)(const float* x_t, int64_t t, Int8Activations* out) = QuantizeToken;
+  // Optional: fills token t's lanes_* and group_* arrays of xq (already
+  // quantized) for weight type `dtype`. Called concurrently for different tokens.
   void (*prepare)(Int8Activations* xq, DType dtype, int64_t t) = nullptr;
 
   RowRangeKernel For(DType t) const {

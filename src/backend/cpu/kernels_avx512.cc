@@ -13,12 +13,16 @@
 // Q4_K nibbles are already 0..15 (= w + 8 for Q4_0). The offset is removed
 // exactly in int32 by starting the accumulation at -offset * sum(x_block),
 // precomputed per token in lanes_bias (Prepare below).
+//
+// Packed Q8_0 / Q4_0 matrices have their own K-interleaved kernels
+// (interleaved_avx512.cc); activation quantization is quantize_avx512.cc.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/kernels_avx512.h"
 
 namespace deepinfer::cpu {
 namespace {
@@ -112,42 +116,15 @@ struct Q4_KFormat {
   static WeightPair Single(const uint8_t* row, const float* s, int64_t p) { return Pair(row, s, p); }
 };
 
-// Packed layouts (packed_weights.h): values 64-byte aligned and ready for
-// vpdpbusd, f32 scales after the values. Same WeightPair as the file layout
-// gives, so results are bit-identical.
+// Packed Q4_K (packed_weights.h): values 64-byte aligned, f32 scales and
+// minimums after them. Same WeightPair as the file layout gives, so results
+// are bit-identical. (Packed Q8_0 / Q4_0 use the interleaved kernels of
+// interleaved_avx512.cc.)
 inline __m512 ScalePair(const float* scales, int64_t p) {
   const __m128 two = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(scales + 2 * p)));
   return _mm512_permutexvar_ps(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
                                _mm512_castps128_ps512(two));
 }
-
-struct PackedQ8_0Format {
-  static constexpr bool kHasMin = false;
-  static constexpr int kOffset = Q8_0Format::kOffset;
-  static const float* Scales(const uint8_t* row, int64_t pairs) {
-    return reinterpret_cast<const float*>(row + pairs * 64);
-  }
-  static WeightPair Pair(const uint8_t* row, const float* scales, int64_t p) {
-    return {_mm512_load_si512(row + p * 64), ScalePair(scales, p), _mm512_setzero_ps()};
-  }
-  static WeightPair Single(const uint8_t* row, const float* scales, int64_t p) { return Pair(row, scales, p); }
-};
-
-struct PackedQ4_0Format {
-  static constexpr bool kHasMin = false;
-  static constexpr int kOffset = Q4_0Format::kOffset;
-  static const float* Scales(const uint8_t* row, int64_t pairs) {
-    return reinterpret_cast<const float*>(row + pairs * 32);
-  }
-  static WeightPair Pair(const uint8_t* row, const float* scales, int64_t p) {
-    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(row + p * 32));
-    const __m256i mask = _mm256_set1_epi8(0x0f);
-    const __m256i lo = _mm256_and_si256(v, mask);
-    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-    return {_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), ScalePair(scales, p), _mm512_setzero_ps()};
-  }
-  static WeightPair Single(const uint8_t* row, const float* scales, int64_t p) { return Pair(row, scales, p); }
-};
 
 struct PackedQ4_KFormat {
   static constexpr bool kHasMin = true;
@@ -158,9 +135,12 @@ struct PackedQ4_KFormat {
   static WeightPair Pair(const uint8_t* row, const float* scales, int64_t p) {
     // The minimums follow the 2 * pairs scales, which start at row + pairs * 32.
     const int64_t pairs = (reinterpret_cast<const uint8_t*>(scales) - row) / 32;
-    WeightPair w = PackedQ4_0Format::Pair(row, scales, p);
-    w.min = ScalePair(scales + 2 * pairs, p);
-    return w;
+    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(row + p * 32));
+    const __m256i mask = _mm256_set1_epi8(0x0f);
+    const __m256i lo = _mm256_and_si256(v, mask);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+    return {_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), ScalePair(scales, p),
+            ScalePair(scales + 2 * pairs, p)};
   }
   static WeightPair Single(const uint8_t* row, const float* scales, int64_t p) { return Pair(row, scales, p); }
 };
@@ -314,6 +294,11 @@ void RowRange(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   }
 }
 
+// Token t's lanes_* (for the pair kernels above: one zmm per block pair,
+// lanes 0-7 block 2p, 8-15 block 2p + 1) and, for Q8_0 / Q4_0, its
+// interleaved groups (for the packed kernels). Both are filled because the
+// token does not know which layout the matrix it meets is in; each costs a
+// few instructions per block against K * N / 64 vpdpbusd of the matmul.
 void Prepare(Int8Activations* xq, DType dtype, int64_t t) {
   const int32_t offset = dtype == DType::kQ8_0 ? Q8_0Format::kOffset
                          : dtype == DType::kQ4_0 ? Q4_0Format::kOffset
@@ -321,16 +306,22 @@ void Prepare(Int8Activations* xq, DType dtype, int64_t t) {
   const bool need_dsum = dtype == DType::kQ4_K;
   const float* d = xq->TokenD(t);
   const int32_t* sum = xq->TokenSum(t);
+  const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  constexpr __mmask16 kFirstLanes = 0x0101;
+  const __m512i neg_offset = _mm512_set1_epi32(-offset);
   for (int64_t p = 0; p < xq->pairs; ++p) {
     const size_t base = static_cast<size_t>((t * xq->pairs + p) * 16);
-    for (int l = 0; l < 16; ++l) {
-      const int64_t b = 2 * p + l / 8;
-      const bool first = l % 8 == 0;
-      xq->lanes_d.data()[base + l] = d[b];
-      xq->lanes_bias.data()[base + l] = first ? -offset * sum[b] : 0;
-      if (need_dsum) xq->lanes_dsum.data()[base + l] = first ? d[b] * static_cast<float>(sum[b]) : 0.0f;
+    const __m512 d2 = _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(d + 2 * p))));
+    const __m512i s2 = _mm512_castsi128_si512(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sum + 2 * p)));
+    _mm512_store_ps(xq->lanes_d.data() + base, _mm512_permutexvar_ps(halves, d2));
+    _mm512_store_si512(xq->lanes_bias.data() + base,
+                       _mm512_maskz_permutexvar_epi32(kFirstLanes, halves, _mm512_mullo_epi32(s2, neg_offset)));
+    if (need_dsum) {
+      const __m512 dsum = _mm512_mul_ps(d2, _mm512_cvtepi32_ps(s2));
+      _mm512_store_ps(xq->lanes_dsum.data() + base, _mm512_maskz_permutexvar_ps(kFirstLanes, halves, dsum));
     }
   }
+  if (dtype == DType::kQ8_0 || dtype == DType::kQ4_0) PrepareGroupsAvx512(xq, offset, t);
 }
 
 }  // namespace
@@ -344,9 +335,10 @@ const KernelSet& Avx512Kernels() {
     s.q8_0 = RowRange<QuantKernel<Q8_0Format>>;
     s.q4_0 = RowRange<QuantKernel<Q4_0Format>>;
     s.q4_k = RowRange<QuantKernel<Q4_KFormat>>;
-    s.q8_0_packed = RowRange<QuantKernel<PackedQ8_0Format>>;
-    s.q4_0_packed = RowRange<QuantKernel<PackedQ4_0Format>>;
+    s.q8_0_packed = PackedQ8_0RowsAvx512;
+    s.q4_0_packed = PackedQ4_0RowsAvx512;
     s.q4_k_packed = RowRange<QuantKernel<PackedQ4_KFormat>>;
+    s.quantize_token = QuantizeTokenAvx512;
     s.prepare = Prepare;
     return s;
   }();

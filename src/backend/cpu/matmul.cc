@@ -71,7 +71,7 @@ void MatMulWithIsa(Isa isa, const TensorView& w, const float* x, int64_t n_token
     ResizeActivations(k, n_tokens, kernels.prepare != nullptr, xq);
     auto quantize = [&](int64_t tb, int64_t te, int) {
       for (int64_t t = tb; t < te; ++t) {
-        QuantizeToken(x + t * k, t, xq);
+        kernels.quantize_token(x + t * k, t, xq);
         if (kernels.prepare != nullptr) kernels.prepare(xq, w.dtype, t);
       }
     };

@@ -237,27 +237,93 @@ TEST(MatMulTest, FallbackTypeIsCorrect) {
   }
 }
 
-// Packing changes the layout, never the arithmetic: bit-identical to the
-// file-layout kernel of the same level, for odd block counts too.
-TEST(MatMulTest, PackedWeightsGiveIdenticalResults) {
+// Shapes for the packed layouts: K / 32 = 1, 3, 5, 8 (one half group), 9
+// and 11 (a padded full group), 16 and 32 (full groups only), 24 (full +
+// half), 25 (two full, the second padded); row counts around the 4-row tile
+// and the 16-row task, token counts around the 3-token tile.
+std::vector<Shape> PackedShapes(DType t) {
+  if (t == DType::kQ4_K) return ShapesFor(t);
+  return {{1, 32, 1},  {3, 96, 2},   {17, 160, 67}, {5, 256, 4},  {9, 288, 5},
+          {8, 352, 9}, {21, 512, 3}, {6, 768, 7},   {19, 800, 8}, {5, 1024, 1}};
+}
+
+// Packed Q4_K keeps the file-layout arithmetic: bit-identical. Packed Q8_0 /
+// Q4_0 are K-interleaved (packed_weights.h): the same f32 products
+// float(isum_b) * (d_w * d_x) per block b, summed in another order, so the
+// two differ only by f32 summation rounding. Each sum is over at most
+// K / 64 + 1 terms per lane plus a 16-lane tree (4 levels), so
+// |err| <= 2 * (K / 64 + 5) * 2^-24 * sum_b |products| (first order), with
+// sum |products| <= sum_i |w_i| * (|x_i| + d_block(i) / 2).
+TEST(MatMulTest, PackedWeightsMatchFileLayout) {
   std::mt19937 rng(5);
   int packed_types = 0;
   for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K}) {
     if (!PacksType(ActiveIsa(), t)) continue;
     ++packed_types;
-    for (const Shape& s : ShapesFor(t)) {
+    for (const Shape& s : PackedShapes(t)) {
       const Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);
       const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
-      const std::vector<float> expected = RunMatMul(ActiveIsa(), m, x, s.n_tokens, nullptr, 2);
+      const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
+      const std::vector<float> expected = RunMatMul(ActiveIsa(), m, x, s.n_tokens, bias.data(), 2);
       PackedWeights packer;
       const TensorView packed = packer.Pack(m.view);
       ASSERT_NE(packed.data, m.view.data);
       ASSERT_TRUE(FindPackedLayout(packed.data).has_value());
       ThreadPool pool(2);
       std::vector<float> y(expected.size());
-      MatMulWithIsa(ActiveIsa(), packed, x.data(), s.n_tokens, nullptr, y.data(), pool);
-      ASSERT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * 4))
-          << DTypeName(t) << " n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens;
+      MatMulWithIsa(ActiveIsa(), packed, x.data(), s.n_tokens, bias.data(), y.data(), pool);
+      if (t == DType::kQ4_K) {
+        ASSERT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * 4))
+            << DTypeName(t) << " n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens;
+        continue;
+      }
+      for (int64_t tok = 0; tok < s.n_tokens; ++tok) {
+        const float* xt = x.data() + tok * s.k;
+        for (int64_t r = 0; r < s.n_rows; ++r) {
+          double products = std::fabs(bias[r]);
+          for (int64_t b = 0; b < s.k / 32; ++b) {
+            double amax = 0.0;
+            for (int i = 0; i < 32; ++i) amax = std::max(amax, static_cast<double>(std::fabs(xt[b * 32 + i])));
+            for (int i = 0; i < 32; ++i) {
+              products += std::fabs(m.dense[r * s.k + b * 32 + i]) * (std::fabs(xt[b * 32 + i]) + amax / 254.0);
+            }
+          }
+          const double tol = 2.0 * (static_cast<double>(s.k) / 64.0 + 5.0) * 0x1p-24 * products;
+          const size_t idx = static_cast<size_t>(tok * s.n_rows + r);
+          ASSERT_NEAR(y[idx], expected[idx], tol)
+              << DTypeName(t) << " n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens << " r=" << r
+              << " t=" << tok;
+        }
+      }
+    }
+  }
+  if (packed_types == 0) GTEST_SKIP() << "the active ISA reads no packed layout";
+}
+
+// The batch-invariance contract holds for the packed kernels too (they have
+// their own tiles): bit-identical alone, batched, and at 1 / 3 threads.
+TEST(MatMulTest, PackedResultsAreBatchAndThreadInvariant) {
+  std::mt19937 rng(6);
+  int packed_types = 0;
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K}) {
+    if (!PacksType(ActiveIsa(), t)) continue;
+    ++packed_types;
+    for (int64_t k : t == DType::kQ4_K ? std::vector<int64_t>{512} : std::vector<int64_t>{96, 768, 800}) {
+      const int64_t n_rows = 37, n_tokens = 11;
+      Matrix m = RandomMatrix(rng, t, n_rows, k);
+      PackedWeights packer;
+      m.view = packer.Pack(m.view);
+      ASSERT_TRUE(FindPackedLayout(m.view.data).has_value());
+      const std::vector<float> x = RandomFloats(rng, n_tokens * k, 1.0f);
+      const std::vector<float> batched = RunMatMul(ActiveIsa(), m, x, n_tokens, nullptr, 1);
+      const std::vector<float> threaded = RunMatMul(ActiveIsa(), m, x, n_tokens, nullptr, 3);
+      ASSERT_EQ(0, std::memcmp(batched.data(), threaded.data(), batched.size() * 4)) << DTypeName(t) << " k=" << k;
+      for (int64_t tok = 0; tok < n_tokens; ++tok) {
+        const std::vector<float> xt(x.begin() + tok * k, x.begin() + (tok + 1) * k);
+        const std::vector<float> alone = RunMatMul(ActiveIsa(), m, xt, 1, nullptr, 2);
+        ASSERT_EQ(0, std::memcmp(alone.data(), batched.data() + tok * n_rows, n_rows * 4))
+            << DTypeName(t) << " k=" << k << " token " << tok;
+      }
     }
   }
   if (packed_types == 0) GTEST_SKIP() << "the active ISA reads no packed layout";

@@ -5,6 +5,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "backend/cpu/activations.h"
 #include "backend/cpu/kernels.h"
 #include "core/check.h"
 #include "tensor/dequant.h"
@@ -23,33 +24,42 @@ std::unordered_map<const void*, PackedLayout>& Registry() {
 
 float LoadF16(const uint8_t* p) { return F16ToF32(static_cast<uint16_t>(p[0] | (p[1] << 8))); }
 
-void PackQ8_0Row(const uint8_t* src, int64_t blocks, int64_t pairs, uint8_t* dst) {
-  float* scales = reinterpret_cast<float*>(dst + pairs * 64);
-  std::memset(dst, 0x80, static_cast<size_t>(pairs * 64));  // w = 0 partner of an odd last block
-  for (int64_t b = 0; b < 2 * pairs; ++b) scales[b] = 0.0f;
-  for (int64_t b = 0; b < blocks; ++b, src += 34) {
-    scales[b] = LoadF16(src);
-    for (int j = 0; j < 32; ++j) dst[b * 32 + j] = src[2 + j] ^ 0x80;
-  }
-}
-
 // Element j (0..31) of a Q4_0 block as its stored nibble (w + 8).
 int Q4_0Nibble(const uint8_t* block, int j) {
   return j < 16 ? block[2 + j] & 0x0f : block[2 + j - 16] >> 4;
 }
 
-void PackQ4_0Row(const uint8_t* src, int64_t blocks, int64_t pairs, uint8_t* dst) {
-  float* scales = reinterpret_cast<float*>(dst + pairs * 32);
-  for (int64_t p = 0; p < pairs; ++p) {
-    const uint8_t* a = src + 2 * p * 18;
-    const bool has_b = 2 * p + 1 < blocks;
-    const uint8_t* b = a + 18;
-    scales[2 * p] = LoadF16(a);
-    scales[2 * p + 1] = has_b ? LoadF16(b) : 0.0f;
-    for (int j = 0; j < 32; ++j) {
-      const int hi = has_b ? Q4_0Nibble(b, j) : 8;
-      dst[p * 32 + j] = static_cast<uint8_t>(Q4_0Nibble(a, j) | (hi << 4));
+// One interleaved group (packed_weights.h) of `lanes` blocks starting at
+// block b0 of a Q8_0 / Q4_0 row `src`; blocks >= `blocks` are padding.
+void PackGroup(DType t, const uint8_t* src, int64_t blocks, int64_t b0, int64_t lanes, uint8_t* dst) {
+  const int64_t block_bytes = t == DType::kQ8_0 ? 34 : 18;
+  float* scales = reinterpret_cast<float*>(dst + GroupValueBytes(t, lanes));
+  for (int64_t b = 0; b < lanes; ++b) {
+    const bool real = b0 + b < blocks;
+    const uint8_t* blk = real ? src + (b0 + b) * block_bytes : nullptr;
+    scales[b] = real ? LoadF16(blk) : 0.0f;
+    for (int s = 0; s < 8; ++s) {
+      for (int i = 0; i < 4; ++i) {
+        const int e = 4 * s + i;  // element of the block
+        if (t == DType::kQ8_0) {
+          dst[(s * lanes + b) * 4 + i] = real ? blk[2 + e] ^ 0x80 : 0x80;
+        } else if (s < 4) {  // steps s and s + 4 share a byte: low / high nibble
+          const int lo = real ? Q4_0Nibble(blk, e) : 8, hi = real ? Q4_0Nibble(blk, e + 16) : 8;
+          dst[(s * lanes + b) * 4 + i] = static_cast<uint8_t>(lo | (hi << 4));
+        }
+      }
     }
+  }
+}
+
+void PackInterleavedRow(DType t, const uint8_t* src, int64_t blocks, uint8_t* dst) {
+  const BlockGroups groups = GroupsFor(blocks);
+  for (int64_t g = 0; g < groups.full; ++g) {
+    PackGroup(t, src, blocks, g * kGroupBlocks, kGroupBlocks, dst + g * GroupBytes(t, kGroupBlocks));
+  }
+  if (groups.half != 0) {
+    PackGroup(t, src, blocks, groups.full * kGroupBlocks, kGroupBlocks / 2,
+              dst + groups.full * GroupBytes(t, kGroupBlocks));
   }
 }
 
@@ -82,10 +92,14 @@ PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k) {
   layout.dtype = t;
   layout.rows = rows;
   layout.k = k;
-  const int64_t pairs = (k / 32 + 1) / 2;
-  const int64_t value_bytes = t == DType::kQ8_0 ? 64 : 32;
-  const int64_t factor_bytes = t == DType::kQ4_K ? 16 : 8;  // f32 scales (+ f32 minimums)
-  layout.row_stride = (pairs * (value_bytes + factor_bytes) + 63) / 64 * 64;
+  int64_t bytes = 0;
+  if (t == DType::kQ4_K) {
+    bytes = k / 64 * (32 + 16);  // values, f32 scales and f32 minimums per pair
+  } else {
+    const BlockGroups groups = GroupsFor(k / 32);
+    bytes = groups.full * GroupBytes(t, kGroupBlocks) + groups.half * GroupBytes(t, kGroupBlocks / 2);
+  }
+  layout.row_stride = (bytes + 63) / 64 * 64;
   return layout;
 }
 
@@ -96,10 +110,8 @@ void PackMatrix(const TensorView& w, const PackedLayout& layout, uint8_t* dst) {
   for (int64_t r = 0; r < layout.rows; ++r) {
     uint8_t* out = dst + r * layout.row_stride;
     std::memset(out, 0, static_cast<size_t>(layout.row_stride));
-    if (w.dtype == DType::kQ8_0) {
-      PackQ8_0Row(src + r * row_bytes, blocks, pairs, out);
-    } else if (w.dtype == DType::kQ4_0) {
-      PackQ4_0Row(src + r * row_bytes, blocks, pairs, out);
+    if (w.dtype == DType::kQ8_0 || w.dtype == DType::kQ4_0) {
+      PackInterleavedRow(w.dtype, src + r * row_bytes, blocks, out);
     } else {
       DI_CHECK(w.dtype == DType::kQ4_K);
       PackQ4_KRow(src + r * row_bytes, pairs, out);

@@ -1,20 +1,32 @@
 // Weight matrices repacked once at load into layouts the AVX-512 kernels read
-// with fewer instructions than GGML's file layout: 64-byte aligned rows, the
-// int8/int4 values of a block pair contiguous and already in the form the
-// VNNI instruction wants, the f16 block scales converted to f32 and moved
-// after the values. The arithmetic is unchanged: a packed matrix gives
-// bit-identical results to its file-layout original (matmul_test checks).
+// with fewer instructions than GGML's file layout: 64-byte aligned rows,
+// values already in the form the VNNI instruction wants (unsigned: Q8_0
+// w + 128, Q4_0 nibbles w + 8), the f16 block scales converted to f32.
 //
-// Layouts (per row; pairs = ceil(K / 64); an odd last block's partner is a
-// zero block):
-//   Q8_0: [pairs][64] u8 (w + 128), then f32 scales [2 * pairs]
-//   Q4_0: [pairs][32] u8: byte j = (w_a[j] + 8) | (w_b[j] + 8) << 4 for the
-//         pair's blocks a, b and j < 32, then f32 scales [2 * pairs]
-//   Q4_K: [pairs][32] u8 (the file's qs, in file order), then f32 d * sc
-//         [2 * pairs], then f32 dmin * m [2 * pairs]
+// Q8_0 / Q4_0: K-interleaved groups, so that one int32 lane of a vpdpbusd
+// accumulates one block's whole dot product and the f32 work (convert,
+// scale, fma) is paid once per 16 blocks x 32 elements instead of once per
+// 4 elements. A row's blocks are taken 16 at a time ("full" group, the last
+// one padded with zero blocks), or 8 for a remainder of 1..8 blocks (one
+// "half" group, last) - the same grouping as the activations' group_q
+// (activations.h, GroupsFor). A group of L lanes (blocks) holds:
+//   Q8_0: 8 steps x [L x 4] u8: step s, lane b = bytes 4s..4s+3 of block b, + 128;
+//         then f32 scales [L]                                 (L = 16: 576 bytes)
+//   Q4_0: 4 x [L x 4] u8: byte (j, b, i) = (w_b[4j + i] + 8) | (w_b[4(j+4) + i] + 8) << 4,
+//         i.e. one and / shift of a load gives step j / step j + 4;
+//         then f32 scales [L]                                 (L = 16: 320 bytes)
+// Padding blocks have w = 0 and scale 0, and meet zero activations: they
+// add exactly nothing. Summation order over blocks differs from the file-
+// layout kernel (per lane, then across lanes), so packed and file-layout
+// results agree to f32 rounding, not bit for bit (matmul_test bounds it).
+//
+// Q4_K (per row; pairs = K / 64): [pairs][32] u8 (the file's qs, in file
+// order), then f32 d * sc [2 * pairs], then f32 dmin * m [2 * pairs]; the
+// same operations as the file-layout kernel, bit-identical results.
+//
 // Row stride rounded up to 64 bytes. Memory: +6% (Q8_0) / +11% (Q4_0) /
-// +33% (Q4_K) of the packed matrices; the file's pages are no longer read
-// after packing.
+// +33% (Q4_K) of the packed matrices (plus padding blocks when K / 32 is not
+// a multiple of 8); the file's pages are no longer read after packing.
 #pragma once
 
 #include <cstdint>
@@ -66,5 +78,10 @@ bool PacksType(Isa isa, DType t);
 // bytes per row). Exposed for tests.
 void PackMatrix(const TensorView& w, const PackedLayout& layout, uint8_t* dst);
 PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k);
+
+// Bytes of one interleaved Q8_0 / Q4_0 group of `lanes` blocks: the values,
+// then `lanes` f32 scales.
+constexpr int64_t GroupValueBytes(DType t, int64_t lanes) { return lanes * (t == DType::kQ8_0 ? 32 : 16); }
+constexpr int64_t GroupBytes(DType t, int64_t lanes) { return GroupValueBytes(t, lanes) + lanes * 4; }
 
 }  // namespace deepinfer::cpu

@@ -1,0 +1,293 @@
+// The serving engine on the MoE and DeepSeek families (synth tiny models):
+// concurrent greedy requests equal an independent single-sequence
+// Model::Forward loop, a repeated prompt is served from the prefix cache
+// (for DeepSeek that cache holds only the MLA latent + rope key), and the
+// per-expert load counters reach EngineMetrics and /metrics with every
+// routed token counted once per chosen expert.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "model/synth.h"
+#include "sampling/sampler.h"
+#include "server/metrics_text.h"
+
+namespace deepinfer {
+namespace {
+
+struct Family {
+  const char* arch;
+  const char* preset;
+  SynthFormat format;
+};
+
+std::string SynthModel(const Family& f) {
+  SynthOptions o;
+  o.arch = f.arch;
+  o.preset = f.preset;
+  o.seed = 4242;
+  o.format = f.format;
+  o.out = std::string(DI_BINARY_DIR) + "/engine_models_test_" + f.arch + "_" + f.preset +
+          (f.format == SynthFormat::kGguf ? ".gguf" : "_hf");
+  const Status st = WriteSynthModel(o);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return o.out;
+}
+
+LoadedModel Load(const std::string& path) {
+  LoadOptions o;
+  o.num_threads = 2;
+  auto m = LoadModel(path, o);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return std::move(*m);
+}
+
+EngineConfig Config(bool async) {
+  EngineConfig c;
+  c.scheduler.max_model_len = 256;
+  c.scheduler.max_num_seqs = 16;
+  c.scheduler.max_num_batched_tokens = 48;  // chunked prefills mixed with decodes
+  c.kv_cache_memory_bytes = 4 << 20;
+  c.async_scheduling = async;
+  return c;
+}
+
+// The reference: the prompt as one chunk, then one token per Forward, in a
+// KvCache of its own whose block table runs backwards.
+std::vector<int32_t> ReferenceGreedy(Model& model, const std::vector<int32_t>& prompt, int n) {
+  const ModelConfig& c = model.config();
+  const int64_t block = 8, total = static_cast<int64_t>(prompt.size()) + n;
+  KvCache kv(c, (total + block - 1) / block, block);
+  std::vector<int32_t> table(static_cast<size_t>(kv.num_blocks()));
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(table.size() - 1 - i);
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  std::vector<float> logits(static_cast<size_t>(c.vocab_size));
+  SequenceChunk seq{prompt, 0, table, SequenceChunk::Logits::kLast};
+  std::vector<int32_t> out;
+  for (int i = 0; i < n; ++i) {
+    ForwardBatch batch;
+    batch.seqs.push_back(seq);
+    const Status st = model.Forward(batch, kv, logits.data());
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    const int64_t position = seq.start_pos + static_cast<int64_t>(seq.tokens.size());
+    const int32_t next = SampleToken(logits.data(), c.vocab_size, greedy, static_cast<uint64_t>(position));
+    out.push_back(next);
+    seq.start_pos = position;
+    seq.tokens = {next};
+  }
+  return out;
+}
+
+class Collector {
+ public:
+  struct Output {
+    std::vector<int32_t> tokens;
+    FinishReason finish = FinishReason::kNone;
+    std::string error;
+    int64_t cached_prompt_tokens = 0;
+  };
+  EventCallback Callback() {
+    return [this](GenerationEvent ev) {
+      std::lock_guard<std::mutex> lock(mu_);
+      Output& o = out_[ev.id];
+      o.tokens.insert(o.tokens.end(), ev.token_ids.begin(), ev.token_ids.end());
+      o.cached_prompt_tokens = ev.cached_prompt_tokens;
+      if (!ev.error.empty()) o.error = ev.error;
+      if (ev.finish_reason != FinishReason::kNone) {
+        o.finish = ev.finish_reason;
+        ++finished_;
+        cv_.notify_all();
+      }
+    };
+  }
+  void Wait(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    ASSERT_TRUE(cv_.wait_for(lock, std::chrono::seconds(120), [&] { return finished_ >= n; }));
+  }
+  Output Get(RequestId id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return out_[id];
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<RequestId, Output> out_;
+  int finished_ = 0;
+};
+
+GenerationRequest Greedy(std::vector<int32_t> prompt, int max_tokens) {
+  GenerationRequest r;
+  r.prompt_tokens = std::move(prompt);
+  r.sampling.temperature = 0;
+  r.max_tokens = max_tokens;
+  r.ignore_eos = true;
+  return r;
+}
+
+std::vector<int32_t> RandomPrompt(std::mt19937& rng, int len, int vocab) {
+  std::uniform_int_distribution<int32_t> token(3, vocab - 1);
+  std::vector<int32_t> p = {1};
+  for (int i = 1; i < len; ++i) p.push_back(token(rng));
+  return p;
+}
+
+std::unique_ptr<Engine> MakeEngine(const std::string& path, bool async) {
+  auto e = Engine::Create(Load(path), Config(async));
+  EXPECT_TRUE(e.ok()) << e.status().ToString();
+  return e.ok() ? std::move(*e) : nullptr;
+}
+
+const Family kFamilies[] = {
+    {"mixtral", "tiny", SynthFormat::kGguf},
+    {"deepseek_v3", "tiny", SynthFormat::kGguf},             // MLA latent cache, sigmoid routing, YaRN
+    {"deepseek_v2", "tiny", SynthFormat::kHf},               // MLA without q_lora, softmax groups
+    {"deepseek_v3", "tiny-hybrid-swa", SynthFormat::kHf},    // MLA + sliding layers 0 and 2 (window 16)
+};
+
+class EngineModelsTest : public ::testing::TestWithParam<Family> {};
+
+// 8 different prompts at once (chunked prefills mixed with decodes) give the
+// single-sequence greedy outputs, async and sync.
+TEST_P(EngineModelsTest, ConcurrentGreedyEqualsSingleSequenceForward) {
+  const std::string path = SynthModel(GetParam());
+  LoadedModel ref = Load(path);
+  const int vocab = static_cast<int>(ref.model->config().vocab_size);
+  for (bool async : {true, false}) {
+    auto engine = MakeEngine(path, async);
+    ASSERT_NE(engine, nullptr);
+    std::mt19937 rng(99);
+    Collector col;
+    std::vector<std::vector<int32_t>> prompts;
+    std::vector<int> lengths;
+    std::vector<RequestId> ids;
+    for (int i = 0; i < 8; ++i) {
+      prompts.push_back(RandomPrompt(rng, 3 + (i * 11) % 40, vocab));
+      lengths.push_back(10 + i % 4);
+      auto id = engine->Submit(Greedy(prompts.back(), lengths.back()), col.Callback());
+      ASSERT_TRUE(id.ok()) << id.status().ToString();
+      ids.push_back(*id);
+    }
+    col.Wait(8);
+    for (int i = 0; i < 8; ++i) {
+      const Collector::Output o = col.Get(ids[static_cast<size_t>(i)]);
+      EXPECT_EQ(o.error, "");
+      EXPECT_EQ(o.finish, FinishReason::kLength);
+      EXPECT_EQ(o.tokens, ReferenceGreedy(*ref.model, prompts[static_cast<size_t>(i)], lengths[static_cast<size_t>(i)]))
+          << GetParam().arch << "/" << GetParam().preset << " request " << i << (async ? " async" : " sync");
+    }
+    const EngineMetrics m = engine->Metrics();
+    EXPECT_EQ(m.kv_blocks_in_use, 0);
+    EXPECT_EQ(m.requests_finished_total, 8);
+  }
+}
+
+// The second submission of a 60-token prompt reuses all but its last token
+// from the prefix cache and still generates the reference tokens.
+TEST_P(EngineModelsTest, RepeatedPromptHitsThePrefixCache) {
+  const std::string path = SynthModel(GetParam());
+  LoadedModel ref = Load(path);
+  auto engine = MakeEngine(path, /*async=*/true);
+  ASSERT_NE(engine, nullptr);
+  std::mt19937 rng(5);
+  const std::vector<int32_t> prompt = RandomPrompt(rng, 60, static_cast<int>(ref.model->config().vocab_size));
+  Collector col;
+  auto first = engine->Submit(Greedy(prompt, 6), col.Callback());
+  ASSERT_TRUE(first.ok());
+  col.Wait(1);
+  auto second = engine->Submit(Greedy(prompt, 6), col.Callback());
+  ASSERT_TRUE(second.ok());
+  col.Wait(2);
+  const std::vector<int32_t> expected = ReferenceGreedy(*ref.model, prompt, 6);
+  EXPECT_EQ(col.Get(*first).cached_prompt_tokens, 0);
+  EXPECT_EQ(col.Get(*first).tokens, expected);
+  // Everything but the last prompt token, which must be computed for its
+  // logits (the hybrid model has a full-attention layer, so it keeps every block).
+  EXPECT_EQ(col.Get(*second).cached_prompt_tokens, 59);
+  EXPECT_EQ(col.Get(*second).tokens, expected);
+  EXPECT_GT(engine->Metrics().prefix_cache_hit_ratio, 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, EngineModelsTest, ::testing::ValuesIn(kFamilies),
+                         [](const ::testing::TestParamInfo<Family>& info) {
+                           std::string name = std::string(info.param.arch) + "_" + info.param.preset +
+                                              (info.param.format == SynthFormat::kGguf ? "_gguf" : "_hf");
+                           for (char& ch : name) {
+                             if (ch == '-') ch = '_';
+                           }
+                           return name;
+                         });
+
+// Sums deepinfer_expert_tokens_total per layer from the Prometheus text.
+std::map<int, int64_t> ExpertTokensPerLayer(const std::string& text, int* series) {
+  std::map<int, int64_t> per_layer;
+  std::istringstream in(text);
+  std::string line;
+  *series = 0;
+  const std::string prefix = "deepinfer_expert_tokens_total{layer=\"";
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    ++*series;
+    const int layer = std::stoi(line.substr(prefix.size()));
+    per_layer[layer] += std::stoll(line.substr(line.rfind(' ') + 1));
+  }
+  return per_layer;
+}
+
+// One request in sync mode: the model runs prompt + (max_tokens - 1) tokens
+// (the last sampled token is never fed back), so every MoE layer routes
+// exactly that many tokens times top-k; dense layers route none.
+TEST(EngineExpertLoad, CountsAddUpToTokensTimesTopKInMetricsAndPrometheus) {
+  for (const Family& f : {Family{"mixtral", "tiny", SynthFormat::kGguf}, Family{"deepseek_v3", "tiny", SynthFormat::kGguf}}) {
+    const std::string path = SynthModel(f);
+    auto engine = MakeEngine(path, /*async=*/false);
+    ASSERT_NE(engine, nullptr);
+    const ModelConfig& c = engine->model_config();
+    EXPECT_EQ(engine->Metrics().expert_tokens_total.size(), 0u) << "no step has run yet";
+    std::mt19937 rng(3);
+    const int prompt_len = 37, max_tokens = 9;
+    Collector col;
+    auto id = engine->Submit(Greedy(RandomPrompt(rng, prompt_len, static_cast<int>(c.vocab_size)), max_tokens),
+                             col.Callback());
+    ASSERT_TRUE(id.ok());
+    col.Wait(1);
+    const int64_t routed = static_cast<int64_t>(prompt_len + max_tokens - 1) * c.moe.experts_per_token;
+    const EngineMetrics m = engine->Metrics();
+    ASSERT_EQ(m.expert_tokens_total.size(), static_cast<size_t>(c.num_layers)) << f.arch;
+    int expected_series = 0;
+    for (int64_t l = 0; l < c.num_layers; ++l) {
+      const std::vector<int64_t>& row = m.expert_tokens_total[static_cast<size_t>(l)];
+      int64_t sum = 0;
+      for (int64_t v : row) sum += v;
+      if (c.moe.sparse_layers[static_cast<size_t>(l)]) {
+        EXPECT_EQ(row.size(), static_cast<size_t>(c.moe.num_experts));
+        EXPECT_EQ(sum, routed) << f.arch << " layer " << l;
+        expected_series += static_cast<int>(c.moe.num_experts);
+      } else {
+        EXPECT_TRUE(row.empty()) << f.arch << " dense layer " << l;
+      }
+    }
+    int series = 0;
+    const std::map<int, int64_t> text = ExpertTokensPerLayer(server::RenderPrometheusMetrics(m), &series);
+    EXPECT_EQ(series, expected_series);
+    for (const auto& [layer, sum] : text) EXPECT_EQ(sum, routed) << f.arch << " /metrics layer " << layer;
+  }
+}
+
+TEST(EngineExpertLoad, DenseModelsRenderNoExpertSeries) {
+  EngineMetrics m;
+  m.expert_tokens_total = {{}, {}};
+  EXPECT_EQ(server::RenderPrometheusMetrics(m).find("deepinfer_expert_tokens_total"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace deepinfer

@@ -1,0 +1,245 @@
+#include "grammar/string_profile.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "grammar/json_primitives.h"
+
+namespace deepinfer::grammar {
+
+namespace {
+
+// Pairs explored before Equivalent gives up (U has ~16 states, so real
+// equivalences close in far fewer; bounded strings would explore one pair
+// per remaining character before failing).
+constexpr size_t kMaxEquivalencePairs = 96;
+
+// Start bytes of the segments on which both states' transitions are
+// constant: every edge boundary of either state, plus the quote (which
+// matters to the character count).
+const std::vector<int>& SegmentStarts(const GrammarAutomaton& a, uint32_t s, const GrammarAutomaton& b,
+                                      uint32_t t) {
+  thread_local std::vector<int> cuts;  // reused: this runs once per state pair
+  cuts.assign({0, '"', '"' + 1});
+  for (uint32_t e = a.byte_edge_begin[s]; e < a.byte_edge_begin[s + 1]; ++e) {
+    cuts.push_back(a.byte_edges[e].lo);
+    cuts.push_back(a.byte_edges[e].hi + 1);
+  }
+  for (uint32_t e = b.byte_edge_begin[t]; e < b.byte_edge_begin[t + 1]; ++e) {
+    cuts.push_back(b.byte_edges[e].lo);
+    cuts.push_back(b.byte_edges[e].hi + 1);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  if (cuts.back() == 256) cuts.pop_back();
+  return cuts;
+}
+
+}  // namespace
+
+const JsonStringModel& JsonStringModel::Get() {
+  static const JsonStringModel* model = new JsonStringModel();  // never destroyed: used by static caches
+  return *model;
+}
+
+JsonStringModel::JsonStringModel() {
+  Grammar g;
+  g.set_root(g.DefineRule("json_string", JsonString(&g, 0, std::nullopt)));
+  Deadline deadline(60.0);
+  auto built = BuildAutomaton(g, BuildLimits(), deadline);
+  // The JSON string grammar is a fixed, small regular language: failing to
+  // build it is a programming error, not an input error.
+  if (!built.ok() || !built->rule_terminal[0]) __builtin_trap();
+  u_ = std::move(*built);
+  start_ = u_.rule_start[0];
+  body_ = u_.DenseNext(start_, '"');
+  end_ = u_.DenseNext(body_, '"');
+  if (body_ == kNoState || end_ == kNoState) __builtin_trap();
+}
+
+bool JsonStringModel::Equivalent(const GrammarAutomaton& a, uint32_t s, uint32_t u) const {
+  if (a.dense_offset[s] == kNoState) return false;
+  std::vector<std::pair<uint32_t, uint32_t>> seen, todo = {{s, u}};
+  while (!todo.empty()) {
+    auto [x, y] = todo.back();
+    todo.pop_back();
+    if (std::find(seen.begin(), seen.end(), std::make_pair(x, y)) != seen.end()) continue;
+    if (seen.size() >= kMaxEquivalencePairs) return false;
+    seen.push_back({x, y});
+    if (a.is_final[x] != u_.is_final[y]) return false;
+    for (int c : SegmentStarts(a, x, u_, y)) {
+      uint32_t nx = a.DenseNext(x, static_cast<uint8_t>(c));
+      uint32_t ny = u_.DenseNext(y, static_cast<uint8_t>(c));
+      if ((nx == kNoState) != (ny == kNoState)) return false;
+      if (nx != kNoState) todo.push_back({nx, ny});
+    }
+  }
+  return true;
+}
+
+std::optional<CountedStringRule> JsonStringModel::AnalyzeCounted(const GrammarAutomaton& a,
+                                                                 RuleId rule) const {
+  if (!a.rule_terminal[rule]) return std::nullopt;
+  const uint32_t base = a.rule_start[rule];
+  const uint32_t n = a.rule_end[rule] - base;
+  CountedStringRule out;
+  out.u.assign(n, kNoState);
+  out.count.assign(n, -1);
+  struct Item {
+    uint32_t s, u;
+    int64_t i;
+  };
+  // Pass 1: map every state to (U state, characters started); a state
+  // reached with two different pairs is not a counted string.
+  std::vector<Item> todo = {{base, start_, 0}};
+  while (!todo.empty()) {
+    Item it = todo.back();
+    todo.pop_back();
+    uint32_t local = it.s - base;
+    if (out.u[local] != kNoState) {
+      if (out.u[local] != it.u || (it.u != end_ && out.count[local] != it.i)) return std::nullopt;
+      continue;
+    }
+    out.u[local] = it.u;
+    out.count[local] = it.i;
+    if (a.is_final[it.s] != u_.is_final[it.u]) return std::nullopt;
+    for (int c : SegmentStarts(a, it.s, u_, it.u)) {
+      uint32_t ns = a.DenseNext(it.s, static_cast<uint8_t>(c));
+      uint32_t nu = u_.DenseNext(it.u, static_cast<uint8_t>(c));
+      if (nu == kNoState && ns != kNoState) return std::nullopt;
+      if (ns == kNoState || nu == kNoState) continue;
+      todo.push_back({ns, nu, it.i + (it.u == body_ && c != '"' ? 1 : 0)});
+    }
+  }
+  // Bounds: max = the largest count; min = the first count that may close.
+  out.max = 0;
+  out.min = -1;
+  for (uint32_t local = 0; local < n; ++local) {
+    if (out.u[local] == kNoState) return std::nullopt;  // unreachable state: not this shape
+    if (out.u[local] == end_) continue;
+    out.max = std::max(out.max, out.count[local]);
+    if (out.u[local] == body_ && a.DenseNext(base + local, '"') != kNoState &&
+        (out.min < 0 || out.count[local] < out.min)) {
+      out.min = out.count[local];
+    }
+  }
+  if (out.min < 0 || out.min > out.max) return std::nullopt;
+  // Pass 2: exactly the transitions of U whose count stays in bounds.
+  for (uint32_t local = 0; local < n; ++local) {
+    uint32_t s = base + local, u = out.u[local];
+    if (u == end_) continue;
+    int64_t i = out.count[local];
+    for (int c : SegmentStarts(a, s, u_, u)) {
+      uint32_t nu = u_.DenseNext(u, static_cast<uint8_t>(c));
+      if (nu == kNoState) continue;
+      bool closes = u == body_ && c == '"';
+      bool expected = closes ? i >= out.min : i + (u == body_ ? 1 : 0) <= out.max;
+      if (expected != (a.DenseNext(s, static_cast<uint8_t>(c)) != kNoState)) return std::nullopt;
+    }
+  }
+  return out;
+}
+
+StringProfiles::StringProfiles(std::shared_ptr<const Vocabulary> vocab)
+    : vocab_(std::move(vocab)), first_byte_(257, 0) {
+  const uint32_t n = static_cast<uint32_t>(vocab_->sorted_ids().size());
+  // Sorted order is by unsigned bytes, so each first byte is one range.
+  uint32_t i = 0;
+  for (int b = 0; b < 256; ++b) {
+    first_byte_[b] = i;
+    while (i < n && static_cast<uint8_t>(vocab_->sorted_token(i)[0]) == b) ++i;
+  }
+  first_byte_[256] = n;
+  profiles_.resize(JsonStringModel::Get().num_states());
+}
+
+// One walk of the sorted vocabulary (trie preorder) from U state u with a
+// state and a character count per depth; a failing byte decides its whole
+// subtree at once.
+const StringProfile& StringProfiles::Get(uint32_t u) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (profiles_[u]) return *profiles_[u];
+  const JsonStringModel& model = JsonStringModel::Get();
+  const GrammarAutomaton& a = model.automaton();
+  const Vocabulary& v = *vocab_;
+  const uint32_t n = static_cast<uint32_t>(v.sorted_ids().size());
+  auto profile = std::make_unique<StringProfile>();
+  std::vector<uint16_t>* out = &profile->entries;
+  out->assign(n, uint16_t{kRunFails});
+  const auto& lcp = v.sorted_lcp();
+  std::vector<uint32_t> states(v.max_token_length() + 1);
+  std::vector<uint32_t> chars(v.max_token_length() + 1);
+  auto entry = [](StringRun run, uint32_t c) {
+    return static_cast<uint16_t>(run | (std::min(c, kMaxProfileChars) << 2));
+  };
+  states[0] = u;
+  chars[0] = 0;
+  size_t depth = 0;
+  bool failed = false;
+  uint16_t failed_entry = kRunFails;
+  for (uint32_t i = 0; i < n; ++i) {
+    std::string_view tok = v.sorted_token(i);
+    if (failed && lcp[i] > depth) {  // shares the failing byte
+      (*out)[i] = failed_entry;
+      continue;
+    }
+    depth = std::min<size_t>(depth, lcp[i]);
+    failed = false;
+    while (depth < tok.size()) {
+      uint32_t s = states[depth];
+      uint8_t b = static_cast<uint8_t>(tok[depth]);
+      uint32_t next = a.DenseNext(s, b);
+      if (next == kNoState) {
+        failed = true;
+        break;
+      }
+      states[depth + 1] = next;
+      chars[depth + 1] = chars[depth] + (s == model.body() && b != '"' ? 1 : 0);
+      ++depth;
+    }
+    if (failed) {
+      // U's final state has no edges: failing there means the string closed
+      // before this byte.
+      failed_entry =
+          states[depth] == model.end() ? entry(kRunClosesEarly, chars[depth]) : uint16_t{kRunFails};
+      (*out)[i] = failed_entry;
+    } else {
+      (*out)[i] = entry(states[depth] == model.end() ? kRunClosesAtEnd : kRunInside, chars[depth]);
+    }
+  }
+  // The sets masks are assembled from.
+  const auto& ids = v.sorted_ids();
+  const size_t words = v.mask_words();
+  profile->inside_upto.assign(StringProfile::kShortChars + 1, std::vector<uint32_t>(words, 0));
+  profile->accepted_any.assign(words, 0);
+  for (uint32_t i = 0; i < n; ++i) {
+    uint16_t e = (*out)[i];
+    uint32_t c = e >> 2;
+    int32_t id = ids[i];
+    switch (e & 3) {
+      case kRunInside:
+        profile->accepted_any[id >> 5] |= 1u << (id & 31);
+        if (c > StringProfile::kShortChars) {
+          profile->inside_long.push_back(i);
+        } else {
+          for (uint32_t k = c; k <= StringProfile::kShortChars; ++k) {
+            profile->inside_upto[k][id >> 5] |= 1u << (id & 31);
+          }
+        }
+        break;
+      case kRunClosesAtEnd:
+        profile->accepted_any[id >> 5] |= 1u << (id & 31);
+        profile->closes_at_end.push_back(i);
+        break;
+      case kRunClosesEarly:
+        profile->closes_early.push_back(i);
+        break;
+      default:
+        break;
+    }
+  }
+  profiles_[u] = std::move(profile);
+  return *profiles_[u];
+}
+
+}  // namespace deepinfer::grammar

@@ -1,0 +1,122 @@
+// Reference JSON string automaton and per-vocabulary token profiles against
+// it: the cold-start shortcut for mask positions inside strings.
+//
+// Most expensive first visits of a mask position (a full walk of the
+// vocabulary, ~1.5-3 ms on 128k tokens) are positions inside JSON strings
+// that differ from the plain string only by a little:
+//   * bounded strings `"` c{min,max} `"` (maxLength): one automaton state
+//     per (character count, position inside a character), so every token of
+//     the answer lands on a new position;
+//   * additional-property keys, a trie of the declared names inside an
+//     otherwise plain string.
+// Both are answered from one walk per vocabulary of the reference automaton
+// U = `"` c* `"` (JsonString without bounds):
+//   * StringProfiles: for every U state u and every sorted token, how the
+//     token runs from u (fails / stays inside / closes the string at its
+//     last byte / closes it and continues) and how many characters it
+//     starts before the end or the closing quote. A bounded-string position
+//     (u, count i) then classifies every token with a comparison against
+//     [min - i, max - i] (see ComputeCountedMask in position_mask.h).
+//   * JsonStringModel::Equivalent: whether a state of another automaton has
+//     the same future language as a U state. If, for most first bytes b, the
+//     successor of a position q on b is equivalent to the successor of U's
+//     body state on b, the tokens starting with b are classified exactly as
+//     from the body state: copied from its profile; only the other first
+//     bytes' subtrees are walked (ComputeDifferentialMask).
+//
+// Thread-safety: JsonStringModel is immutable (one per process);
+// StringProfiles computes each profile once under a mutex, then entries are
+// read-only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "grammar/automaton.h"
+#include "grammar/vocabulary.h"
+
+namespace deepinfer::grammar {
+
+// How a token runs from a U state (2 low bits of a profile entry; the
+// number of characters started is entry >> 2, capped at kMaxProfileChars).
+enum StringRun : uint16_t {
+  kRunFails = 0,        // some byte is not allowed and the string did not end
+  kRunInside = 1,       // all bytes consumed inside the string
+  kRunClosesAtEnd = 2,  // the closing quote is the token's last byte
+  kRunClosesEarly = 3,  // the closing quote comes before the last byte
+};
+inline constexpr uint32_t kMaxProfileChars = 16383;
+
+// A rule whose automaton is U with a character counter bounded by
+// [min, max]: its local state s is U state `u[s]` after `count[s]`
+// characters were started (count is meaningless for U's final state).
+struct CountedStringRule {
+  int64_t min = 0;
+  int64_t max = 0;
+  std::vector<uint32_t> u;
+  std::vector<int64_t> count;
+};
+
+class JsonStringModel {
+ public:
+  // Built on first use (a few hundred microseconds), shared by everyone.
+  static const JsonStringModel& Get();
+
+  const GrammarAutomaton& automaton() const { return u_; }
+  uint32_t start() const { return start_; }  // before the opening quote
+  uint32_t body() const { return body_; }    // between characters
+  uint32_t end() const { return end_; }      // after the closing quote
+  uint32_t num_states() const { return u_.num_states(); }
+
+  // True if dense state `s` of `a` accepts exactly the same suffixes as U
+  // state `u`. Bounded search (false when undecided: callers treat false as
+  // "walk it", so it only costs speed).
+  bool Equivalent(const GrammarAutomaton& a, uint32_t s, uint32_t u) const;
+
+  // Recognizes `"` c{min,max} `"` with a finite max; nullopt otherwise.
+  std::optional<CountedStringRule> AnalyzeCounted(const GrammarAutomaton& a, RuleId rule) const;
+
+ private:
+  JsonStringModel();
+  GrammarAutomaton u_;
+  uint32_t start_ = 0, body_ = 0, end_ = 0;
+};
+
+// Profile of one U state, with the sets a mask is assembled from.
+struct StringProfile {
+  static constexpr int kShortChars = 12;
+  std::vector<uint16_t> entries;  // per sorted token: StringRun | chars << 2
+  // Token-id bitsets (Vocabulary::mask_words words): inside_upto[k] = the
+  // kRunInside tokens starting at most k characters (k <= kShortChars), so a
+  // bounded-string mask starts from one copy instead of a vocabulary pass.
+  std::vector<std::vector<uint32_t>> inside_upto;
+  std::vector<uint32_t> accepted_any;  // id bitset: kRunInside or kRunClosesAtEnd, any count
+  // Sorted indices, ascending.
+  std::vector<uint32_t> inside_long;    // kRunInside with more than kShortChars characters
+  std::vector<uint32_t> closes_at_end;  // kRunClosesAtEnd
+  std::vector<uint32_t> closes_early;   // kRunClosesEarly
+  uint32_t chars(uint32_t sorted_index) const { return entries[sorted_index] >> 2; }
+};
+
+class StringProfiles {
+ public:
+  explicit StringProfiles(std::shared_ptr<const Vocabulary> vocab);
+
+  // Profile of U state u: one entry per sorted token (Vocabulary::sorted_ids
+  // order). Computed on first request (one vocabulary walk), then cached.
+  const StringProfile& Get(uint32_t u) const;
+  // Sorted tokens starting with byte b are [first_byte_begin(b), first_byte_begin(b + 1)).
+  uint32_t first_byte_begin(int b) const { return first_byte_[b]; }
+  const Vocabulary& vocab() const { return *vocab_; }
+
+ private:
+  std::shared_ptr<const Vocabulary> vocab_;
+  std::vector<uint32_t> first_byte_;  // [257]
+  mutable std::mutex mutex_;
+  mutable std::vector<std::unique_ptr<const StringProfile>> profiles_;  // per U state
+};
+
+}  // namespace deepinfer::grammar

@@ -1,0 +1,120 @@
+// String profiles (string_profile.h): bounded strings are recognized with
+// the right bounds, and every mask entry derived from a profile equals the
+// entry the plain vocabulary walk computes (an independent code path).
+#include "grammar/string_profile.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "grammar/compiler.h"
+#include "grammar/json_schema.h"
+#include "grammar/testing/test_util.h"
+
+namespace deepinfer::grammar {
+namespace {
+
+std::vector<CountedStringRule> CountedRules(const std::string& schema) {
+  auto g = JsonSchemaToGrammar(schema);
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+  Deadline deadline(5.0);
+  auto a = BuildAutomaton(*g, BuildLimits{}, deadline);
+  EXPECT_TRUE(a.ok());
+  std::vector<CountedStringRule> out;
+  for (size_t r = 0; r < a->rule_start.size(); ++r) {
+    auto c = JsonStringModel::Get().AnalyzeCounted(*a, static_cast<RuleId>(r));
+    if (c) out.push_back(*c);
+  }
+  return out;
+}
+
+TEST(StringProfileTest, RecognizesBoundedStrings) {
+  auto c = CountedRules(R"({"type":"string","minLength":2,"maxLength":5})");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].min, 2);
+  EXPECT_EQ(c[0].max, 5);
+  c = CountedRules(R"({"type":"string","maxLength":0})");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].max, 0);
+  // Unbounded, pattern-restricted and non-string rules are not counted.
+  EXPECT_TRUE(CountedRules(R"({"type":"string"})").empty());
+  EXPECT_TRUE(CountedRules(R"({"type":"string","minLength":3})").empty());
+  EXPECT_TRUE(CountedRules(R"({"type":"string","pattern":"^a{1,3}$"})").empty());
+  EXPECT_TRUE(CountedRules(R"({"enum":["a","bb"]})").empty());
+}
+
+std::set<int32_t> Accepted(const PositionMask& m) {
+  std::set<int32_t> out(m.accepted_ids.begin(), m.accepted_ids.end());
+  for (size_t w = 0; w < m.accepted_bits.size(); ++w) {
+    for (int b = 0; b < 32; ++b) {
+      if ((m.accepted_bits[w] >> b) & 1) out.insert(static_cast<int32_t>(w * 32 + b));
+    }
+  }
+  return out;
+}
+
+// Tokens that exercise every U state: quotes, escapes (\" \\ \n \u00e9),
+// 2-byte UTF-8 split across tokens, control bytes, key-name prefixes.
+std::shared_ptr<const Vocabulary> StringVocab() {
+  std::string alphabet = "ab\"\\nu0e";
+  alphabet += '\xc3';
+  alphabet += '\xa9';
+  alphabet += '\x01';
+  auto base = testing::AllStringsVocab(alphabet, 3);
+  std::vector<std::string> tokens;
+  for (size_t id = 0; id + 1 < base->size(); ++id) tokens.push_back(base->token(static_cast<int32_t>(id)));
+  for (const char* t :
+       {"abab", "\\u00e9a", "aaaaaa\"", "ba\":", "\",\"ab", "ab\"", "\xc3\xa9\xc3\xa9\xc3\xa9"}) {
+    tokens.push_back(t);
+  }
+  tokens.push_back("<eos>");
+  int32_t eos = static_cast<int32_t>(tokens.size() - 1);
+  return std::make_shared<Vocabulary>(std::move(tokens), std::vector<int32_t>{eos});
+}
+
+TEST(StringProfileTest, DerivedEntriesEqualTheWalk) {
+  auto vocab = StringVocab();
+  GrammarCompiler compiler(vocab);
+  for (
+      const char* schema : {
+          R"({"type":"string","minLength":2,"maxLength":4})",
+          R"({"type":"string","maxLength":1})",
+          R"({"type":"string","minLength":1,"maxLength":7})",
+          R"({"type":"string"})",
+          // Additional-property keys next to declared names (a trie inside a string).
+          R"({"type":"object","properties":{"ab":{"type":"integer"},"a":{"type":"null"},"ba":{"type":"string","maxLength":3}}})",
+      }) {
+    auto compiled = compiler.CompileJsonSchema(schema);
+    ASSERT_TRUE(compiled.ok()) << schema;
+    const GrammarAutomaton& a = (*compiled)->automaton();
+    // Reference: the same automaton without profiles (plain walks only).
+    CompiledGrammar plain(a, vocab);
+    for (uint32_t s = 0; s < a.num_states(); ++s) {
+      if (a.byte_edge_begin[s] == a.byte_edge_begin[s + 1]) continue;
+      const PositionMask& got = (*compiled)->MaskAt(s);
+      const PositionMask& want = plain.MaskAt(s);
+      EXPECT_EQ(Accepted(got), Accepted(want)) << schema << " state " << s;
+      EXPECT_EQ(got.uncertain, want.uncertain) << schema << " state " << s;
+    }
+  }
+}
+
+TEST(StringProfileTest, BoundedStringMasksMatchBruteForce) {
+  auto vocab = StringVocab();
+  GrammarCompiler compiler(vocab);
+  auto compiled = compiler.CompileJsonSchema(R"({"type":"array","items":{"type":"string","maxLength":3}})");
+  ASSERT_TRUE(compiled.ok());
+  GrammarMatcher m(*compiled);
+  // ["a\"é","", "ab"] byte by byte, checking the mask at every step.
+  std::string text = "[\"a\\\"\xc3\xa9\",\"\",\"ab\"]";
+  for (char c : text) {
+    ASSERT_TRUE(testing::MaskMatchesProbe(m)) << "before byte '" << c << "'";
+    ASSERT_TRUE(m.AcceptBytes(std::string(1, c)));
+  }
+  EXPECT_TRUE(m.IsAccepting());
+  // A fourth character is refused.
+  EXPECT_FALSE(testing::Matches(*compiled, "[\"abab\"]"));
+}
+
+}  // namespace
+}  // namespace deepinfer::grammar

@@ -129,6 +129,8 @@ StatusOr<RequestId> EngineImpl::Submit(GenerationRequest request, EventCallback 
   ctx->logprobs = request.logprobs;
   ctx->prompt_tokens = request.prompt_tokens;
   ctx->constraint = std::move(request.constraint);
+  ctx->output_budget = std::min<int64_t>(request.max_tokens, config_.scheduler.max_model_len -
+                                                                 static_cast<int64_t>(request.prompt_tokens.size()));
 
   RequestParams params;
   params.prompt_tokens = std::move(request.prompt_tokens);

@@ -668,6 +668,61 @@ TEST(EngineTest, JumpForwardGivesTheSameTokensInFewerSteps) {
   }
 }
 
+// Content is any multiple of 3; token 7 ends the structure (after it, content
+// again). FinishTokens offers {7} until then, unless `offer_finish` is false.
+class EndsWithSeven : public TokenConstraint {
+ public:
+  EndsWithSeven(bool offer_finish, std::vector<int32_t>* accepted) : offer_(offer_finish), accepted_(accepted) {}
+  void FillAllowedMask(uint32_t* words, int64_t vocab) override {
+    for (int64_t w = 0; w < (vocab + 31) / 32; ++w) words[w] = 0;
+    for (int64_t id = 3; id < vocab; id += 3) words[id / 32] |= 1u << (id % 32);
+    if (!IsComplete()) words[0] |= 1u << 7;
+  }
+  bool Accept(int32_t token) override {
+    if (!(token % 3 == 0 && token > 0) && !(token == 7 && !IsComplete())) return false;
+    accepted_->push_back(token);
+    return true;
+  }
+  void Rollback(int n) override { accepted_->resize(accepted_->size() - static_cast<size_t>(n)); }
+  bool IsComplete() const override { return std::find(accepted_->begin(), accepted_->end(), 7) != accepted_->end(); }
+  std::vector<int32_t> FinishTokens() override {
+    if (!offer_ || IsComplete()) return {};
+    return {7};
+  }
+
+ private:
+  bool offer_;
+  std::vector<int32_t>* accepted_;
+};
+
+// Finish-soon: a constrained request that would run out of max_tokens before
+// its structure ends is steered onto the shortest ending in time; without an
+// ending on offer the same greedy request never picks it.
+TEST(EngineTest, FinishSoonEndsTheStructureWithinTheBudget) {
+  auto engine = MakeEngine(BaseConfig());
+  std::mt19937 rng(43);
+  const std::vector<int32_t> prompt = RandomPrompt(rng, 9);
+  for (bool offer : {false, true}) {
+    std::vector<int32_t> accepted;
+    Collector col;
+    GenerationRequest r = Greedy(prompt, 12);
+    r.constraint = std::make_unique<EndsWithSeven>(offer, &accepted);
+    auto id = engine->Submit(std::move(r), col.Callback());
+    ASSERT_TRUE(id.ok());
+    col.Wait(1);
+    const Collector::Output o = col.Get(*id);
+    ASSERT_EQ(o.tokens.size(), 12u);
+    const auto seven = std::find(o.tokens.begin(), o.tokens.end(), 7);
+    if (offer) {
+      ASSERT_NE(seven, o.tokens.end()) << "the structure was not closed";
+      EXPECT_GE(seven - o.tokens.begin(), 10);  // steered only at the end: one token of slack
+    } else {
+      EXPECT_EQ(seven, o.tokens.end());  // greedy alone does not end it
+    }
+  }
+  engine->Shutdown(true);
+}
+
 TEST(EngineTest, SubmitRejectsBadRequestsWithClearCodes) {
   auto engine = MakeEngine(BaseConfig());
   auto noop = [](GenerationEvent) {};

@@ -30,6 +30,9 @@ struct SamplingContext {
   std::vector<int32_t> output_tokens;
   std::unique_ptr<TokenConstraint> constraint;  // null: unconstrained
   int64_t constraint_accepted = 0;              // outputs the constraint has accepted
+  // Outputs the request may produce: min(max_tokens, max_model_len - prompt).
+  // A constrained request steers to a shortest valid ending when it runs out.
+  int64_t output_budget = 0;
   bool cached_tokens_counted = false;           // engine thread: prefix hit added to metrics
 };
 

@@ -40,6 +40,22 @@ void SyncOutputs(const ScheduledSequence& seq, int64_t position, SamplingContext
 int64_t SampledPosition(const ScheduledSequence& seq) {
   return seq.start_pos + static_cast<int64_t>(seq.tokens.size());
 }
+
+// Finish-soon: when a constrained request's remaining output budget is about
+// to fall short of the shortest valid ending, the next token is that
+// ending's first (else an output cut at max_tokens would be invalid, e.g.
+// JSON with an unclosed string). -1 when there is room (or no ending is known).
+// The window bounds how often the completion search runs.
+int32_t FinishSoonToken(SamplingContext& ctx) {
+  constexpr int64_t kWindow = 64;
+  const int64_t remaining = ctx.output_budget - static_cast<int64_t>(ctx.output_tokens.size());
+  if (remaining > kWindow || ctx.constraint->IsComplete()) return -1;
+  const std::vector<int32_t> finish = ctx.constraint->FinishTokens();
+  // One token of slack: a path found in bytes may tokenize one token longer
+  // after the next step's choice.
+  if (finish.empty() || static_cast<int64_t>(finish.size()) + 1 < remaining) return -1;
+  return finish.front();
+}
 }  // namespace
 
 StepRunner::StepRunner(Model& model, KvCache& kv, bool jump_forward)
@@ -82,7 +98,11 @@ StepResult StepRunner::Run(LaunchedStep& step) {
     SyncOutputs(step.plan.seqs[i], SampledPosition(step.plan.seqs[i]), *ctx);
     if (ctx->constraint) {
       masks[i].assign(words, 0);
-      constrained.push_back(i);
+      if (const int32_t finish = FinishSoonToken(*ctx); finish >= 0 && finish < vocab_) {
+        masks[i][static_cast<size_t>(finish) >> 5] |= 1u << (finish & 31);  // steer to a valid ending
+      } else {
+        constrained.push_back(i);
+      }
     }
   }
   std::future<void> mask_job;
@@ -106,7 +126,7 @@ StepResult StepRunner::Run(LaunchedStep& step) {
     ++row;
     SamplingContext* ctx = step.contexts[i].get();
     if (ctx == nullptr) {  // cannot happen while contexts live exactly as long as requests
-      SampledRow broken{seq.request_id, ArgMax(logits, vocab_), std::nullopt, "internal error: no sampling context"};
+      SampledRow broken{seq.request_id, ArgMax(logits, vocab_), std::nullopt, "internal error: no sampling context", {}};
       result.output.seqs.push_back({seq.request_id, {broken.token}});
       result.rows.push_back(std::move(broken));
       continue;

@@ -142,6 +142,13 @@ StatusOr<int64_t> Generate(const GenerateOptions& o, LoadedModel& loaded, TokenC
     // Jump-forward: tokens the constraint forces are appended unsampled.
     std::vector<int32_t> step_tokens;
     if (constraint) step_tokens = constraint->ForcedTokens();
+    // Finish-soon: with the token budget about to fall short of the shortest
+    // valid ending, take that ending's next token (one token of slack).
+    const int64_t budget = std::min(o.max_tokens - generated, capacity - pos);
+    if (constraint && step_tokens.empty() && budget <= 64 && !constraint->IsComplete()) {
+      const std::vector<int32_t> finish = constraint->FinishTokens();
+      if (!finish.empty() && static_cast<int64_t>(finish.size()) + 1 >= budget) step_tokens = {finish.front()};
+    }
     if (step_tokens.empty()) {
       if (constraint) {
         constraint->FillAllowedMask(allowed.data(), cfg.vocab_size);
@@ -174,8 +181,8 @@ StatusOr<int64_t> Generate(const GenerateOptions& o, LoadedModel& loaded, TokenC
     step.tokens = step_tokens;
     step.start_pos = pos;
     step.block_table = block_table;
-    batch.seqs.push_back(std::move(step));
     step.logits = SequenceChunk::Logits::kLast;
+    batch.seqs.push_back(std::move(step));
     DI_RETURN_IF_ERROR(model.Forward(batch, kv, logits.data()));
     pos += static_cast<int64_t>(step_tokens.size());
   }

@@ -8,7 +8,7 @@ subset, at temperature 1 with several seeds, and validates the output with
 python3-jsonschema. stories260K's context is 128 tokens, so an unbounded
 string or number the model keeps extending may not close in time: such runs
 are reported as truncated (the CLI warns), every completed output must be
-valid, and at least 60% must complete. Then --regex (Python re.fullmatch), --grammar GBNF and
+valid, and at least 90% must complete (finish-soon steering closes outputs in time). Then --regex (Python re.fullmatch), --grammar GBNF and
 Lark (checked by an independent Python evaluation), --choice and
 --json-object. Outputs that stop at --max-tokens fail the test.
 
@@ -152,11 +152,12 @@ def main():
 
     for t in truncated:
         print("truncated (context length)", t)
-    # Every completed output must be valid (checked above). stories260K's 128-token context truncates
-    # many unbounded strings/numbers (62% complete on the full set, 56% on --quick's subset), so the
-    # floor only guards against a regression where the constraint stops finishing at all.
+    # Every completed output must be valid (checked above). stories260K's 128-token context would cut
+    # many unbounded strings/numbers; generate's finish-soon steering (take the shortest valid ending
+    # when the budget runs out) closes them: 166 of 167 on the full set, 58 of 58 on --quick. A run
+    # truncated anyway is one whose shortest ending did not fit.
     completed = runs - 1 - len(truncated)
-    if completed < 0.4 * (runs - 1) or completed < 15:
+    if completed < 0.9 * (runs - 1) or completed < 15:
         failures.append(f"only {completed} of {runs - 1} generations completed")
     for f in failures:
         print("FAIL", f)

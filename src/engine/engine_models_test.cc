@@ -16,12 +16,17 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/engine_test_util.h"
 #include "model/synth.h"
 #include "sampling/sampler.h"
 #include "server/metrics_text.h"
 
 namespace deepinfer {
 namespace {
+
+using testing::Collector;
+using testing::Greedy;
+using testing::RunReference;
 
 struct Family {
   const char* arch;
@@ -60,79 +65,12 @@ EngineConfig Config(bool async) {
   return c;
 }
 
-// The reference: the prompt as one chunk, then one token per Forward, in a
-// KvCache of its own whose block table runs backwards.
 std::vector<int32_t> ReferenceGreedy(Model& model, const std::vector<int32_t>& prompt, int n) {
-  const ModelConfig& c = model.config();
-  const int64_t block = 8, total = static_cast<int64_t>(prompt.size()) + n;
-  KvCache kv(c, (total + block - 1) / block, block);
-  std::vector<int32_t> table(static_cast<size_t>(kv.num_blocks()));
-  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(table.size() - 1 - i);
   SamplingParams greedy;
   greedy.temperature = 0;
-  std::vector<float> logits(static_cast<size_t>(c.vocab_size));
-  SequenceChunk seq{prompt, 0, table, SequenceChunk::Logits::kLast};
-  std::vector<int32_t> out;
-  for (int i = 0; i < n; ++i) {
-    ForwardBatch batch;
-    batch.seqs.push_back(seq);
-    const Status st = model.Forward(batch, kv, logits.data());
-    EXPECT_TRUE(st.ok()) << st.ToString();
-    const int64_t position = seq.start_pos + static_cast<int64_t>(seq.tokens.size());
-    const int32_t next = SampleToken(logits.data(), c.vocab_size, greedy, static_cast<uint64_t>(position));
-    out.push_back(next);
-    seq.start_pos = position;
-    seq.tokens = {next};
-  }
-  return out;
+  return RunReference(model, prompt, n, greedy, /*block=*/8).tokens;
 }
 
-class Collector {
- public:
-  struct Output {
-    std::vector<int32_t> tokens;
-    FinishReason finish = FinishReason::kNone;
-    std::string error;
-    int64_t cached_prompt_tokens = 0;
-  };
-  EventCallback Callback() {
-    return [this](GenerationEvent ev) {
-      std::lock_guard<std::mutex> lock(mu_);
-      Output& o = out_[ev.id];
-      o.tokens.insert(o.tokens.end(), ev.token_ids.begin(), ev.token_ids.end());
-      o.cached_prompt_tokens = ev.cached_prompt_tokens;
-      if (!ev.error.empty()) o.error = ev.error;
-      if (ev.finish_reason != FinishReason::kNone) {
-        o.finish = ev.finish_reason;
-        ++finished_;
-        cv_.notify_all();
-      }
-    };
-  }
-  void Wait(int n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    ASSERT_TRUE(cv_.wait_for(lock, std::chrono::seconds(120), [&] { return finished_ >= n; }));
-  }
-  Output Get(RequestId id) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return out_[id];
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<RequestId, Output> out_;
-  int finished_ = 0;
-};
-
-GenerationRequest Greedy(std::vector<int32_t> prompt, int max_tokens) {
-  GenerationRequest r;
-  r.prompt_tokens = std::move(prompt);
-  r.sampling.temperature = 0;
-  r.max_tokens = max_tokens;
-  r.ignore_eos = true;
-  return r;
-}
 
 std::vector<int32_t> RandomPrompt(std::mt19937& rng, int len, int vocab) {
   std::uniform_int_distribution<int32_t> token(3, vocab - 1);

@@ -14,11 +14,17 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine_test_util.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deepinfer {
 namespace {
+
+using testing::Collector;
+using testing::Greedy;
+using testing::Reference;
+using testing::RunReference;
 
 const std::string kModel = std::string(DI_SHARED_DIR) + "/models/gguf/stories260K.gguf";
 
@@ -39,80 +45,6 @@ EngineConfig BaseConfig() {
   return c;
 }
 
-// The reference: prefill, then one token at a time, each step on its own.
-struct Reference {
-  std::vector<int32_t> tokens;
-  std::vector<std::vector<float>> logits;  // raw logits that produced tokens[i]
-};
-
-Reference RunReference(Model& model, const std::vector<int32_t>& prompt, int n, const SamplingParams& params) {
-  const ModelConfig& c = model.config();
-  const int64_t block = 16, total = static_cast<int64_t>(prompt.size()) + n;
-  KvCache kv(c, (total + block - 1) / block, block);
-  std::vector<int32_t> table(static_cast<size_t>(kv.num_blocks()));
-  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(table.size() - 1 - i);
-  Reference ref;
-  std::vector<float> logits(static_cast<size_t>(c.vocab_size));
-  SequenceChunk seq{prompt, 0, table, SequenceChunk::Logits::kLast};
-  for (int i = 0; i < n; ++i) {
-    ForwardBatch batch;
-    batch.seqs.push_back(seq);
-    EXPECT_TRUE(model.Forward(batch, kv, logits.data()).ok());
-    const int64_t position = seq.start_pos + static_cast<int64_t>(seq.tokens.size());
-    const int32_t next = SampleToken(logits.data(), c.vocab_size, params, static_cast<uint64_t>(position));
-    ref.tokens.push_back(next);
-    ref.logits.push_back(logits);
-    seq.start_pos = position;
-    seq.tokens = {next};
-  }
-  return ref;
-}
-
-// Collects the events of many requests; Wait blocks until all have ended.
-class Collector {
- public:
-  struct Output {
-    std::vector<int32_t> tokens;
-    std::string text;
-    std::vector<TokenLogprob> logprobs;
-    FinishReason finish = FinishReason::kNone;
-    std::string error;
-    int64_t cached_prompt_tokens = 0;
-    int events_after_final = 0;
-  };
-  EventCallback Callback() {
-    return [this](GenerationEvent ev) {
-      std::lock_guard<std::mutex> lock(mu_);
-      Output& o = out_[ev.id];
-      if (o.finish != FinishReason::kNone) ++o.events_after_final;
-      o.tokens.insert(o.tokens.end(), ev.token_ids.begin(), ev.token_ids.end());
-      o.text += ev.text;
-      o.logprobs.insert(o.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
-      o.cached_prompt_tokens = ev.cached_prompt_tokens;
-      o.error = ev.error;
-      if (ev.finish_reason != FinishReason::kNone) {
-        o.finish = ev.finish_reason;
-        ++finished_;
-        cv_.notify_all();
-      }
-    };
-  }
-  void Wait(int n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    ASSERT_TRUE(cv_.wait_for(lock, std::chrono::seconds(120), [&] { return finished_ >= n; }));
-  }
-  Output Get(RequestId id) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return out_[id];
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<RequestId, Output> out_;
-  int finished_ = 0;
-};
-
 std::vector<int32_t> RandomPrompt(std::mt19937& rng, int len) {
   std::uniform_int_distribution<int32_t> token(3, 511);
   std::vector<int32_t> p = {1};  // BOS
@@ -120,14 +52,6 @@ std::vector<int32_t> RandomPrompt(std::mt19937& rng, int len) {
   return p;
 }
 
-GenerationRequest Greedy(std::vector<int32_t> prompt, int max_tokens) {
-  GenerationRequest r;
-  r.prompt_tokens = std::move(prompt);
-  r.sampling.temperature = 0;
-  r.max_tokens = max_tokens;
-  r.ignore_eos = true;
-  return r;
-}
 
 std::unique_ptr<Engine> MakeEngine(const EngineConfig& c) {
   auto e = Engine::Create(Load(), c);

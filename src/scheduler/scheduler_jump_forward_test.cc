@@ -12,17 +12,11 @@ namespace deepinfer {
 namespace {
 
 using testing::FakeModel;
+using testing::Kv;
+using testing::Range;
 using testing::NextToken;
 
 constexpr int32_t kVocab = 1000;
-
-std::vector<int32_t> Range(int32_t from, int32_t n) {
-  std::vector<int32_t> v(static_cast<size_t>(n));
-  std::iota(v.begin(), v.end(), from);
-  return v;
-}
-
-KvConfig Kv(int32_t num_blocks) { return KvConfig{.num_blocks = num_blocks, .block_size = 4}; }
 
 // The rule both the reference and the loop apply: after a sampled token t
 // with t % 3 == 0, the tokens t+1 and t+2 are forced.

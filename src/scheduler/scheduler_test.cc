@@ -11,17 +11,13 @@ namespace deepinfer {
 namespace {
 
 using testing::FakeModel;
+using testing::Kv;
+using testing::Range;
 using testing::LoopMode;
 using testing::ReferenceOutput;
 using testing::TestEngine;
 
 constexpr int32_t kVocab = 1000;  // large: the fake model rarely hits a stop token by chance
-
-std::vector<int32_t> Range(int32_t from, int32_t n) {
-  std::vector<int32_t> v(static_cast<size_t>(n));
-  std::iota(v.begin(), v.end(), from);
-  return v;
-}
 
 struct Fixture {
   Fixture(SchedulerConfig config, KvConfig kv_config)
@@ -53,10 +49,6 @@ struct Fixture {
   TestEngine engine;
   std::map<RequestId, std::vector<int32_t>> prompts;
 };
-
-KvConfig Kv(int32_t num_blocks, int32_t block_size = 4, bool prefix_cache = true) {
-  return KvConfig{.num_blocks = num_blocks, .block_size = block_size, .enable_prefix_cache = prefix_cache};
-}
 
 TEST(SchedulerTest, RejectsInvalidRequestsWithoutQueueingThem) {
   Scheduler sched(SchedulerConfig{.max_model_len = 32}, Kv(8));

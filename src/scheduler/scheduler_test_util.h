@@ -29,6 +29,18 @@ namespace deepinfer::testing {
 inline constexpr int32_t kGarbageToken = -2;
 
 // The fake model's greedy "sampler": a hash of the whole context.
+// Prompts: from, from + 1, ..., from + n - 1.
+inline std::vector<int32_t> Range(int32_t from, int32_t n) {
+  std::vector<int32_t> v(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = from + i;
+  return v;
+}
+
+// A pool of small blocks (4 tokens), so that short prompts span several.
+inline KvConfig Kv(int32_t num_blocks, int32_t block_size = 4, bool prefix_cache = true) {
+  return KvConfig{.num_blocks = num_blocks, .block_size = block_size, .enable_prefix_cache = prefix_cache};
+}
+
 inline int32_t NextToken(std::span<const int32_t> context, int32_t vocab) {
   uint64_t h = 1469598103934665603ULL;
   for (int32_t t : context) h = (h ^ static_cast<uint32_t>(t)) * 1099511628211ULL;

@@ -51,17 +51,7 @@ void ResizeActivations(int64_t k, int64_t n_tokens, bool with_lanes, Int8Activat
 }
 
 void QuantizeToken(const float* x_t, int64_t t, Int8Activations* out) {
-  int8_t* q = out->q.data() + t * out->pairs * 64;
-  float* d = out->d.data() + t * out->pairs * 2;
-  int32_t* sum = out->sum.data() + t * out->pairs * 2;
-  for (int64_t b = 0; b < out->blocks; ++b) {
-    QuantizeBlock(x_t + b * 32, q + b * 32, d + b, sum + b);
-  }
-  if (out->blocks % 2 != 0) {  // zero partner of an odd last block
-    std::memset(q + out->blocks * 32, 0, 32);
-    d[out->blocks] = 0.0f;
-    sum[out->blocks] = 0;
-  }
+  QuantizeTokenBlocks(x_t, t, out, QuantizeBlock);
 }
 
 }  // namespace deepinfer::cpu

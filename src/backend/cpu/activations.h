@@ -78,4 +78,21 @@ void ResizeActivations(int64_t k, int64_t n_tokens, bool with_lanes, Int8Activat
 // scalar reference; KernelSet::quantize_token may point to a faster one.
 void QuantizeToken(const float* x_t, int64_t t, Int8Activations* out);
 
+// The per-token loop every QuantizeToken version shares: block b of x_t goes
+// through quantize_block(x, q, &d, &sum), and an odd last block gets a zero
+// partner (the pair layout). Templated so each ISA's file inlines its block
+// function under its own compiler flags.
+template <class QuantizeBlockFn>
+inline void QuantizeTokenBlocks(const float* x_t, int64_t t, Int8Activations* out, QuantizeBlockFn quantize_block) {
+  int8_t* q = out->q.data() + t * out->pairs * 64;
+  float* d = out->d.data() + t * out->pairs * 2;
+  int32_t* sum = out->sum.data() + t * out->pairs * 2;
+  for (int64_t b = 0; b < out->blocks; ++b) quantize_block(x_t + b * 32, q + b * 32, d + b, sum + b);
+  if (out->blocks % 2 != 0) {
+    for (int i = 0; i < 32; ++i) q[out->blocks * 32 + i] = 0;
+    d[out->blocks] = 0.0f;
+    sum[out->blocks] = 0;
+  }
+}
+
 }  // namespace deepinfer::cpu

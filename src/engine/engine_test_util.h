@@ -25,8 +25,8 @@ struct Reference {
   std::vector<std::vector<float>> logits;  // raw logits that produced tokens[i]
 };
 
-Reference RunReference(Model& model, const std::vector<int32_t>& prompt, int n, const SamplingParams& params,
-                       int64_t block = 16) {
+inline Reference RunReference(Model& model, const std::vector<int32_t>& prompt, int n, const SamplingParams& params,
+                              int64_t block = 16) {
   const ModelConfig& c = model.config();
   const int64_t total = static_cast<int64_t>(prompt.size()) + n;
   KvCache kv(c, (total + block - 1) / block, block);
@@ -94,7 +94,7 @@ class Collector {
   int finished_ = 0;
 };
 
-GenerationRequest Greedy(std::vector<int32_t> prompt, int max_tokens) {
+inline GenerationRequest Greedy(std::vector<int32_t> prompt, int max_tokens) {
   GenerationRequest r;
   r.prompt_tokens = std::move(prompt);
   r.sampling.temperature = 0;

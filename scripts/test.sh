@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Sets up a fresh machine and runs every test: builds the Release binary (the
-# product), runs a short libFuzzer smoke of each parser (FUZZ_SECONDS each,
-# default 10), the engine and scheduler tests under ThreadSanitizer, then the
-# whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (last, so
-# ctest's summary closes the output). The suite runs once, under the
-# sanitizers, to keep CI under 30 minutes on 2 cores; for the Release suite
-# run `bash scripts/build.sh && ctest --test-dir build`.
+# Sets up a fresh machine and runs every test: a short libFuzzer smoke of each
+# parser (FUZZ_SECONDS each, default 10), the engine, scheduler and thread-pool
+# tests under ThreadSanitizer, then the whole suite under AddressSanitizer +
+# UndefinedBehaviorSanitizer (last, so ctest's summary closes the output). The
+# suite runs once, under the sanitizers, to keep CI under 30 minutes on 2
+# cores. The Release build (the product) is scripts/run.sh's job; for the
+# Release suite run `bash scripts/build.sh && ctest --test-dir build`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -14,10 +14,6 @@ jobs=$(nproc)
 # Sanitizer builds at -O1 with minimal debug info: they exist to run the
 # suite under the checkers, and this halves their compile time in CI.
 san_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
-echo "== Release build of the deepinfer binary" >&2
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build --target deepinfer
-
 echo "== libFuzzer smoke run of the untrusted-input parsers (GGUF, safetensors, grammars)" >&2
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
 

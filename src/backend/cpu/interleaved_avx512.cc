@@ -20,6 +20,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "backend/cpu/kernels_avx512.h"
 #include "backend/cpu/packed_weights.h"
@@ -74,13 +75,16 @@ inline __m128 SumLanes4(__m512 a, __m512 b, __m512 c, __m512 d) {
 
 template <class Steps, int R, int T>
 void GroupTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
-  constexpr int64_t kFullBytes = GroupBytes(Steps::kType, kGroupBlocks);
-  constexpr int64_t kFullValues = GroupValueBytes(Steps::kType, kGroupBlocks);
-  constexpr int64_t kHalfValues = GroupValueBytes(Steps::kType, kGroupBlocks / 2);
+  constexpr int64_t kFullBytes = GroupValueBytes(Steps::kType, kGroupBlocks);
   const Int8Activations& xq = *a.xq;
   const int64_t full = xq.groups.full;
+  const int64_t scales_offset = InterleavedScalesOffset(Steps::kType, xq.groups);
   const uint8_t* w[R];
-  for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.row_bytes;
+  const uint16_t* ws[R];  // f16 scales of the row's lanes
+  for (int r = 0; r < R; ++r) {
+    w[r] = a.w + (r0 + r) * a.row_bytes;
+    ws[r] = reinterpret_cast<const uint16_t*>(w[r] + scales_offset);
+  }
   const int8_t* xs[T];
   const float* xd[T];
   const int32_t* xb[T];
@@ -111,7 +115,14 @@ void GroupTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
 #pragma GCC unroll 8
     for (int s = 0; s < kSteps; ++s) {
       __m512i wv[R];
-      for (int r = 0; r < R; ++r) wv[r] = Steps::Full(wg[r], s);
+      for (int r = 0; r < R; ++r) {
+        wv[r] = Steps::Full(wg[r], s);
+        // Pin the weights in a register: otherwise GCC re-reads them from
+        // memory for every token of the tile (vpdpbusd can only take its
+        // signed operand - the activations - from memory), which made the
+        // Q8_0 tile load-bound.
+        if constexpr (T > 1) asm("" : "+v"(wv[r]));
+      }
       for (int t = 0; t < T; ++t) {
         const __m512i x = _mm512_load_si512(xs[t] + g * 512 + s * 64);
         for (int r = 0; r < R; ++r) {
@@ -130,7 +141,8 @@ void GroupTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
     __m512 dx[T];
     for (int t = 0; t < T; ++t) dx[t] = _mm512_load_ps(xd[t] + g * kGroupBlocks);
     for (int r = 0; r < R; ++r) {
-      const __m512 dw = _mm512_load_ps(reinterpret_cast<const float*>(wg[r] + kFullValues));
+      const __m512 dw =
+          _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(ws[r] + g * kGroupBlocks)));
       for (int t = 0; t < T; ++t) {
         acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][t]), _mm512_mul_ps(dw, dx[t]), acc[r][t]);
       }
@@ -154,7 +166,7 @@ void GroupTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
       }
     }
     for (int r = 0; r < R; ++r) {
-      const __m256 dw = _mm256_load_ps(reinterpret_cast<const float*>(wg[r] + kHalfValues));
+      const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(ws[r] + full * kGroupBlocks)));
       for (int t = 0; t < T; ++t) {
         const __m256 scale = _mm256_mul_ps(dw, _mm256_load_ps(xd[t] + full * kGroupBlocks));
         acc[r][t] = _mm512_mask3_fmadd_ps(_mm512_castps256_ps512(_mm256_cvtepi32_ps(isum[r][t])),
@@ -204,7 +216,8 @@ void GroupRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   constexpr int kR = 4, kT = 3;
   // Rows whose packed weights fill about 32 KB of the 48 KB L1 (16 at
   // K = 2048; 4 at K = 5632, where 16 rows spilled to L2: ~15% slower).
-  const int64_t row_block = std::clamp<int64_t>((32 << 10) / a.row_bytes / kR * kR, kR, 16);
+  static const int64_t kRB = getenv("DI_RB") ? atoi(getenv("DI_RB")) : 0;
+  const int64_t row_block = kRB > 0 ? kRB : std::clamp<int64_t>((32 << 10) / a.row_bytes / kR * kR, kR, 16);
   for (int64_t b0 = row_begin; b0 < row_end; b0 += row_block) {
     const int64_t b1 = std::min(row_end, b0 + row_block);
     int64_t t = 0;

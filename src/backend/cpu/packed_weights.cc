@@ -30,14 +30,18 @@ int Q4_0Nibble(const uint8_t* block, int j) {
 }
 
 // One interleaved group (packed_weights.h) of `lanes` blocks starting at
-// block b0 of a Q8_0 / Q4_0 row `src`; blocks >= `blocks` are padding.
-void PackGroup(DType t, const uint8_t* src, int64_t blocks, int64_t b0, int64_t lanes, uint8_t* dst) {
+// block b0 of a Q8_0 / Q4_0 row `src`: its values at `dst`, its f16 scales
+// at `scales`; blocks >= `blocks` are padding (w = 0, scale 0).
+void PackGroup(DType t, const uint8_t* src, int64_t blocks, int64_t b0, int64_t lanes, uint8_t* dst,
+               uint8_t* scales) {
   const int64_t block_bytes = t == DType::kQ8_0 ? 34 : 18;
-  float* scales = reinterpret_cast<float*>(dst + GroupValueBytes(t, lanes));
   for (int64_t b = 0; b < lanes; ++b) {
     const bool real = b0 + b < blocks;
     const uint8_t* blk = real ? src + (b0 + b) * block_bytes : nullptr;
-    scales[b] = real ? LoadF16(blk) : 0.0f;
+    // The file's f16 scale bytes as they are (little-endian): the kernel
+    // widens them with vcvtph2ps, which is exact.
+    scales[2 * b] = real ? blk[0] : 0;
+    scales[2 * b + 1] = real ? blk[1] : 0;
     for (int s = 0; s < 8; ++s) {
       for (int i = 0; i < 4; ++i) {
         const int e = 4 * s + i;  // element of the block
@@ -54,12 +58,14 @@ void PackGroup(DType t, const uint8_t* src, int64_t blocks, int64_t b0, int64_t 
 
 void PackInterleavedRow(DType t, const uint8_t* src, int64_t blocks, uint8_t* dst) {
   const BlockGroups groups = GroupsFor(blocks);
+  uint8_t* scales = dst + InterleavedScalesOffset(t, groups);
   for (int64_t g = 0; g < groups.full; ++g) {
-    PackGroup(t, src, blocks, g * kGroupBlocks, kGroupBlocks, dst + g * GroupBytes(t, kGroupBlocks));
+    PackGroup(t, src, blocks, g * kGroupBlocks, kGroupBlocks, dst + g * GroupValueBytes(t, kGroupBlocks),
+              scales + g * kGroupBlocks * 2);
   }
   if (groups.half != 0) {
     PackGroup(t, src, blocks, groups.full * kGroupBlocks, kGroupBlocks / 2,
-              dst + groups.full * GroupBytes(t, kGroupBlocks));
+              dst + groups.full * GroupValueBytes(t, kGroupBlocks), scales + groups.full * kGroupBlocks * 2);
   }
 }
 
@@ -97,7 +103,7 @@ PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k) {
     bytes = k / 64 * (32 + 16);  // values, f32 scales and f32 minimums per pair
   } else {
     const BlockGroups groups = GroupsFor(k / 32);
-    bytes = groups.full * GroupBytes(t, kGroupBlocks) + groups.half * GroupBytes(t, kGroupBlocks / 2);
+    bytes = InterleavedScalesOffset(t, groups) + (groups.full * kGroupBlocks + groups.half * kGroupBlocks / 2) * 2;
   }
   layout.row_stride = (bytes + 63) / 64 * 64;
   return layout;

@@ -9,24 +9,29 @@
 // 4 elements. A row's blocks are taken 16 at a time ("full" group, the last
 // one padded with zero blocks), or 8 for a remainder of 1..8 blocks (one
 // "half" group, last) - the same grouping as the activations' group_q
-// (activations.h, GroupsFor). A group of L lanes (blocks) holds:
-//   Q8_0: 8 steps x [L x 4] u8: step s, lane b = bytes 4s..4s+3 of block b, + 128;
-//         then f32 scales [L]                                 (L = 16: 576 bytes)
+// (activations.h, GroupsFor). A row holds the values of its groups, then
+// the f16 block scales of all its lanes (the file's bytes; 16 per full
+// group, 8 for the half group). The values of a group of L lanes (blocks):
+//   Q8_0: 8 steps x [L x 4] u8: step s, lane b = bytes 4s..4s+3 of block b, + 128
+//         (L = 16: 512 bytes)
 //   Q4_0: 4 x [L x 4] u8: byte (j, b, i) = (w_b[4j + i] + 8) | (w_b[4(j+4) + i] + 8) << 4,
-//         i.e. one and / shift of a load gives step j / step j + 4;
-//         then f32 scales [L]                                 (L = 16: 320 bytes)
-// Padding blocks have w = 0 and scale 0, and meet zero activations: they
-// add exactly nothing. Summation order over blocks differs from the file-
-// layout kernel (per lane, then across lanes), so packed and file-layout
-// results agree to f32 rounding, not bit for bit (matmul_test bounds it).
+//         i.e. one and / shift of a load gives step j / step j + 4  (L = 16: 256 bytes)
+// Scales stay f16 because decode streams every byte once: a row is as many
+// bytes as in the file (plus padding blocks), not 6% / 11% more as with
+// f32 scales. Padding blocks have w = 0 and scale 0, and meet zero
+// activations: they add exactly nothing. Summation order over blocks
+// differs from the file-layout kernel (per lane, then across lanes), so
+// packed and file-layout results agree to f32 rounding, not bit for bit
+// (matmul_test bounds it).
 //
 // Q4_K (per row; pairs = K / 64): [pairs][32] u8 (the file's qs, in file
 // order), then f32 d * sc [2 * pairs], then f32 dmin * m [2 * pairs]; the
 // same operations as the file-layout kernel, bit-identical results.
 //
-// Row stride rounded up to 64 bytes. Memory: +6% (Q8_0) / +11% (Q4_0) /
-// +33% (Q4_K) of the packed matrices (plus padding blocks when K / 32 is not
-// a multiple of 8); the file's pages are no longer read after packing.
+// Row stride rounded up to 64 bytes. Memory: +0% (Q8_0, Q4_0 when K is a
+// multiple of 512) / +33% (Q4_K) of the packed matrices (plus padding
+// blocks when K / 32 is not a multiple of 8); the file's pages are no
+// longer read after packing.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +39,7 @@
 #include <optional>
 #include <vector>
 
+#include "backend/cpu/activations.h"
 #include "backend/cpu/aligned_buffer.h"
 #include "backend/cpu/isa.h"
 #include "tensor/tensor_view.h"
@@ -79,9 +85,11 @@ bool PacksType(Isa isa, DType t);
 void PackMatrix(const TensorView& w, const PackedLayout& layout, uint8_t* dst);
 PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k);
 
-// Bytes of one interleaved Q8_0 / Q4_0 group of `lanes` blocks: the values,
-// then `lanes` f32 scales.
+// Value bytes of one interleaved Q8_0 / Q4_0 group of `lanes` blocks.
 constexpr int64_t GroupValueBytes(DType t, int64_t lanes) { return lanes * (t == DType::kQ8_0 ? 32 : 16); }
-constexpr int64_t GroupBytes(DType t, int64_t lanes) { return GroupValueBytes(t, lanes) + lanes * 4; }
+// Where a packed Q8_0 / Q4_0 row's f16 scales start (64-byte aligned).
+constexpr int64_t InterleavedScalesOffset(DType t, BlockGroups groups) {
+  return groups.full * GroupValueBytes(t, kGroupBlocks) + groups.half * GroupValueBytes(t, kGroupBlocks / 2);
+}
 
 }  // namespace deepinfer::cpu

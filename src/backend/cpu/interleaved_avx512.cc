@@ -24,6 +24,7 @@
 
 #include "backend/cpu/kernels_avx512.h"
 #include "backend/cpu/packed_weights.h"
+#include "backend/cpu/simd_avx512.h"
 
 namespace deepinfer::cpu {
 namespace {
@@ -53,25 +54,6 @@ struct Q4_0Steps {  // steps s and s + 4 are the low / high nibbles of one load
     return s < 4 ? _mm256_and_si256(raw, mask) : _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask);
   }
 };
-
-// The 16-lane sums of four accumulators: lane j + lane j + 8, then + 4,
-// + 2, + 1 (a fixed tree; every tile shape reduces through here, so the
-// order is the same for every (row, token)). Four at a time because a
-// single horizontal sum is a chain of seven dependent shuffles and adds.
-inline __m128 SumLanes4(__m512 a, __m512 b, __m512 c, __m512 d) {
-  const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-                                  _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-  const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(1, 0, 1, 0)),
-                                  _mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(3, 2, 3, 2)));
-  // ab: a's 8 sums (lane j + lane j + 8) in the low 256 bits, b's in the high; cd likewise.
-  // quads: 128-bit block k holds the 4 sums of a, b, c, d respectively.
-  const __m512 quads = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)),
-                                     _mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(3, 1, 3, 1)));
-  const __m512 twos = _mm512_add_ps(quads, _mm512_permute_ps(quads, _MM_SHUFFLE(1, 0, 3, 2)));
-  const __m512 ones = _mm512_add_ps(twos, _mm512_permute_ps(twos, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm512_castps512_ps128(
-      _mm512_permutexvar_ps(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), ones));
-}
 
 template <class Steps, int R, int T>
 void GroupTile(const MatMulArgs& a, int64_t r0, int64_t t0) {

@@ -128,24 +128,23 @@ void PackMatrix(const TensorView& w, const PackedLayout& layout, uint8_t* dst) {
 TensorView PackedWeights::Pack(const TensorView& w) {
   if (!PacksType(ActiveIsa(), w.dtype) || w.shape.size() != 2 || RowBytes(w.dtype, w.cols()) <= 0) return w;
   const PackedLayout layout = PackedLayoutFor(w.dtype, w.rows(), w.cols());
-  auto buffer = std::make_unique<AlignedBuffer<uint8_t>>();
-  buffer->Resize(static_cast<size_t>(layout.rows * layout.row_stride));
-  PackMatrix(w, layout, buffer->data());
+  uint8_t* data = arena_.Allocate(static_cast<size_t>(layout.rows * layout.row_stride));
+  PackMatrix(w, layout, data);
   TensorView packed = w;
-  packed.data = buffer->data();
+  packed.data = data;
   packed.nbytes = layout.rows * layout.row_stride;
   {
     std::unique_lock<std::shared_mutex> lock(RegistryMutex());
-    Registry()[buffer->data()] = layout;
+    Registry()[data] = layout;
   }
   packed_bytes_ += packed.nbytes;
-  buffers_.push_back(std::move(buffer));
+  copies_.push_back(data);
   return packed;
 }
 
 PackedWeights::~PackedWeights() {
   std::unique_lock<std::shared_mutex> lock(RegistryMutex());
-  for (const auto& b : buffers_) Registry().erase(b->data());
+  for (const uint8_t* data : copies_) Registry().erase(data);
 }
 
 std::optional<PackedLayout> FindPackedLayout(const void* data) {

@@ -40,8 +40,8 @@
 #include <vector>
 
 #include "backend/cpu/activations.h"
-#include "backend/cpu/aligned_buffer.h"
 #include "backend/cpu/isa.h"
+#include "backend/cpu/weight_arena.h"
 #include "tensor/tensor_view.h"
 
 namespace deepinfer::cpu {
@@ -69,7 +69,8 @@ class PackedWeights {
   int64_t packed_bytes() const { return packed_bytes_; }
 
  private:
-  std::vector<std::unique_ptr<AlignedBuffer<uint8_t>>> buffers_;
+  WeightArena arena_;
+  std::vector<const uint8_t*> copies_;  // registered addresses
   int64_t packed_bytes_ = 0;
 };
 

@@ -49,6 +49,14 @@ SCHEMAS = {
                       "score": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}},
                       "required": ["lat", "lon", "score"], "additionalProperties": False},
                      {"lat": 48.8566, "lon": -2.3522, "score": 0.875}),
+    # User patterns and minLength inside strings: an end-anchored and an
+    # unanchored pattern, a fixed-shape code, minLength without maxLength.
+    "string-patterns": ({"type": "object", "properties": {"file": {"type": "string", "pattern": "\\.json$"},
+                         "sku": {"type": "string", "pattern": "^[A-Z]{3}-\\d{4}$"},
+                         "note": {"type": "string", "pattern": "urgent"}, "comment": {"type": "string", "minLength": 12}},
+                         "required": ["file", "sku", "note", "comment"], "additionalProperties": False},
+                        {"file": "reports/q3 summary.json", "sku": "ABC-1234", "note": "not urgent, next week",
+                         "comment": "Checked by the night shift on Tuesday."}),
 }
 GRAMMARS = [
     ("regex-phone", ["--regex", r"\(\d{3}\) \d{3}-\d{4}"], "(555) 123-4567"),

@@ -4,6 +4,15 @@
 
 namespace deepinfer::grammar {
 
+namespace {
+// A class trie only pays off when classes merge many tokens: partitions
+// finer than this (a pattern naming many characters) keep the byte walk,
+// and so do rules whose positions each allow less than 1/kBroadFraction of
+// the vocabulary's first bytes (their walks are short).
+constexpr size_t kMaxTrieClasses = 48;
+constexpr uint32_t kBroadFraction = 8;
+}  // namespace
+
 CompiledGrammar::CompiledGrammar(GrammarAutomaton automaton, std::shared_ptr<const Vocabulary> vocab,
                                  std::shared_ptr<SharedMaskCache> shared,
                                  std::shared_ptr<const StringProfiles> profiles)
@@ -29,7 +38,71 @@ CompiledGrammar::CompiledGrammar(GrammarAutomaton automaton, std::shared_ptr<con
       auto counted = model.AnalyzeCounted(automaton_, static_cast<RuleId>(r));
       if (counted) counted_.emplace(static_cast<RuleId>(r), std::move(*counted));
     }
+    // Class tries for the rules whose broad positions would be walked.
+    const uint32_t n = static_cast<uint32_t>(vocab_->sorted_ids().size());
+    for (size_t r = 0; r < automaton_.rule_start.size(); ++r) {
+      RuleId rule = static_cast<RuleId>(r);
+      if (!automaton_.rule_terminal[r] || counted_.count(rule) || !NeedsClassTrie(rule)) continue;
+      auto classes = RuleByteClasses(automaton_, rule, kMaxTrieClasses);
+      if (!classes) continue;
+      // At most one node per 8 tokens (the byte trie has ~3 per token):
+      // past that, merging is too poor to pay, and the build's [node][class]
+      // table would leave the cache (an aborted build stays ~1-2 ms).
+      auto trie = ByteClassTrie::Build(*vocab_, *classes, n / 8);
+      if (trie) class_tries_.emplace(rule, std::move(trie));
+    }
   }
+}
+
+bool CompiledGrammar::NeedsClassTrie(RuleId rule) const {
+  const GrammarAutomaton& a = automaton_;
+  const uint32_t n = static_cast<uint32_t>(vocab_->sorted_ids().size());
+  for (uint32_t s = a.rule_start[rule]; s < a.rule_end[rule]; ++s) {
+    uint32_t first_tokens = 0;  // tokens whose first byte s allows
+    for (int b = 0; b < 256; ++b) {
+      if (a.DenseNext(s, static_cast<uint8_t>(b)) != kNoState) {
+        first_tokens += profiles_->first_byte_begin(b + 1) - profiles_->first_byte_begin(b);
+      }
+    }
+    if (first_tokens < n / kBroadFraction) continue;
+    // Already computed by another grammar (e.g. the warmed-up formats)?
+    const std::string& signature = a.terminal_signature[rule];
+    if (shared_ != nullptr && !signature.empty() && shared_->Find(signature, s - a.rule_start[rule])) {
+      continue;
+    }
+    uint32_t u = kNoState;
+    std::vector<uint8_t> walk;
+    if (PlanInsideMask(s, &u, &walk)) continue;
+    // A finer estimate of the walk: tokens whose first two bytes pass
+    // (after `(555)` a space starts half of llama3's tokens, but only
+    // those going on with a digit survive the second byte).
+    if (TwoByteViableTokens(s) >= n / kBroadFraction) return true;
+  }
+  return false;
+}
+
+uint32_t CompiledGrammar::TwoByteViableTokens(uint32_t state) const {
+  const GrammarAutomaton& a = automaton_;
+  const Vocabulary& v = *vocab_;
+  uint32_t count = 0;
+  for (int b = 0; b < 256; ++b) {
+    uint32_t next = a.DenseNext(state, static_cast<uint8_t>(b));
+    if (next == kNoState) continue;
+    // One step per two-byte prefix: the first token having it starts its
+    // trie node (lcp < 2), whose range ends at node_end.
+    for (uint32_t i = profiles_->first_byte_begin(b); i < profiles_->first_byte_begin(b + 1);) {
+      std::string_view tok = v.sorted_token(i);
+      if (tok.size() < 2) {
+        ++count;
+        ++i;
+        continue;
+      }
+      uint32_t end = v.node_end(v.node(i, 2));
+      if (a.DenseNext(next, static_cast<uint8_t>(tok[1])) != kNoState) count += end - i;
+      i = end;
+    }
+  }
+  return count;
 }
 
 CompiledGrammar::~CompiledGrammar() = default;
@@ -61,7 +134,6 @@ const PositionMask& CompiledGrammar::MaskAt(uint32_t state) const {
 PositionMask CompiledGrammar::Compute(uint32_t state) const {
   const GrammarAutomaton& a = automaton_;
   if (profiles_ != nullptr && a.dense_offset[state] != kNoState) {
-    const JsonStringModel& model = JsonStringModel::Get();
     RuleId rule = a.state_rule[state];
     auto it = counted_.find(rule);
     if (it != counted_.end()) {  // bounded string: assembled from a profile
@@ -69,32 +141,70 @@ PositionMask CompiledGrammar::Compute(uint32_t state) const {
       uint32_t local = state - a.rule_start[rule];
       return ComputeCountedMask(*profiles_, c.u[local], c.count[local], c.min, c.max);
     }
-    // Mostly a plain string (e.g. an additional-property key: a trie of
-    // the declared names inside a string)? Walk only the first bytes whose
-    // successor differs from the string body's.
-    const GrammarAutomaton& u = model.automaton();
-    std::vector<uint8_t> walk(256, 1);
-    uint32_t walked_tokens = 0;
-    std::map<std::pair<uint32_t, uint32_t>, bool> equivalent;
-    for (int b = 0; b < 256; ++b) {
-      uint32_t next = a.DenseNext(state, static_cast<uint8_t>(b));
-      uint32_t body_next = u.DenseNext(model.body(), static_cast<uint8_t>(b));
-      bool same = next == kNoState && body_next == kNoState;
-      if (next != kNoState && body_next != kNoState) {
-        auto [e, inserted] = equivalent.emplace(std::make_pair(next, body_next), false);
-        if (inserted) e->second = model.Equivalent(a, next, body_next);
-        same = e->second;
-      }
-      walk[b] = !same;
-      if (!same) walked_tokens += profiles_->first_byte_begin(b + 1) - profiles_->first_byte_begin(b);
-    }
-    // Worth it when most of the vocabulary is copied from the profile.
-    if (walked_tokens * 2 < vocab_->sorted_ids().size()) {
-      return ComputeDifferentialMask(a, *profiles_, state, walk);
-    }
+    // Inside a string whose extra state only shows at quotes and escapes
+    // (a key next to declared names or in a patternProperties region, an
+    // unanchored pattern, minLength): read from a U profile, only tokens
+    // with those bytes and the first bytes that differ are run.
+    uint32_t u = kNoState;
+    std::vector<uint8_t> walk;
+    if (PlanInsideMask(state, &u, &walk)) return ComputeInsideMask(a, *profiles_, state, u, walk);
+    auto trie = class_tries_.find(rule);
+    if (trie != class_tries_.end()) return ComputeClassTrieMask(a, *vocab_, *trie->second, state);
   }
   if (!scratch_) scratch_ = std::make_unique<EarleyParser>(&automaton_);
   return ComputePositionMask(automaton_, *vocab_, state, scratch_.get());
+}
+
+bool CompiledGrammar::AgreesInside(uint32_t state, uint32_t u) const {
+  auto [it, inserted] = agrees_inside_.emplace(uint64_t{state} << 32 | u, 0);
+  if (!inserted) return it->second;
+  std::vector<std::pair<uint32_t, uint32_t>> agreed;
+  if (!JsonStringModel::Get().AgreesInside(automaton_, state, u, &agreed)) return false;
+  // Every pair on the way agrees too: later first visits skip their search.
+  for (auto [x, y] : agreed) agrees_inside_[uint64_t{x} << 32 | y] = 1;
+  return true;
+}
+
+bool CompiledGrammar::PlanInsideMask(uint32_t state, uint32_t* u,
+                                     std::vector<uint8_t>* walk_first_byte) const {
+  const GrammarAutomaton& a = automaton_;
+  if (a.is_final[state]) return false;
+  const JsonStringModel& model = JsonStringModel::Get();
+  const GrammarAutomaton& ua = model.automaton();
+  const uint32_t n = static_cast<uint32_t>(vocab_->sorted_ids().size());
+  auto allows = [](const GrammarAutomaton& x, uint32_t s, int b) {
+    return x.DenseNext(s, static_cast<uint8_t>(b)) != kNoState;
+  };
+  // Candidates: the body (by far the most common), then the U states that
+  // allow exactly the same non-special first bytes (inside an escape or a
+  // UTF-8 character).
+  for (uint32_t i = 0; i < model.num_states(); ++i) {
+    uint32_t y = i == 0 ? model.body() : (i == model.body() ? 0 : i);
+    if (y == model.end()) continue;
+    bool same_first_bytes = true;
+    for (int b = 0; b < 256 && same_first_bytes && y != model.body(); ++b) {
+      same_first_bytes =
+          IsStringSpecialByte(static_cast<uint8_t>(b)) || allows(a, state, b) == allows(ua, y, b);
+    }
+    if (!same_first_bytes) continue;
+    walk_first_byte->assign(256, 0);
+    uint32_t walked = 0;  // tokens in walked subtrees
+    for (int b = 0; b < 256 && walked * 2 < n; ++b) {
+      if (IsStringSpecialByte(static_cast<uint8_t>(b))) continue;  // run one by one
+      uint32_t next = a.DenseNext(state, static_cast<uint8_t>(b));
+      uint32_t u_next = ua.DenseNext(y, static_cast<uint8_t>(b));
+      bool agree = next == kNoState ? u_next == kNoState : u_next != kNoState && AgreesInside(next, u_next);
+      if (agree) continue;
+      (*walk_first_byte)[b] = 1;
+      walked += profiles_->first_byte_begin(b + 1) - profiles_->first_byte_begin(b);
+    }
+    // Worth it when most of the vocabulary is read from the profile.
+    if (walked * 2 < n) {
+      *u = y;
+      return true;
+    }
+  }
+  return false;
 }
 
 void CompiledGrammar::Precompute() const {

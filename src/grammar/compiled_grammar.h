@@ -15,9 +15,11 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "grammar/automaton.h"
+#include "grammar/byte_class_trie.h"
 #include "grammar/earley.h"
 #include "grammar/mask_cache.h"
 #include "grammar/position_mask.h"
@@ -54,6 +56,8 @@ class CompiledGrammar {
   const std::vector<uint32_t>& completion_distances() const;
   // Number of entries computed so far.
   size_t num_cached() const { return num_cached_.load(); }
+  // Whether `rule`'s first visits walk a ByteClassTrie (for tests).
+  bool HasClassTrie(RuleId rule) const { return class_tries_.count(rule) > 0; }
 
  private:
   GrammarAutomaton automaton_;
@@ -72,6 +76,19 @@ class CompiledGrammar {
   mutable std::vector<uint32_t> distances_;
   // Bounded-string rules, found at construction (then read-only).
   std::map<RuleId, CountedStringRule> counted_;
+  // Rules with broad positions that neither a counted string nor a string
+  // profile answers (e.g. `^[A-Za-z ]+$`), found at construction.
+  std::map<RuleId, std::unique_ptr<const ByteClassTrie>> class_tries_;
+  bool NeedsClassTrie(RuleId rule) const;
+  uint32_t TwoByteViableTokens(uint32_t state) const;
+  // Memo of JsonStringModel::AgreesInside per (state, U state) pair:
+  // 1 agrees, 0 does not (guarded by mutex_; also filled by the
+  // constructor's NeedsClassTrie).
+  mutable std::unordered_map<uint64_t, uint8_t> agrees_inside_;
+  bool AgreesInside(uint32_t state, uint32_t u) const;  // mutex_ held
+  // For ComputeInsideMask: a U state and the first bytes to walk, when most
+  // of the vocabulary can be read from the profile; mutex_ held.
+  bool PlanInsideMask(uint32_t state, uint32_t* u, std::vector<uint8_t>* walk_first_byte) const;
 };
 
 }  // namespace deepinfer::grammar

@@ -92,6 +92,12 @@ TEST(CompilerTest, Llama3MasksMatchBruteForce) {
            R"({"type":"object","properties":{"name":{"type":"string","maxLength":12},"n":{"type":"integer","minimum":-5,"maximum":300},"tags":{"type":"array","items":{"enum":["x","y z"]}}},"required":["name"]})"),
        R"({"name":"Zoë \"Z\"","n":-5,"tags":["y z","x"],"extra":[1,{"a":null}]})"});
   walks.push_back({compiler.CompileRegex(R"(\(\d{3}\) [a-z]+\.com)"), "(555) example.com"});
+  // Positions read from string profiles (patternProperties key regions, an
+  // end-anchored pattern) and from a byte-class trie (a letters pattern).
+  walks.push_back(
+      {compiler.CompileJsonSchema(
+           R"({"type":"object","properties":{"who":{"type":"string","pattern":"^[A-Za-z ]{2,20}$"},"f":{"type":"string","pattern":"\\.md$"}},"patternProperties":{"^x-":{"type":"integer"},"_n$":{"type":"string"}},"additionalProperties":false})"),
+       R"({"who":"Ada Lovelace","f":"notes.md","x-id":7,"item_n":"a\"b"})"});
   walks.push_back({compiler.CompileGbnf("root ::= (\"ab\" | \"a\" [0-9]+ \" \")+ \"!\""), "aba12 a3 ab!"});
   for (Walk& w : walks) {
     ASSERT_TRUE(w.grammar.ok()) << w.grammar.status().ToString();

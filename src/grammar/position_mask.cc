@@ -193,24 +193,79 @@ PositionMask ComputeCountedMask(const StringProfiles& profiles, uint32_t u, int6
   return out.Finish();
 }
 
-PositionMask ComputeDifferentialMask(const GrammarAutomaton& a, const StringProfiles& profiles,
-                                     uint32_t state, const std::vector<uint8_t>& walk_first_byte) {
-  const StringProfile& body = profiles.Get(JsonStringModel::Get().body());
-  Classifier out(profiles.vocab());
-  out.AcceptBits(body.accepted_any);
-  size_t early = 0;  // next entry of body.closes_early
+PositionMask ComputeInsideMask(const GrammarAutomaton& a, const StringProfiles& profiles, uint32_t state,
+                               uint32_t u, const std::vector<uint8_t>& walk_first_byte) {
+  const StringProfile& p = profiles.Get(u);
+  const Vocabulary& vocab = profiles.vocab();
+  const std::vector<uint32_t>& special = profiles.special_tokens();
+  Classifier out(vocab);
+  // Every token that stays inside the string from u; the walked ranges and
+  // the special tokens are re-decided below.
+  out.AcceptBits(p.inside_upto[StringProfile::kShortChars]);
+  for (uint32_t j : p.inside_long) out.Accept(j);
+  size_t next_special = 0;
+  // First bytes in ascending order keep `uncertain` sorted.
   for (int b = 0; b < 256; ++b) {
     uint32_t lo = profiles.first_byte_begin(b), hi = profiles.first_byte_begin(b + 1);
     if (walk_first_byte[b]) {
       for (uint32_t j = lo; j < hi; ++j) out.Reject(j);
-      DenseWalk(a, profiles.vocab(), state, lo, hi, &out);
+      DenseWalk(a, vocab, state, lo, hi, &out);
+      while (next_special < special.size() && special[next_special] < hi) ++next_special;
+      continue;
     }
-    // Uncertain tokens stay in ascending order: the body's come from the
-    // ranges that were not walked.
-    for (; early < body.closes_early.size() && body.closes_early[early] < hi; ++early) {
-      if (!walk_first_byte[b]) out.Uncertain(body.closes_early[early]);
+    // A special token: one plain run from `state`, classified as DenseWalk
+    // classifies a token.
+    for (; next_special < special.size() && special[next_special] < hi; ++next_special) {
+      uint32_t j = special[next_special];
+      std::string_view tok = vocab.sorted_token(j);
+      uint32_t s = state;
+      bool ended = false;
+      size_t d = 0;
+      for (; d < tok.size(); ++d) {
+        uint32_t next = a.DenseNext(s, static_cast<uint8_t>(tok[d]));
+        if (next == kNoState) break;
+        s = next;
+        ended = ended || a.is_final[s];
+      }
+      if (d == tok.size()) {
+        out.Accept(j);
+      } else {
+        out.Reject(j);
+        if (ended) out.Uncertain(j);
+      }
     }
   }
+  return out.Finish();
+}
+
+PositionMask ComputeClassTrieMask(const GrammarAutomaton& a, const Vocabulary& vocab,
+                                  const ByteClassTrie& trie, uint32_t state) {
+  Classifier out(vocab);
+  const std::vector<uint8_t>& byte_of = trie.classes().representative;
+  std::vector<uint32_t> states(vocab.max_token_length() + 1);
+  std::vector<uint8_t> ended(vocab.max_token_length() + 1, 0);  // as in DenseWalk
+  std::vector<uint32_t> uncertain;
+  states[0] = state;
+  for (uint32_t n = 1; n < trie.num_nodes(); ++n) {
+    const uint16_t d = trie.node_depth(n);
+    uint32_t next = a.DenseNext(states[d - 1], byte_of[trie.node_class(n)]);
+    if (next == kNoState) {  // every token of the subtree fails here
+      uint32_t skip = trie.subtree_end(n);
+      if (ended[d - 1]) {
+        for (uint32_t k = trie.token_begin(n); k < trie.token_begin(skip); ++k) {
+          uncertain.push_back(trie.token(k));
+        }
+      }
+      n = skip - 1;
+      continue;
+    }
+    states[d] = next;
+    ended[d] = ended[d - 1] || a.is_final[next];
+    for (uint32_t k = trie.token_begin(n); k < trie.token_begin(n + 1); ++k) out.Accept(trie.token(k));
+  }
+  // Class order is not byte order: restore ascending sorted indices.
+  std::sort(uncertain.begin(), uncertain.end());
+  for (uint32_t j : uncertain) out.Uncertain(j);
   return out.Finish();
 }
 

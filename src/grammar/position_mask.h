@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "grammar/automaton.h"
+#include "grammar/byte_class_trie.h"
 #include "grammar/earley.h"
 #include "grammar/string_profile.h"
 #include "grammar/vocabulary.h"
@@ -46,11 +47,19 @@ PositionMask ComputePositionMask(const GrammarAutomaton& automaton, const Vocabu
 PositionMask ComputeCountedMask(const StringProfiles& profiles, uint32_t u, int64_t count, int64_t min,
                                 int64_t max);
 
-// Dense `state` whose successor on every first byte b with
-// walk_first_byte[b] == 0 is equivalent to the successor of U's body state
-// (JsonStringModel::Equivalent): those tokens are classified from the body
-// profile, the others by a walk of their first-byte subtree.
-PositionMask ComputeDifferentialMask(const GrammarAutomaton& automaton, const StringProfiles& profiles,
-                                     uint32_t state, const std::vector<uint8_t>& walk_first_byte);
+// Dense, non-final `state` read against U state `u` (string_profile.h):
+// for every first byte b with walk_first_byte[b] == 0 that is not special,
+// the successors of `state` and `u` on b both fail or agree inside
+// (JsonStringModel::AgreesInside). Tokens starting with such a byte and
+// containing no special byte are classified from u's profile; tokens with a
+// special byte are run one by one through `state`'s automaton; the
+// first-byte subtrees with walk_first_byte[b] set are walked.
+PositionMask ComputeInsideMask(const GrammarAutomaton& automaton, const StringProfiles& profiles,
+                               uint32_t state, uint32_t u, const std::vector<uint8_t>& walk_first_byte);
+
+// Dense `state` of a rule whose byte classes built `trie`: the same
+// classification as the plain walk, over class strings instead of bytes.
+PositionMask ComputeClassTrieMask(const GrammarAutomaton& automaton, const Vocabulary& vocab,
+                                  const ByteClassTrie& trie, uint32_t state);
 
 }  // namespace deepinfer::grammar

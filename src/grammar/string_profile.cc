@@ -1,6 +1,7 @@
 #include "grammar/string_profile.h"
 
 #include <algorithm>
+#include <unordered_set>
 #include <utility>
 
 #include "grammar/json_primitives.h"
@@ -9,18 +10,18 @@ namespace deepinfer::grammar {
 
 namespace {
 
-// Pairs explored before Equivalent gives up (U has ~16 states, so real
-// equivalences close in far fewer; bounded strings would explore one pair
-// per remaining character before failing).
-constexpr size_t kMaxEquivalencePairs = 96;
+// Pairs AgreesInside explores before giving up: a product key automaton's
+// inside states times the few U states they pair with stay far below.
+constexpr size_t kMaxInsidePairs = 4096;
 
 // Start bytes of the segments on which both states' transitions are
 // constant: every edge boundary of either state, plus the quote (which
-// matters to the character count).
+// matters to the character count) and the backslash, so that each special
+// byte is a segment of its own.
 const std::vector<int>& SegmentStarts(const GrammarAutomaton& a, uint32_t s, const GrammarAutomaton& b,
                                       uint32_t t) {
   thread_local std::vector<int> cuts;  // reused: this runs once per state pair
-  cuts.assign({0, '"', '"' + 1});
+  cuts.assign({0, '"', '"' + 1, '\\', '\\' + 1});
   for (uint32_t e = a.byte_edge_begin[s]; e < a.byte_edge_begin[s + 1]; ++e) {
     cuts.push_back(a.byte_edges[e].lo);
     cuts.push_back(a.byte_edges[e].hi + 1);
@@ -57,17 +58,22 @@ JsonStringModel::JsonStringModel() {
   if (body_ == kNoState || end_ == kNoState) __builtin_trap();
 }
 
-bool JsonStringModel::Equivalent(const GrammarAutomaton& a, uint32_t s, uint32_t u) const {
-  if (a.dense_offset[s] == kNoState) return false;
-  std::vector<std::pair<uint32_t, uint32_t>> seen, todo = {{s, u}};
+bool JsonStringModel::AgreesInside(const GrammarAutomaton& a, uint32_t s, uint32_t u,
+                                   std::vector<std::pair<uint32_t, uint32_t>>* agreed) const {
+  agreed->clear();
+  if (u == end_) return false;
+  std::vector<std::pair<uint32_t, uint32_t>> todo = {{s, u}};
+  std::unordered_set<uint64_t> seen;
   while (!todo.empty()) {
     auto [x, y] = todo.back();
     todo.pop_back();
-    if (std::find(seen.begin(), seen.end(), std::make_pair(x, y)) != seen.end()) continue;
-    if (seen.size() >= kMaxEquivalencePairs) return false;
-    seen.push_back({x, y});
-    if (a.is_final[x] != u_.is_final[y]) return false;
+    if (!seen.insert(uint64_t{x} << 32 | y).second) continue;
+    if (seen.size() > kMaxInsidePairs) return false;
+    // U is never final here (only the closing quote reaches its end).
+    if (a.dense_offset[x] == kNoState || a.is_final[x]) return false;
+    agreed->push_back({x, y});
     for (int c : SegmentStarts(a, x, u_, y)) {
+      if (IsStringSpecialByte(static_cast<uint8_t>(c))) continue;
       uint32_t nx = a.DenseNext(x, static_cast<uint8_t>(c));
       uint32_t ny = u_.DenseNext(y, static_cast<uint8_t>(c));
       if ((nx == kNoState) != (ny == kNoState)) return false;
@@ -150,12 +156,20 @@ StringProfiles::StringProfiles(std::shared_ptr<const Vocabulary> vocab)
     while (i < n && static_cast<uint8_t>(vocab_->sorted_token(i)[0]) == b) ++i;
   }
   first_byte_[256] = n;
+  for (uint32_t j = 0; j < n; ++j) {
+    for (char c : vocab_->sorted_token(j)) {
+      if (IsStringSpecialByte(static_cast<uint8_t>(c))) {
+        special_tokens_.push_back(j);
+        break;
+      }
+    }
+  }
   profiles_.resize(JsonStringModel::Get().num_states());
 }
 
 // One walk of the sorted vocabulary (trie preorder) from U state u with a
 // state and a character count per depth; a failing byte decides its whole
-// subtree at once.
+// subtree (a trie node range) at once.
 const StringProfile& StringProfiles::Get(uint32_t u) const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (profiles_[u]) return *profiles_[u];
@@ -174,17 +188,14 @@ const StringProfile& StringProfiles::Get(uint32_t u) const {
   };
   states[0] = u;
   chars[0] = 0;
+  // Sorted indices of the tokens that do not fail: the sets below are
+  // built from them alone (from most U states nearly every token fails).
+  std::vector<uint32_t> live;
   size_t depth = 0;
-  bool failed = false;
-  uint16_t failed_entry = kRunFails;
   for (uint32_t i = 0; i < n; ++i) {
     std::string_view tok = v.sorted_token(i);
-    if (failed && lcp[i] > depth) {  // shares the failing byte
-      (*out)[i] = failed_entry;
-      continue;
-    }
-    depth = std::min<size_t>(depth, lcp[i]);
-    failed = false;
+    depth = std::min<size_t>(depth, lcp[i]);  // states[0..depth] hold for token i
+    bool failed = false;
     while (depth < tok.size()) {
       uint32_t s = states[depth];
       uint8_t b = static_cast<uint8_t>(tok[depth]);
@@ -197,22 +208,28 @@ const StringProfile& StringProfiles::Get(uint32_t u) const {
       chars[depth + 1] = chars[depth] + (s == model.body() && b != '"' ? 1 : 0);
       ++depth;
     }
-    if (failed) {
-      // U's final state has no edges: failing there means the string closed
-      // before this byte.
-      failed_entry =
-          states[depth] == model.end() ? entry(kRunClosesEarly, chars[depth]) : uint16_t{kRunFails};
-      (*out)[i] = failed_entry;
-    } else {
+    if (!failed) {
       (*out)[i] = entry(states[depth] == model.end() ? kRunClosesAtEnd : kRunInside, chars[depth]);
+      live.push_back(i);
+      continue;
     }
+    // Every token sharing the failing byte fails there too. U's final
+    // state has no edges: failing there means the string closed before.
+    uint32_t end = v.node_end(v.node(i, depth + 1));
+    if (states[depth] == model.end()) {
+      for (uint32_t j = i; j < end; ++j) {
+        (*out)[j] = entry(kRunClosesEarly, chars[depth]);
+        live.push_back(j);
+      }
+    }
+    i = end - 1;
   }
   // The sets masks are assembled from.
   const auto& ids = v.sorted_ids();
   const size_t words = v.mask_words();
   profile->inside_upto.assign(StringProfile::kShortChars + 1, std::vector<uint32_t>(words, 0));
   profile->accepted_any.assign(words, 0);
-  for (uint32_t i = 0; i < n; ++i) {
+  for (uint32_t i : live) {
     uint16_t e = (*out)[i];
     uint32_t c = e >> 2;
     int32_t id = ids[i];

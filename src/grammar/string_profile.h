@@ -8,8 +8,12 @@
 //     per (character count, position inside a character), so every token of
 //     the answer lands on a new position;
 //   * additional-property keys, a trie of the declared names inside an
-//     otherwise plain string.
-// Both are answered from one walk per vocabulary of the reference automaton
+//     otherwise plain string;
+//   * regions of patternProperties keys, unanchored `pattern` strings,
+//     minLength strings: automata that track extra state (a suffix being
+//     matched, a character count) which only decides whether the closing
+//     quote is allowed.
+// All are answered from one walk per vocabulary of the reference automaton
 // U = `"` c* `"` (JsonString without bounds):
 //   * StringProfiles: for every U state u and every sorted token, how the
 //     token runs from u (fails / stays inside / closes the string at its
@@ -17,12 +21,15 @@
 //     starts before the end or the closing quote. A bounded-string position
 //     (u, count i) then classifies every token with a comparison against
 //     [min - i, max - i] (see ComputeCountedMask in position_mask.h).
-//   * JsonStringModel::Equivalent: whether a state of another automaton has
-//     the same future language as a U state. If, for most first bytes b, the
-//     successor of a position q on b is equivalent to the successor of U's
-//     body state on b, the tokens starting with b are classified exactly as
-//     from the body state: copied from its profile; only the other first
-//     bytes' subtrees are walked (ComputeDifferentialMask).
+//   * JsonStringModel::AgreesInside: whether a state q of another automaton
+//     allows exactly what a U state u allows on every path that avoids the
+//     string-special bytes `"` and `\` (the closing quote and escapes, where
+//     the extra state of keys, patterns or minLength shows). For the first
+//     bytes b on which q's and u's successors agree, every token starting
+//     with b and without a special byte runs from q as from u: its entry is
+//     copied from u's profile; only the tokens with a special byte (1-2% of
+//     a vocabulary) and the subtrees of the disagreeing first bytes are run
+//     through q's automaton (ComputeInsideMask).
 //
 // Thread-safety: JsonStringModel is immutable (one per process);
 // StringProfiles computes each profile once under a mutex, then entries are
@@ -33,6 +40,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "grammar/automaton.h"
@@ -49,6 +57,10 @@ enum StringRun : uint16_t {
   kRunClosesEarly = 3,  // the closing quote comes before the last byte
 };
 inline constexpr uint32_t kMaxProfileChars = 16383;
+
+// The closing quote and the escape: the bytes at which an automaton over
+// strings may depend on more than the characters so far (see AgreesInside).
+inline bool IsStringSpecialByte(uint8_t b) { return b == '"' || b == '\\'; }
 
 // A rule whose automaton is U with a character counter bounded by
 // [min, max]: its local state s is U state `u[s]` after `count[s]`
@@ -71,10 +83,14 @@ class JsonStringModel {
   uint32_t end() const { return end_; }      // after the closing quote
   uint32_t num_states() const { return u_.num_states(); }
 
-  // True if dense state `s` of `a` accepts exactly the same suffixes as U
-  // state `u`. Bounded search (false when undecided: callers treat false as
-  // "walk it", so it only costs speed).
-  bool Equivalent(const GrammarAutomaton& a, uint32_t s, uint32_t u) const;
+  // True if dense state `s` of `a` and U state `u` (not U's end) allow the
+  // same bytes along every path of non-special bytes (IsStringSpecialByte)
+  // from them, and `a` reaches no final state on those paths: a token with
+  // no special byte then runs from s exactly as from u (same bytes consumed,
+  // the rule never ends). On success `agreed` holds every pair (s', u')
+  // explored, which agree as well. Bounded search: false when undecided.
+  bool AgreesInside(const GrammarAutomaton& a, uint32_t s, uint32_t u,
+                    std::vector<std::pair<uint32_t, uint32_t>>* agreed) const;
 
   // Recognizes `"` c{min,max} `"` with a finite max; nullopt otherwise.
   std::optional<CountedStringRule> AnalyzeCounted(const GrammarAutomaton& a, RuleId rule) const;
@@ -110,11 +126,14 @@ class StringProfiles {
   const StringProfile& Get(uint32_t u) const;
   // Sorted tokens starting with byte b are [first_byte_begin(b), first_byte_begin(b + 1)).
   uint32_t first_byte_begin(int b) const { return first_byte_[b]; }
+  // Sorted indices (ascending) of the tokens containing a special byte.
+  const std::vector<uint32_t>& special_tokens() const { return special_tokens_; }
   const Vocabulary& vocab() const { return *vocab_; }
 
  private:
   std::shared_ptr<const Vocabulary> vocab_;
   std::vector<uint32_t> first_byte_;  // [257]
+  std::vector<uint32_t> special_tokens_;
   mutable std::mutex mutex_;
   mutable std::vector<std::unique_ptr<const StringProfile>> profiles_;  // per U state
 };

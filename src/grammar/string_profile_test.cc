@@ -43,6 +43,46 @@ TEST(StringProfileTest, RecognizesBoundedStrings) {
   EXPECT_TRUE(CountedRules(R"({"enum":["a","bb"]})").empty());
 }
 
+// The state of a schema's string rule after its opening quote and `text`.
+uint32_t StateAfter(const GrammarAutomaton& a, const std::string& text) {
+  for (size_t r = 0; r < a.rule_start.size(); ++r) {
+    uint32_t s = a.rule_start[r];
+    if (!a.rule_terminal[r] || a.DenseNext(s, '"') == kNoState) continue;
+    s = a.DenseNext(s, '"');
+    for (char c : text) {
+      if (s != kNoState) s = a.DenseNext(s, static_cast<uint8_t>(c));
+    }
+    return s;
+  }
+  return kNoState;
+}
+
+bool AgreesWithBody(const std::string& schema, const std::string& text) {
+  auto g = JsonSchemaToGrammar(schema);
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+  Deadline deadline(5.0);
+  auto a = BuildAutomaton(*g, BuildLimits{}, deadline);
+  EXPECT_TRUE(a.ok());
+  uint32_t s = StateAfter(*a, text);
+  EXPECT_NE(s, kNoState) << schema << " after " << text;
+  std::vector<std::pair<uint32_t, uint32_t>> agreed;
+  const JsonStringModel& model = JsonStringModel::Get();
+  return s != kNoState && model.AgreesInside(*a, s, model.body(), &agreed);
+}
+
+TEST(StringProfileTest, AgreesInsideWhereOnlyTheCloseDiffers) {
+  // Any character may follow; only whether `"` may close differs from U.
+  EXPECT_TRUE(AgreesWithBody(R"({"type":"string","minLength":3})", ""));
+  EXPECT_TRUE(AgreesWithBody(R"({"type":"string","pattern":"ab"})", "xa"));
+  EXPECT_TRUE(AgreesWithBody(R"({"type":"string","pattern":"_n$"})", "q_"));
+  EXPECT_TRUE(AgreesWithBody(R"({"type":"string","pattern":"^x-"})", "x-"));
+  // Characters are restricted: `^x-` after `"` allows only `x`; a bounded
+  // string refuses characters past its maximum; `[a-z]+` refuses digits.
+  EXPECT_FALSE(AgreesWithBody(R"({"type":"string","pattern":"^x-"})", ""));
+  EXPECT_FALSE(AgreesWithBody(R"({"type":"string","maxLength":2})", ""));
+  EXPECT_FALSE(AgreesWithBody(R"({"type":"string","pattern":"^[a-z]+$"})", "a"));
+}
+
 std::set<int32_t> Accepted(const PositionMask& m) {
   std::set<int32_t> out(m.accepted_ids.begin(), m.accepted_ids.end());
   for (size_t w = 0; w < m.accepted_bits.size(); ++w) {
@@ -64,7 +104,9 @@ std::shared_ptr<const Vocabulary> StringVocab() {
   std::vector<std::string> tokens;
   for (size_t id = 0; id + 1 < base->size(); ++id) tokens.push_back(base->token(static_cast<int32_t>(id)));
   for (const char* t :
-       {"abab", "\\u00e9a", "aaaaaa\"", "ba\":", "\",\"ab", "ab\"", "\xc3\xa9\xc3\xa9\xc3\xa9"}) {
+       {"abab", "\\u00e9a", "aaaaaa\"", "ba\":", "\",\"ab", "ab\"", "\xc3\xa9\xc3\xa9\xc3\xa9",
+        // For the patternProperties regions below (prefix `a-`, suffix `_n`).
+        "-", "_", "a-", "_n", "_n\"", "a-a\"", "-_n\":", "\"a-", "\"a-_n\""}) {
     tokens.push_back(t);
   }
   tokens.push_back("<eos>");
@@ -83,6 +125,16 @@ TEST(StringProfileTest, DerivedEntriesEqualTheWalk) {
           R"({"type":"string"})",
           // Additional-property keys next to declared names (a trie inside a string).
           R"({"type":"object","properties":{"ab":{"type":"integer"},"a":{"type":"null"},"ba":{"type":"string","maxLength":3}}})",
+          // Strings whose extra state shows only at the closing quote (read
+          // against U with AgreesInside): minLength alone, unanchored and
+          // end-anchored patterns, patternProperties key regions (a prefix,
+          // a suffix, and their complements) next to a declared name.
+          R"({"type":"string","minLength":3})",
+          R"({"type":"string","pattern":"ab"})",
+          R"({"type":"string","pattern":"e\u00e9$"})",
+          R"({"type":"string","pattern":"^a[^b]"})",
+          R"({"type":"object","properties":{"ab":{"type":"integer"}},"patternProperties":{"^a-":{"type":"string"},"_n$":{"type":"integer"}},"additionalProperties":false})",
+          R"({"type":"object","patternProperties":{"b":{"type":"null"}},"propertyNames":{"minLength":2}})",
       }) {
     auto compiled = compiler.CompileJsonSchema(schema);
     ASSERT_TRUE(compiled.ok()) << schema;

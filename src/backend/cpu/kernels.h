@@ -7,8 +7,17 @@
 // n_tokens, on the row range, or on which register tile the pair landed in.
 //
 // Arithmetic per weight type:
-//   F32 / F16 / BF16: weights widened exactly to f32, f32 activations, f32
+//   F32 / F16: weights widened exactly to f32, f32 activations, f32
 //     multiply-adds (no rounding of the activations).
+//   BF16: activations rounded to bf16 once per MatMul call (RoundToBf16:
+//     round-to-nearest-even, NaN stays NaN, denormals to +-0 - what
+//     vcvtneps2bf16 does; llama.cpp rounds the same way), so every product
+//     w * x is exact in f32; per (row, token) the products are summed in f32.
+//     AVX-512 (vdpbf16ps): lane j of one accumulator takes elements 2j, 2j+1
+//     of each 32-element chunk of K in order (masked zeros past K), then one
+//     fixed 16-lane reduction. The instruction also treats denormal inputs
+//     as zero and flushes denormal results (DAZ/FTZ), unlike the scalar and
+//     AVX2 levels: differences far below the tests' tolerance.
 //   Q8_0 / Q4_0 / Q4_K: activations quantized to int8 per 32-block
 //     (activations.h); per block an exact int32 dot product isum, then
 //     acc += float(isum) * (d_w * d_x)   [Q4_K also: acc -= (dmin*m) * (d_x * sum_x)].
@@ -19,12 +28,25 @@
 //     a function of K only.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
 #include "backend/cpu/activations.h"
 #include "tensor/dtype.h"
 
 namespace deepinfer::cpu {
+
+// f32 -> bf16 bits, round to nearest even; NaN stays NaN (made quiet);
+// denormals (and +-0) become +-0; values past the largest bf16 become +-inf.
+// Bit for bit what vcvtneps2bf16 does.
+inline uint16_t RoundToBf16(float f) {
+  const uint32_t bits = std::bit_cast<uint32_t>(f);
+  if ((bits & 0x7f800000u) == 0) return static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+// out[0, k) = RoundToBf16(x_t[i]), out[k, stride) = 0.
+void RoundTokenToBf16(const float* x_t, int64_t k, int64_t stride, uint16_t* out);
 
 struct MatMulArgs {
   DType dtype = DType::kF32;
@@ -35,6 +57,11 @@ struct MatMulArgs {
   int64_t n_tokens = 0;
   const float* x = nullptr;                // f32 [n_tokens, k] (float weight types)
   const Int8Activations* xq = nullptr;     // quantized weight types
+  // BF16 weights: the activations rounded once per call (RoundTokenToBf16),
+  // bf16 [n_tokens, xb_stride], xb_stride a multiple of 32 (64 bytes), rows
+  // 64-byte aligned, zero from k to xb_stride.
+  const uint16_t* xb = nullptr;
+  int64_t xb_stride = 0;
   const float* bias = nullptr;             // [n_rows] or null
   float* y = nullptr;                      // f32 [n_tokens, n_rows]
 };
@@ -53,6 +80,10 @@ struct KernelSet {
   // Optional: fills token t's lanes_* and group_* arrays of xq (already
   // quantized) for weight type `dtype`. Called concurrently for different tokens.
   void (*prepare)(Int8Activations* xq, DType dtype, int64_t t) = nullptr;
+  // Rounds one token's activations for the bf16 kernel (RoundTokenToBf16's
+  // contract; a SIMD version must give the same bits). Called concurrently
+  // for different tokens.
+  void (*round_bf16)(const float* x_t, int64_t k, int64_t stride, uint16_t* out) = RoundTokenToBf16;
 
   RowRangeKernel For(DType t) const {
     switch (t) {

@@ -135,12 +135,43 @@ void FloatRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   }
 }
 
+// BF16: weights and the bf16-rounded activations (args.xb, zero-padded to a
+// multiple of 32) both widened exactly; each product is exact, so only the
+// f32 sums round (kernels.h).
+inline __m256 WidenBf16x8(const void* p) {
+  return _mm256_castsi256_ps(
+      _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(static_cast<const __m128i*>(p))), 16));
+}
+
+float DotBf16(const uint8_t* row, const uint16_t* x, int64_t k) {
+  __m256 acc = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= k; i += 8) acc = _mm256_fmadd_ps(WidenBf16x8(row + 2 * i), WidenBf16x8(x + i), acc);
+  if (i < k) {  // x is zero past k; the weights through a zero-padded copy
+    alignas(16) uint16_t wbuf[8] = {};
+    std::memcpy(wbuf, row + 2 * i, static_cast<size_t>(k - i) * 2);
+    acc = _mm256_fmadd_ps(WidenBf16x8(wbuf), WidenBf16x8(x + i), acc);
+  }
+  return HorizontalSum(acc);
+}
+
+void Bf16Rows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const uint8_t* row = a.w + r * a.row_bytes;
+    for (int64_t t = 0; t < a.n_tokens; ++t) {
+      const float v = DotBf16(row, a.xb + t * a.xb_stride, a.k);
+      a.y[t * a.n_rows + r] = a.bias ? v + a.bias[r] : v;
+    }
+  }
+}
+
 }  // namespace
 
 const KernelSet& Avx2Kernels() {
   static const KernelSet set = [] {
     KernelSet s;
-    s.f32 = s.f16 = s.bf16 = FloatRows;
+    s.f32 = s.f16 = FloatRows;
+    s.bf16 = Bf16Rows;
     s.q8_0 = s.q4_0 = s.q4_k = QuantRows;
     return s;
   }();

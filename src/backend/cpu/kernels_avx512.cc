@@ -15,7 +15,8 @@
 // precomputed per token in lanes_bias (Prepare below).
 //
 // Packed Q8_0 / Q4_0 matrices have their own K-interleaved kernels
-// (interleaved_avx512.cc); activation quantization is quantize_avx512.cc.
+// (interleaved_avx512.cc); activation quantization is quantize_avx512.cc;
+// BF16 (vdpbf16ps on bf16-rounded activations) is bf16_avx512.cc.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -212,18 +213,6 @@ struct F16Format {
   }
 };
 
-struct BF16Format {  // bf16 -> f32 is exact: the 16 bits become the high half
-  static __m512 Widen(__m256i v) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
-  }
-  static __m512 Load(const uint8_t* row, int64_t i) {
-    return Widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * i)));
-  }
-  static __m512 LoadMasked(const uint8_t* row, int64_t i, __mmask16 m) {
-    return Widen(_mm256_maskz_loadu_epi16(m, row + 2 * i));
-  }
-};
-
 template <class Format, int R, int T>
 void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
   const int64_t k = a.k;
@@ -331,7 +320,7 @@ const KernelSet& Avx512Kernels() {
     KernelSet s;
     s.f32 = RowRange<FloatKernel<F32Format>>;
     s.f16 = RowRange<FloatKernel<F16Format>>;
-    s.bf16 = RowRange<FloatKernel<BF16Format>>;
+    s.bf16 = Bf16RowsAvx512;
     s.q8_0 = RowRange<QuantKernel<Q8_0Format>>;
     s.q4_0 = RowRange<QuantKernel<Q4_0Format>>;
     s.q4_k = RowRange<QuantKernel<Q4_KFormat>>;
@@ -340,6 +329,7 @@ const KernelSet& Avx512Kernels() {
     s.q4_k_packed = RowRange<QuantKernel<PackedQ4_KFormat>>;
     s.quantize_token = QuantizeTokenAvx512;
     s.prepare = Prepare;
+    s.round_bf16 = RoundTokenToBf16Avx512;
     return s;
   }();
   return set;

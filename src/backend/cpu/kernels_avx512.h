@@ -23,4 +23,10 @@ void PrepareGroupsAvx512(Int8Activations* xq, int32_t offset, int64_t t);
 void PackedQ8_0RowsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
 void PackedQ4_0RowsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
 
+// BF16 weights (file layout) with bf16 activations args.xb: vdpbf16ps,
+// register-tiled (bf16_avx512.cc).
+void Bf16RowsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
+// RoundTokenToBf16 (kernels.h) with vcvtneps2bf16: the same bits.
+void RoundTokenToBf16Avx512(const float* x_t, int64_t k, int64_t stride, uint16_t* out);
+
 }  // namespace deepinfer::cpu

@@ -49,6 +49,25 @@ void FloatRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   }
 }
 
+// BF16: the weights widened exactly, the activations already rounded to
+// bf16 by MatMul (args.xb), so each product is exact in f32 and only the
+// summation rounds - the arithmetic of vdpbf16ps in another order.
+void Bf16Rows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  thread_local std::vector<float> row, x;
+  row.resize(static_cast<size_t>(a.k));
+  x.resize(static_cast<size_t>(a.k * a.n_tokens));
+  for (int64_t t = 0; t < a.n_tokens; ++t) {
+    for (int64_t i = 0; i < a.k; ++i) x[t * a.k + i] = BF16ToF32(a.xb[t * a.xb_stride + i]);
+  }
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    DequantizeRow(DType::kBF16, a.w + r * a.row_bytes, row.data(), a.k);
+    for (int64_t t = 0; t < a.n_tokens; ++t) {
+      const float v = Dot16(row.data(), x.data() + t * a.k, a.k);
+      a.y[t * a.n_rows + r] = a.bias ? v + a.bias[r] : v;
+    }
+  }
+}
+
 // A quantized row decoded to signed int8 values and per-32-block factors
 // such that row[i] = scale[b] * q[i] - min[b] (b = i / 32).
 struct DecodedRow {
@@ -122,12 +141,18 @@ void QuantRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 
 }  // namespace
 
+void RoundTokenToBf16(const float* x_t, int64_t k, int64_t stride, uint16_t* out) {
+  for (int64_t i = 0; i < k; ++i) out[i] = RoundToBf16(x_t[i]);
+  for (int64_t i = k; i < stride; ++i) out[i] = 0;
+}
+
 RowRangeKernel DequantizingKernel() { return FloatRows; }
 
 const KernelSet& ScalarKernels() {
   static const KernelSet set = [] {
     KernelSet s;
-    s.f32 = s.f16 = s.bf16 = FloatRows;
+    s.f32 = s.f16 = FloatRows;
+    s.bf16 = Bf16Rows;
     s.q8_0 = s.q4_0 = s.q4_k = QuantRows;
     return s;
   }();

@@ -94,7 +94,26 @@ std::vector<Shape> ShapesFor(DType t) {
   if (IsQuantized(t)) {
     return {{1, 32, 1}, {3, 96, 2}, {17, 160, 67}, {33, 64, 5}, {8, 352, 9}, {5, 1024, 1}};
   }
-  return {{1, 1, 1}, {3, 15, 2}, {17, 33, 67}, {33, 100, 5}, {8, 257, 9}, {5, 1024, 1}};
+  std::vector<Shape> shapes = {{1, 1, 1}, {3, 15, 2}, {17, 33, 67}, {33, 100, 5}, {8, 257, 9}, {5, 1024, 1}};
+  if (t == DType::kBF16) {
+    // The AVX-512 kernel works in 32-element chunks with a masked tail (K =
+    // 40, 72, 1000, 31), 8-row GEMV tiles, 4 x 6 GEMM tiles and one tile of
+    // the 1..5 leftover tokens (4, 10, 11, 25 tokens), 16-row tasks (37, 21 rows).
+    shapes.insert(shapes.end(),
+                  {{7, 40, 4}, {21, 72, 10}, {13, 1000, 11}, {37, 64, 25}, {9, 31, 1}, {21, 2048, 1}});
+  }
+  return shapes;
+}
+
+// f32 -> bf16 (8 significant bits) to nearest, ties to even, written
+// independently of the kernels' bit trick: scale the mantissa to an 8-bit
+// integer and let nearbyint (default rounding mode) round it. Normal,
+// finite inputs only (what RandomFloats gives).
+float RoundToBf16Reference(float x) {
+  if (x == 0.0f) return x;
+  int e = 0;
+  const double m = std::frexp(static_cast<double>(x), &e);  // |m| in [0.5, 1)
+  return static_cast<float>(std::ldexp(std::nearbyint(std::ldexp(m, 8)), e - 8));
 }
 
 const DType kKernelTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K};
@@ -116,7 +135,9 @@ std::vector<float> RunMatMul(Isa isa, const Matrix& m, const std::vector<float>&
 }
 
 // The scalar kernel vs a double-precision dot of the dequantized weights.
-// Float types: f32 rounding only, |err| <= 1e-5 * sum|w x| + 1e-6.
+// Float types: f32 rounding only, |err| <= 1e-5 * sum|w x| + 1e-6. BF16
+// rounds the activations to bf16 first (kernels.h), and so does the
+// reference here (RoundToBf16Reference): the bound stays the f32 one.
 // Int8 activations: additionally each x is replaced by d * round(x / d) with
 // d = max|x_block| / 127, an error of at most d / 2 per element, so
 // |err| <= sum_i |w_i| * d_block(i) / 2 (+ the f32 term above).
@@ -128,8 +149,12 @@ TEST(MatMulTest, ScalarMatchesDequantizedReference) {
       const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
       const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
       const std::vector<float> y = RunMatMul(Isa::kScalar, m, x, s.n_tokens, bias.data(), 1);
+      std::vector<float> x_seen = x;  // the activations the kernel is specified to use
+      if (t == DType::kBF16) {
+        for (float& v : x_seen) v = RoundToBf16Reference(v);
+      }
       for (int64_t tok = 0; tok < s.n_tokens; ++tok) {
-        const float* xt = x.data() + tok * s.k;
+        const float* xt = x_seen.data() + tok * s.k;
         for (int64_t r = 0; r < s.n_rows; ++r) {
           const float* w = m.dense.data() + r * s.k;
           double ref = bias[r], magnitude = std::fabs(bias[r]), quant_bound = 0.0;
@@ -158,7 +183,8 @@ TEST(MatMulTest, ScalarMatchesDequantizedReference) {
 }
 
 // Each SIMD level vs the scalar reference: same activations (same int8
-// values), so only the f32 summation order differs:
+// values; for BF16 the same bf16-rounded values, exact products), so only
+// the f32 summation order differs:
 // |err| <= 1e-5 * sum|w x| (+ the Q4_K minimum terms) + 1e-6.
 TEST(MatMulTest, SimdLevelsMatchScalar) {
   std::mt19937 rng(2);
@@ -193,23 +219,27 @@ TEST(MatMulTest, SimdLevelsMatchScalar) {
 // in the batch, or on the thread count: compared bit for bit.
 TEST(MatMulTest, ResultsAreBatchAndThreadInvariant) {
   std::mt19937 rng(3);
-  const DType types[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0,
-                         DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
+  struct Case {
+    DType t;
+    int64_t k;
+  };
+  // BF16 also at K = 1000: 31 full 32-element chunks and a masked tail.
+  const Case cases[] = {{DType::kF32, 45},  {DType::kF16, 45},  {DType::kBF16, 45},  {DType::kBF16, 1000},
+                        {DType::kQ8_0, 96}, {DType::kQ4_0, 96}, {DType::kQ4_K, 512}, {DType::kQ6_K, 512}};
   for (Isa isa : SupportedIsas()) {
-    for (DType t : types) {
-      const int64_t k = BlockElems(t) == 256 ? 512 : (IsQuantized(t) ? 96 : 45);
+    for (const auto [t, k] : cases) {
       const int64_t n_rows = 37, n_tokens = 11;
       const Matrix m = RandomMatrix(rng, t, n_rows, k);
       const std::vector<float> x = RandomFloats(rng, n_tokens * k, 1.0f);
       const std::vector<float> batched = RunMatMul(isa, m, x, n_tokens, nullptr, 1);
       const std::vector<float> threaded = RunMatMul(isa, m, x, n_tokens, nullptr, 3);
       ASSERT_EQ(0, std::memcmp(batched.data(), threaded.data(), batched.size() * 4))
-          << IsaName(isa) << " " << DTypeName(t);
+          << IsaName(isa) << " " << DTypeName(t) << " k=" << k;
       for (int64_t tok = 0; tok < n_tokens; ++tok) {
         const std::vector<float> xt(x.begin() + tok * k, x.begin() + (tok + 1) * k);
         const std::vector<float> alone = RunMatMul(isa, m, xt, 1, nullptr, 2);
         ASSERT_EQ(0, std::memcmp(alone.data(), batched.data() + tok * n_rows, n_rows * 4))
-            << IsaName(isa) << " " << DTypeName(t) << " token " << tok;
+            << IsaName(isa) << " " << DTypeName(t) << " k=" << k << " token " << tok;
       }
     }
   }

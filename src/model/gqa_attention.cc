@@ -38,9 +38,10 @@ void GqaAttentionForward(const ModelConfig& c, const GqaAttentionWeights& w, con
   s.k.resize(static_cast<size_t>(n_tokens * kvd));
   s.v.resize(static_cast<size_t>(n_tokens * kvd));
 
-  ops::MatMul(w.q, xn, n_tokens, bias(w.q_bias), s.q.data(), pool);
-  ops::MatMul(w.k, xn, n_tokens, bias(w.k_bias), s.k.data(), pool);
-  ops::MatMul(w.v, xn, n_tokens, bias(w.v_bias), s.v.data(), pool);
+  ops::SharedInputMatMul({{&w.q, bias(w.q_bias), s.q.data()},
+                          {&w.k, bias(w.k_bias), s.k.data()},
+                          {&w.v, bias(w.v_bias), s.v.data()}},
+                         xn, n_tokens, pool);
 
   // Every new token's K/V must be in the cache before any token of its chunk attends.
   const int64_t bs = kv.block_size();

@@ -240,9 +240,10 @@ void LlamaModel::AttentionBlock(int64_t l, const ForwardBatch& batch, KvCache& k
   for (int64_t t = 0; t < n_tokens; ++t) {
     ops::RmsNorm(&x_[t * h], w.attn_norm.data(), h, config_.rms_norm_eps, &xn_[t * h]);
   }
-  ops::MatMul(w.q, xn_.data(), n_tokens, bias(w.q_bias), q_.data(), pool_);
-  ops::MatMul(w.k, xn_.data(), n_tokens, bias(w.k_bias), k_.data(), pool_);
-  ops::MatMul(w.v, xn_.data(), n_tokens, bias(w.v_bias), v_.data(), pool_);
+  ops::SharedInputMatMul({{&w.q, bias(w.q_bias), q_.data()},
+                          {&w.k, bias(w.k_bias), k_.data()},
+                          {&w.v, bias(w.v_bias), v_.data()}},
+                         xn_.data(), n_tokens, pool_);
 
   // q/k norm and RoPE per token, then K/V into the cache: every new token's
   // K/V must be in place before any token of its chunk attends.
@@ -293,8 +294,8 @@ void LlamaModel::MlpBlock(int64_t l) {
   for (int64_t t = 0; t < n_tokens; ++t) {
     ops::RmsNorm(&x_[t * h], w.ffn_norm.data(), h, config_.rms_norm_eps, &xn_[t * h]);
   }
-  ops::MatMul(w.gate, xn_.data(), n_tokens, nullptr, gate_.data(), pool_);
-  ops::MatMul(w.up, xn_.data(), n_tokens, nullptr, up_.data(), pool_);
+  ops::SharedInputMatMul({{&w.gate, nullptr, gate_.data()}, {&w.up, nullptr, up_.data()}}, xn_.data(), n_tokens,
+                         pool_);
   ops::SiluMul(gate_.data(), up_.data(), n_tokens * ff);
   ops::MatMul(w.down, gate_.data(), n_tokens, nullptr, proj_.data(), pool_);
   for (int64_t i = 0; i < n_tokens * h; ++i) {

@@ -144,19 +144,19 @@ void MlaAttention::Forward(const ForwardBatch& batch, const TokenPlan& plan, con
   const int64_t nope = m.qk_nope_head_dim, rd = m.qk_rope_head_dim, vd = m.v_head_dim, lora = m.kv_lora_rank;
   const int64_t qk = nope + rd, kvw = lora + rd, bw = nope + vd;
   q_.resize(static_cast<size_t>(n * nh * qk));
+  kva_.resize(static_cast<size_t>(n * kvw));
+  // The query's first projection and kv_a both read xn: one shared call.
   if (m.q_lora_rank > 0) {
     qa_.resize(static_cast<size_t>(n * m.q_lora_rank));
-    ops::MatMul(w_.q_a, xn, n, nullptr, qa_.data(), pool);
+    ops::SharedInputMatMul({{&w_.q_a, nullptr, qa_.data()}, {&w_.kv_a, nullptr, kva_.data()}}, xn, n, pool);
     for (int64_t t = 0; t < n; ++t) {
       float* r = &qa_[static_cast<size_t>(t * m.q_lora_rank)];
       ops::RmsNorm(r, w_.q_a_norm.data(), m.q_lora_rank, c_.rms_norm_eps, r);
     }
     ops::MatMul(w_.q_b, qa_.data(), n, nullptr, q_.data(), pool);
   } else {
-    ops::MatMul(w_.q, xn, n, nullptr, q_.data(), pool);
+    ops::SharedInputMatMul({{&w_.q, nullptr, q_.data()}, {&w_.kv_a, nullptr, kva_.data()}}, xn, n, pool);
   }
-  kva_.resize(static_cast<size_t>(n * kvw));
-  ops::MatMul(w_.kv_a, xn, n, nullptr, kva_.data(), pool);
   const int64_t bs = kv.block_size();
   for (int64_t t = 0; t < n; ++t) {
     float* r = &kva_[static_cast<size_t>(t * kvw)];

@@ -63,6 +63,14 @@ void MatMul(const TensorView& w, const float* x, int64_t n_tokens, const float* 
   cpu::MatMul(w, x, n_tokens, bias, y, pool);
 }
 
+void SharedInputMatMul(std::initializer_list<Projection> projections, const float* x, int64_t n_tokens,
+                       ThreadPool& pool) {
+  std::vector<cpu::MatMulTarget> targets;
+  targets.reserve(projections.size());
+  for (const Projection& p : projections) targets.push_back({p.w, p.bias, p.y});
+  cpu::MatMulShared(targets, x, n_tokens, pool);
+}
+
 void SiluMul(float* gate, const float* up, int64_t n) {
   cpu::SiluMul(gate, up, n);  // backend/cpu/activation_kernels.h
 }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 
 #include "core/thread_pool.h"
 #include "tensor/tensor_view.h"
@@ -29,6 +30,19 @@ void RmsNorm(const float* x, const float* weight, int64_t n, double eps, float* 
 // activations. Parallel over weight rows. bias may be null.
 void MatMul(const TensorView& w, const float* x, int64_t n_tokens, const float* bias, float* y,
             ThreadPool& pool);
+
+// One weight matrix of SharedInputMatMul.
+struct Projection {
+  const TensorView* w = nullptr;
+  const float* bias = nullptr;  // may be null
+  float* y = nullptr;
+};
+
+// Several matrices of one K applied to the same x (q / k / v; gate / up): the
+// same results as one MatMul each, with the activations prepared once and one
+// parallel loop over all their rows (cpu::MatMulShared).
+void SharedInputMatMul(std::initializer_list<Projection> projections, const float* x, int64_t n_tokens,
+                       ThreadPool& pool);
 
 // gate[i] = silu(gate[i]) * up[i].
 void SiluMul(float* gate, const float* up, int64_t n);

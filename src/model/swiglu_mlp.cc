@@ -17,8 +17,7 @@ void SwigluForward(const SwigluWeights& w, const float* x, int64_t n, ThreadPool
   const int64_t ff = w.ffn();
   s.gate.resize(static_cast<size_t>(n * ff));
   s.up.resize(static_cast<size_t>(n * ff));
-  ops::MatMul(w.gate, x, n, nullptr, s.gate.data(), pool);
-  ops::MatMul(w.up, x, n, nullptr, s.up.data(), pool);
+  ops::SharedInputMatMul({{&w.gate, nullptr, s.gate.data()}, {&w.up, nullptr, s.up.data()}}, x, n, pool);
   ops::SiluMul(s.gate.data(), s.up.data(), n * ff);
   ops::MatMul(w.down, s.gate.data(), n, nullptr, out, pool);
 }

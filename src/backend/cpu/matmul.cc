@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backend/cpu/activations.h"
+#include "backend/cpu/aligned_buffer.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/packed_weights.h"
 #include "core/check.h"
@@ -16,6 +17,8 @@ namespace {
 constexpr int64_t kRowsPerTask = 16;
 // Below this many multiply-adds, waking the pool costs more than it saves.
 constexpr int64_t kMinParallelCost = 1 << 15;
+// MatMulShared's targets (q, k, v: 3; gate, up: 2) fit a fixed array.
+constexpr size_t kMaxSharedTargets = 4;
 
 const KernelSet& KernelsFor(Isa isa) {
   DI_CHECK(CpuSupports(isa));
@@ -27,23 +30,25 @@ const KernelSet& KernelsFor(Isa isa) {
   return ScalarKernels();
 }
 
+int64_t RoundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
 bool UsesInt8Activations(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K; }
 
-}  // namespace
+// One matrix's kernel and arguments, before the activations are prepared.
+struct Plan {
+  RowRangeKernel kernel = nullptr;
+  MatMulArgs args;
+};
 
-bool HasFastKernel(Isa isa, DType t) { return KernelsFor(isa).For(t) != nullptr; }
-
-void MatMulWithIsa(Isa isa, const TensorView& w, const float* x, int64_t n_tokens, const float* bias,
-                   float* y, ThreadPool& pool) {
+Plan PlanFor(const KernelSet& kernels, const TensorView& w, int64_t n_tokens, const float* bias, float* y) {
   const int64_t n_rows = w.rows(), k = w.cols();
   DI_CHECK(CanDequantize(w.dtype));
   const int64_t row_bytes = RowBytes(w.dtype, k);
   DI_CHECK(row_bytes > 0);
-  if (n_tokens <= 0 || n_rows <= 0) return;
-
-  const KernelSet& kernels = KernelsFor(isa);
-  RowRangeKernel kernel = kernels.For(w.dtype);
-  MatMulArgs args;
+  Plan plan;
+  RowRangeKernel& kernel = plan.kernel;
+  MatMulArgs& args = plan.args;
+  kernel = kernels.For(w.dtype);
   args.dtype = w.dtype;
   args.w = static_cast<const uint8_t*>(w.data);
   args.row_bytes = row_bytes;
@@ -56,12 +61,26 @@ void MatMulWithIsa(Isa isa, const TensorView& w, const float* x, int64_t n_token
   args.k = k;
   args.n_rows = n_rows;
   args.n_tokens = n_tokens;
-  args.x = x;
   args.bias = bias;
   args.y = y;
-  if (kernel == nullptr) {
-    kernel = DequantizingKernel();
-  } else if (UsesInt8Activations(w.dtype)) {
+  if (kernel == nullptr) kernel = DequantizingKernel();
+  return plan;
+}
+
+// Fills the activation fields of `args` (x, and xq / xb where the kernel
+// reads prepared activations) from f32 x: quantized or rounded once per
+// call, in the calling thread's scratch, reused across calls (sized for the
+// largest batch seen). One MatMul at a time per thread, so no sharing.
+void PrepareActivations(const KernelSet& kernels, const float* x, int64_t n_tokens, ThreadPool& pool,
+                        Plan& plan) {
+  MatMulArgs& args = plan.args;
+  const int64_t k = args.k;
+  const DType dtype = args.dtype;
+  args.x = x;
+  if (plan.kernel == DequantizingKernel()) {
+    return;  // reads f32 x
+  }
+  if (UsesInt8Activations(dtype)) {
     // Scratch of the calling thread, reused across calls (sized for the
     // largest batch seen). One MatMul at a time per thread, so no sharing.
     thread_local Int8Activations scratch;
@@ -72,7 +91,7 @@ void MatMulWithIsa(Isa isa, const TensorView& w, const float* x, int64_t n_token
     auto quantize = [&](int64_t tb, int64_t te, int) {
       for (int64_t t = tb; t < te; ++t) {
         kernels.quantize_token(x + t * k, t, xq);
-        if (kernels.prepare != nullptr) kernels.prepare(xq, w.dtype, t);
+        if (kernels.prepare != nullptr) kernels.prepare(xq, dtype, t);
       }
     };
     if (n_tokens >= 8 && pool.num_threads() > 1) {
@@ -81,17 +100,105 @@ void MatMulWithIsa(Isa isa, const TensorView& w, const float* x, int64_t n_token
       quantize(0, n_tokens, 0);
     }
     args.xq = xq;
+  } else if (dtype == DType::kBF16) {
+    // bf16 kernels read bf16 activations (kernels.h): rounded here once per
+    // call, not per row tile. Thread-local scratch as above.
+    thread_local AlignedBuffer<uint16_t> bf16_scratch;
+    const int64_t stride = RoundUp(k, 32);
+    bf16_scratch.Resize(static_cast<size_t>(n_tokens * stride));
+    uint16_t* xb = bf16_scratch.data();
+    auto round = [&](int64_t tb, int64_t te, int) {
+      for (int64_t t = tb; t < te; ++t) kernels.round_bf16(x + t * k, k, stride, xb + t * stride);
+    };
+    if (n_tokens >= 8 && pool.num_threads() > 1) {
+      pool.ParallelFor(n_tokens, round);
+    } else {
+      round(0, n_tokens, 0);
+    }
+    args.xb = xb;
+    args.xb_stride = stride;
   }
+}
 
+void RunRows(const Plan& plan, ThreadPool& pool) {
+  const MatMulArgs& args = plan.args;
+  const int64_t n_rows = args.n_rows;
   const int64_t n_tasks = (n_rows + kRowsPerTask - 1) / kRowsPerTask;
   auto body = [&](int64_t tb, int64_t te, int) {
-    kernel(args, tb * kRowsPerTask, std::min(n_rows, te * kRowsPerTask));
+    plan.kernel(args, tb * kRowsPerTask, std::min(n_rows, te * kRowsPerTask));
   };
-  if (pool.num_threads() == 1 || n_rows * k * n_tokens < kMinParallelCost) {
+  if (pool.num_threads() == 1 || n_rows * args.k * args.n_tokens < kMinParallelCost) {
     body(0, n_tasks, 0);
   } else {
     pool.ParallelFor(n_tasks, body);
   }
+}
+
+}  // namespace
+
+bool HasFastKernel(Isa isa, DType t) { return KernelsFor(isa).For(t) != nullptr; }
+
+void MatMulWithIsa(Isa isa, const TensorView& w, const float* x, int64_t n_tokens, const float* bias,
+                   float* y, ThreadPool& pool) {
+  if (n_tokens <= 0 || w.rows() <= 0) return;
+  const KernelSet& kernels = KernelsFor(isa);
+  Plan plan = PlanFor(kernels, w, n_tokens, bias, y);
+  PrepareActivations(kernels, x, n_tokens, pool, plan);
+  RunRows(plan, pool);
+}
+
+void MatMulSharedWithIsa(Isa isa, std::span<const MatMulTarget> targets, const float* x, int64_t n_tokens,
+                         ThreadPool& pool) {
+  if (n_tokens <= 0 || targets.empty()) return;
+  const KernelSet& kernels = KernelsFor(isa);
+  // Targets share prepared activations only when those are the same bytes:
+  // same weight type (the int8 groups' offset depends on the type).
+  bool shareable = targets.size() <= kMaxSharedTargets;
+  for (const MatMulTarget& t : targets) {
+    DI_CHECK_MSG(t.w->cols() == targets[0].w->cols(), "MatMulShared: the targets read one x, so one K");
+    shareable = shareable && t.w->dtype == targets[0].w->dtype && t.w->rows() > 0;
+  }
+  if (!shareable) {
+    for (const MatMulTarget& t : targets) MatMulWithIsa(isa, *t.w, x, n_tokens, t.bias, t.y, pool);
+    return;
+  }
+  Plan plans[kMaxSharedTargets];
+  int64_t first_task[kMaxSharedTargets + 1] = {0};
+  const size_t n = targets.size();
+  int64_t cost = 0;
+  for (size_t i = 0; i < n; ++i) {
+    plans[i] = PlanFor(kernels, *targets[i].w, n_tokens, targets[i].bias, targets[i].y);
+    first_task[i + 1] = first_task[i] + (plans[i].args.n_rows + kRowsPerTask - 1) / kRowsPerTask;
+    cost += plans[i].args.n_rows * plans[i].args.k * n_tokens;
+  }
+  PrepareActivations(kernels, x, n_tokens, pool, plans[0]);
+  for (size_t i = 1; i < n; ++i) {
+    plans[i].args.x = plans[0].args.x;
+    plans[i].args.xq = plans[0].args.xq;
+    plans[i].args.xb = plans[0].args.xb;
+    plans[i].args.xb_stride = plans[0].args.xb_stride;
+  }
+  // One loop over every target's row tasks: the same (row, token)
+  // arithmetic as separate calls, with one pool round trip instead of n.
+  auto body = [&](int64_t tb, int64_t te, int) {
+    for (size_t i = 0; i < n && tb < te; ++i) {
+      if (tb >= first_task[i + 1]) continue;
+      const int64_t end = std::min(te, first_task[i + 1]);
+      const Plan& p = plans[i];
+      p.kernel(p.args, (tb - first_task[i]) * kRowsPerTask,
+               std::min(p.args.n_rows, (end - first_task[i]) * kRowsPerTask));
+      tb = end;
+    }
+  };
+  if (pool.num_threads() == 1 || cost < kMinParallelCost) {
+    body(0, first_task[n], 0);
+  } else {
+    pool.ParallelFor(first_task[n], body);
+  }
+}
+
+void MatMulShared(std::span<const MatMulTarget> targets, const float* x, int64_t n_tokens, ThreadPool& pool) {
+  MatMulSharedWithIsa(ActiveIsa(), targets, x, n_tokens, pool);
 }
 
 void MatMul(const TensorView& w, const float* x, int64_t n_tokens, const float* bias, float* y,

@@ -40,7 +40,11 @@ std::string SynthModel(const Family& f) {
   o.preset = f.preset;
   o.seed = 4242;
   o.format = f.format;
-  o.out = std::string(DI_BINARY_DIR) + "/engine_models_test_" + f.arch + "_" + f.preset +
+  // Per test: ctest runs the tests as parallel processes; one path each.
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = test != nullptr ? test->name() : "";
+  for (char& c : name) c = c == '/' ? '_' : c;  // parameterized names hold a '/'
+  o.out = std::string(DI_BINARY_DIR) + "/engine_models_test_" + name + "_" + f.arch + "_" + f.preset +
           (f.format == SynthFormat::kGguf ? ".gguf" : "_hf");
   const Status st = WriteSynthModel(o);
   EXPECT_TRUE(st.ok()) << st.ToString();

@@ -20,7 +20,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "backend/cpu/kernels_avx512.h"
 #include "backend/cpu/packed_weights.h"
@@ -214,8 +213,7 @@ void GroupRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   constexpr int kR = 4, kT = 3;
   // Rows whose packed weights fill about 32 KB of the 48 KB L1 (16 at
   // K = 2048; 4 at K = 5632, where 16 rows spilled to L2: ~15% slower).
-  static const int64_t kRB = getenv("DI_RB") ? atoi(getenv("DI_RB")) : 0;
-  const int64_t row_block = kRB > 0 ? kRB : std::clamp<int64_t>((32 << 10) / a.row_bytes / kR * kR, kR, 16);
+  const int64_t row_block = std::clamp<int64_t>((32 << 10) / a.row_bytes / kR * kR, kR, 16);
   for (int64_t b0 = row_begin; b0 < row_end; b0 += row_block) {
     const int64_t b1 = std::min(row_end, b0 + row_block);
     int64_t t = 0;

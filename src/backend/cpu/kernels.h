@@ -73,7 +73,7 @@ struct KernelSet {
   RowRangeKernel f32 = nullptr, f16 = nullptr, bf16 = nullptr;
   RowRangeKernel q8_0 = nullptr, q4_0 = nullptr, q4_k = nullptr;
   // Kernels for matrices in packed_weights.h's layouts (row_bytes = stride).
-  RowRangeKernel q8_0_packed = nullptr, q4_0_packed = nullptr, q4_k_packed = nullptr;
+  RowRangeKernel q8_0_packed = nullptr, q4_0_packed = nullptr, q4_k_packed = nullptr, bf16_packed = nullptr;
   // Quantizes token t (activations.h); a SIMD version must give the same
   // bytes as the scalar QuantizeToken. Called concurrently for different tokens.
   void (*quantize_token)(const float* x_t, int64_t t, Int8Activations* out) = QuantizeToken;
@@ -101,6 +101,7 @@ struct KernelSet {
       case DType::kQ8_0: return q8_0_packed;
       case DType::kQ4_0: return q4_0_packed;
       case DType::kQ4_K: return q4_k_packed;
+      case DType::kBF16: return bf16_packed;
       default: return nullptr;
     }
   }

@@ -272,12 +272,13 @@ TEST(MatMulTest, FallbackTypeIsCorrect) {
 // half), 25 (two full, the second padded); row counts around the 4-row tile
 // and the 16-row task, token counts around the 3-token tile.
 std::vector<Shape> PackedShapes(DType t) {
-  if (t == DType::kQ4_K) return ShapesFor(t);
+  if (t == DType::kQ4_K || t == DType::kBF16) return ShapesFor(t);
   return {{1, 32, 1},  {3, 96, 2},   {17, 160, 67}, {5, 256, 4},  {9, 288, 5},
           {8, 352, 9}, {21, 512, 3}, {6, 768, 7},   {19, 800, 8}, {5, 1024, 1}};
 }
 
-// Packed Q4_K keeps the file-layout arithmetic: bit-identical. Packed Q8_0 /
+// Packed Q4_K and BF16 keep the file-layout arithmetic (BF16's copy only
+// aligns the rows): bit-identical. Packed Q8_0 /
 // Q4_0 are K-interleaved (packed_weights.h): the same f32 products
 // float(isum_b) * (d_w * d_x) per block b, summed in another order, so the
 // two differ only by f32 summation rounding. Each sum is over at most
@@ -287,7 +288,7 @@ std::vector<Shape> PackedShapes(DType t) {
 TEST(MatMulTest, PackedWeightsMatchFileLayout) {
   std::mt19937 rng(5);
   int packed_types = 0;
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K}) {
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kBF16}) {
     if (!PacksType(ActiveIsa(), t)) continue;
     ++packed_types;
     for (const Shape& s : PackedShapes(t)) {
@@ -302,7 +303,7 @@ TEST(MatMulTest, PackedWeightsMatchFileLayout) {
       ThreadPool pool(2);
       std::vector<float> y(expected.size());
       MatMulWithIsa(ActiveIsa(), packed, x.data(), s.n_tokens, bias.data(), y.data(), pool);
-      if (t == DType::kQ4_K) {
+      if (t == DType::kQ4_K || t == DType::kBF16) {
         ASSERT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * 4))
             << DTypeName(t) << " n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens;
         continue;

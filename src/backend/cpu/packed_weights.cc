@@ -90,7 +90,8 @@ void PackQ4_KRow(const uint8_t* src, int64_t pairs, uint8_t* dst) {
 }  // namespace
 
 bool PacksType(Isa isa, DType t) {
-  return isa == Isa::kAvx512 && (t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K);
+  return isa == Isa::kAvx512 &&
+         (t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kBF16);
 }
 
 PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k) {
@@ -99,7 +100,9 @@ PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k) {
   layout.rows = rows;
   layout.k = k;
   int64_t bytes = 0;
-  if (t == DType::kQ4_K) {
+  if (t == DType::kBF16) {
+    bytes = k * 2;
+  } else if (t == DType::kQ4_K) {
     bytes = k / 64 * (32 + 16);  // values, f32 scales and f32 minimums per pair
   } else {
     const BlockGroups groups = GroupsFor(k / 32);
@@ -118,6 +121,8 @@ void PackMatrix(const TensorView& w, const PackedLayout& layout, uint8_t* dst) {
     std::memset(out, 0, static_cast<size_t>(layout.row_stride));
     if (w.dtype == DType::kQ8_0 || w.dtype == DType::kQ4_0) {
       PackInterleavedRow(w.dtype, src + r * row_bytes, blocks, out);
+    } else if (w.dtype == DType::kBF16) {
+      std::memcpy(out, src + r * row_bytes, static_cast<size_t>(row_bytes));
     } else {
       DI_CHECK(w.dtype == DType::kQ4_K);
       PackQ4_KRow(src + r * row_bytes, pairs, out);

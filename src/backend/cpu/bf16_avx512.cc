@@ -92,6 +92,41 @@ void Tile(const MatMulArgs& a, int64_t r0, int64_t t0) {
   }
 }
 
+// Part [kb, ke) of K (multiples of 32, or ke = k with the masked tail) of
+// the R x T tile at (r0, t0), continuing the accumulators in `acc` (R * T
+// vectors, row-major). The chunks and their order per (row, token) are the
+// ones Tile runs, so splitting K this way changes no bit.
+template <int R, int T>
+void TilePart(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t kb, int64_t ke, __m512* acc_mem) {
+  const int64_t full = std::min(ke, a.k / 32 * 32);
+  const uint8_t* rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = a.w + (r0 + r) * a.row_bytes;
+  const uint16_t* xs[T];
+  for (int t = 0; t < T; ++t) xs[t] = a.xb + (t0 + t) * a.xb_stride;
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_load_ps(acc_mem + r * T + t);
+  for (int64_t i = kb; i < full; i += 32) {
+    __m512bh w[R];
+    for (int r = 0; r < R; ++r) w[r] = AsBf16(_mm512_loadu_si512(rows[r] + 2 * i));
+    for (int t = 0; t < T; ++t) {
+      const __m512bh x = AsBf16(_mm512_load_si512(xs[t] + i));
+      for (int r = 0; r < R; ++r) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], w[r], x);
+    }
+  }
+  if (ke == a.k && full < a.k) {  // the masked tail, as in Tile
+    const __mmask32 m = static_cast<__mmask32>((uint64_t{1} << (a.k - full)) - 1);
+    __m512bh w[R];
+    for (int r = 0; r < R; ++r) w[r] = AsBf16(_mm512_maskz_loadu_epi16(m, rows[r] + 2 * full));
+    for (int t = 0; t < T; ++t) {
+      const __m512bh x = AsBf16(_mm512_load_si512(xs[t] + full));
+      for (int r = 0; r < R; ++r) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], w[r], x);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) _mm512_store_ps(acc_mem + r * T + t, acc[r][t]);
+}
+
 // Rows [b0, b1) for tokens [t0, t0 + T): R-row tiles, then single rows.
 template <int R, int T>
 void RowsOfTile(const MatMulArgs& a, int64_t b0, int64_t b1, int64_t t0) {
@@ -124,11 +159,52 @@ constexpr int kGemmRows = 4, kGemmTokens = 6, kGemvRows = 8;
 // Rows whose weights stay in cache while every token tile passes over them.
 constexpr int64_t kRowBlock = 64;
 
+// Long rows (the down projection, K = 5632): a 6-token activation tile is
+// 66 KB, past L1, so every row tile re-read it from L2 (~50 of L2's 64
+// bytes per cycle). Then K is cut into kKBlock parts: a part's activation
+// tile (12 KB) stays in L1 while the block's row tiles pass, their
+// accumulators parked in a small scratch in between. 1 thread, 2048 x 5632,
+// 512 tokens: see docs/kernels.md.
+constexpr int64_t kKBlock = 1024;
+constexpr int64_t kKBlockedRowBlock = 32;
+
+// Rows [b0, b1) (at most kKBlockedRowBlock) for the 6 tokens from t0.
+void KBlockedRows(const MatMulArgs& a, int64_t b0, int64_t b1, int64_t t0) {
+  constexpr int R = kGemmRows, T = kGemmTokens;
+  alignas(64) __m512 acc[kKBlockedRowBlock / R][R * T];
+  const int tiles = static_cast<int>((b1 - b0) / R);
+  for (int i = 0; i < tiles; ++i)
+    for (int j = 0; j < R * T; ++j) acc[i][j] = _mm512_setzero_ps();
+  for (int64_t kb = 0; kb < a.k; kb += kKBlock) {
+    const int64_t ke = std::min(a.k, kb + kKBlock);
+    for (int i = 0; i < tiles; ++i) TilePart<R, T>(a, b0 + i * R, t0, kb, ke, acc[i]);
+  }
+  for (int i = 0; i < tiles; ++i) {
+    for (int t = 0; t < T; ++t) {
+      for (int r = 0; r < R; ++r) {
+        const int64_t row = b0 + i * R + r;
+        const float v = ReduceAdd(acc[i][r * T + t]);
+        a.y[(t0 + t) * a.n_rows + row] = a.bias ? v + a.bias[row] : v;
+      }
+    }
+  }
+  for (int64_t r = b0 + tiles * R; r < b1; ++r) Tile<1, T>(a, r, t0);  // leftover rows, unblocked
+}
+
 }  // namespace
 
 void Bf16RowsAvx512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   if (a.n_tokens == 1) {
     RowsOfTile<kGemvRows, 1>(a, row_begin, row_end, 0);
+    return;
+  }
+  if (a.k > 2 * kKBlock) {
+    for (int64_t b0 = row_begin; b0 < row_end; b0 += kKBlockedRowBlock) {
+      const int64_t b1 = std::min(row_end, b0 + kKBlockedRowBlock);
+      int64_t t = 0;
+      for (; t + kGemmTokens <= a.n_tokens; t += kGemmTokens) KBlockedRows(a, b0, b1, t);
+      if (t < a.n_tokens) LeftoverTokens<kGemmRows>(a, b0, b1, t, a.n_tokens - t);
+    }
     return;
   }
   for (int64_t b0 = row_begin; b0 < row_end; b0 += kRowBlock) {

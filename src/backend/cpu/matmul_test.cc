@@ -100,7 +100,8 @@ std::vector<Shape> ShapesFor(DType t) {
     // 40, 72, 1000, 31), 8-row GEMV tiles, 4 x 6 GEMM tiles and one tile of
     // the 1..5 leftover tokens (4, 10, 11, 25 tokens), 16-row tasks (37, 21 rows).
     shapes.insert(shapes.end(),
-                  {{7, 40, 4}, {21, 72, 10}, {13, 1000, 11}, {37, 64, 25}, {9, 31, 1}, {21, 2048, 1}});
+                  {{7, 40, 4}, {21, 72, 10}, {13, 1000, 11}, {37, 64, 25}, {9, 31, 1}, {21, 2048, 1},
+                   {37, 4100, 13}});  // K > 2048: the K-blocked GEMM (1024-element parts, tail in the last)
   }
   return shapes;
 }
@@ -223,8 +224,10 @@ TEST(MatMulTest, ResultsAreBatchAndThreadInvariant) {
     DType t;
     int64_t k;
   };
-  // BF16 also at K = 1000: 31 full 32-element chunks and a masked tail.
+  // BF16 also at K = 1000 (31 full 32-element chunks and a masked tail) and
+  // K = 4100 (the K-blocked GEMM against GEMV and the unblocked leftover tile).
   const Case cases[] = {{DType::kF32, 45},  {DType::kF16, 45},  {DType::kBF16, 45},  {DType::kBF16, 1000},
+                        {DType::kBF16, 4100},
                         {DType::kQ8_0, 96}, {DType::kQ4_0, 96}, {DType::kQ4_K, 512}, {DType::kQ6_K, 512}};
   for (Isa isa : SupportedIsas()) {
     for (const auto [t, k] : cases) {

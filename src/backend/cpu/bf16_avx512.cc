@@ -52,18 +52,22 @@ inline float ReduceAdd(__m512 v) {
 // running past a row's end is harmless.
 constexpr int64_t kPrefetchBytes = 512;
 
+// Part [kb, ke) of K (kb a multiple of 32; ke a multiple of 32, or k with
+// the masked tail) of the R x T tile at (r0, t0), continuing the
+// accumulators in `acc_mem` (R * T vectors, row-major). Every (row, token)
+// sees the same 32-element chunks in k order whether K is run in one part
+// (Tile) or several (KBlockedRows), so splitting K changes no bit.
 template <int R, int T>
-void Tile(const MatMulArgs& a, int64_t r0, int64_t t0) {
-  const int64_t k = a.k, full = k / 32 * 32;
+void TilePart(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t kb, int64_t ke, __m512* acc_mem) {
+  const int64_t full = std::min(ke, a.k / 32 * 32);
   const uint8_t* rows[R];
   for (int r = 0; r < R; ++r) rows[r] = a.w + (r0 + r) * a.row_bytes;
   const uint16_t* xs[T];
   for (int t = 0; t < T; ++t) xs[t] = a.xb + (t0 + t) * a.xb_stride;
   __m512 acc[R][T];
   for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
-
-  for (int64_t i = 0; i < full; i += 32) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_load_ps(reinterpret_cast<const float*>(acc_mem + r * T + t));
+  for (int64_t i = kb; i < full; i += 32) {
     __m512bh w[R];
     for (int r = 0; r < R; ++r) w[r] = AsBf16(_mm512_loadu_si512(rows[r] + 2 * i));
     if constexpr (T == 1) {  // GEMV streams weights from DRAM: ask 8 lines ahead per row
@@ -75,46 +79,7 @@ void Tile(const MatMulArgs& a, int64_t r0, int64_t t0) {
       for (int r = 0; r < R; ++r) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], w[r], x);
     }
   }
-  if (full < k) {  // masked tail: zero weights (and zero padded activations) add nothing
-    const __mmask32 m = static_cast<__mmask32>((uint64_t{1} << (k - full)) - 1);
-    __m512bh w[R];
-    for (int r = 0; r < R; ++r) w[r] = AsBf16(_mm512_maskz_loadu_epi16(m, rows[r] + 2 * full));
-    for (int t = 0; t < T; ++t) {
-      const __m512bh x = AsBf16(_mm512_load_si512(xs[t] + full));
-      for (int r = 0; r < R; ++r) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], w[r], x);
-    }
-  }
-  for (int t = 0; t < T; ++t) {
-    for (int r = 0; r < R; ++r) {
-      const float v = ReduceAdd(acc[r][t]);
-      a.y[(t0 + t) * a.n_rows + r0 + r] = a.bias ? v + a.bias[r0 + r] : v;
-    }
-  }
-}
-
-// Part [kb, ke) of K (multiples of 32, or ke = k with the masked tail) of
-// the R x T tile at (r0, t0), continuing the accumulators in `acc` (R * T
-// vectors, row-major). The chunks and their order per (row, token) are the
-// ones Tile runs, so splitting K this way changes no bit.
-template <int R, int T>
-void TilePart(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t kb, int64_t ke, __m512* acc_mem) {
-  const int64_t full = std::min(ke, a.k / 32 * 32);
-  const uint8_t* rows[R];
-  for (int r = 0; r < R; ++r) rows[r] = a.w + (r0 + r) * a.row_bytes;
-  const uint16_t* xs[T];
-  for (int t = 0; t < T; ++t) xs[t] = a.xb + (t0 + t) * a.xb_stride;
-  __m512 acc[R][T];
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_load_ps(acc_mem + r * T + t);
-  for (int64_t i = kb; i < full; i += 32) {
-    __m512bh w[R];
-    for (int r = 0; r < R; ++r) w[r] = AsBf16(_mm512_loadu_si512(rows[r] + 2 * i));
-    for (int t = 0; t < T; ++t) {
-      const __m512bh x = AsBf16(_mm512_load_si512(xs[t] + i));
-      for (int r = 0; r < R; ++r) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], w[r], x);
-    }
-  }
-  if (ke == a.k && full < a.k) {  // the masked tail, as in Tile
+  if (ke == a.k && full < a.k) {  // masked tail: zero weights (and zero padded activations) add nothing
     const __mmask32 m = static_cast<__mmask32>((uint64_t{1} << (a.k - full)) - 1);
     __m512bh w[R];
     for (int r = 0; r < R; ++r) w[r] = AsBf16(_mm512_maskz_loadu_epi16(m, rows[r] + 2 * full));
@@ -124,7 +89,27 @@ void TilePart(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t kb, int64_t k
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) _mm512_store_ps(acc_mem + r * T + t, acc[r][t]);
+    for (int t = 0; t < T; ++t) _mm512_store_ps(reinterpret_cast<float*>(acc_mem + r * T + t), acc[r][t]);
+}
+
+// y (+ bias) of the R x T tile at (r0, t0) from its finished accumulators.
+template <int R, int T>
+void StoreTile(const MatMulArgs& a, int64_t r0, int64_t t0, const __m512* acc) {
+  for (int t = 0; t < T; ++t) {
+    for (int r = 0; r < R; ++r) {
+      const float v = ReduceAdd(acc[r * T + t]);
+      a.y[(t0 + t) * a.n_rows + r0 + r] = a.bias ? v + a.bias[r0 + r] : v;
+    }
+  }
+}
+
+// The whole of K for the R x T tile at (r0, t0).
+template <int R, int T>
+void Tile(const MatMulArgs& a, int64_t r0, int64_t t0) {
+  __m512 acc[R * T];
+  for (__m512& v : acc) v = _mm512_setzero_ps();
+  TilePart<R, T>(a, r0, t0, 0, a.k, acc);
+  StoreTile<R, T>(a, r0, t0, acc);
 }
 
 // Rows [b0, b1) for tokens [t0, t0 + T): R-row tiles, then single rows.
@@ -179,15 +164,7 @@ void KBlockedRows(const MatMulArgs& a, int64_t b0, int64_t b1, int64_t t0) {
     const int64_t ke = std::min(a.k, kb + kKBlock);
     for (int i = 0; i < tiles; ++i) TilePart<R, T>(a, b0 + i * R, t0, kb, ke, acc[i]);
   }
-  for (int i = 0; i < tiles; ++i) {
-    for (int t = 0; t < T; ++t) {
-      for (int r = 0; r < R; ++r) {
-        const int64_t row = b0 + i * R + r;
-        const float v = ReduceAdd(acc[i][r * T + t]);
-        a.y[(t0 + t) * a.n_rows + row] = a.bias ? v + a.bias[row] : v;
-      }
-    }
-  }
+  for (int i = 0; i < tiles; ++i) StoreTile<R, T>(a, b0 + i * R, t0, acc[i]);
   for (int64_t r = b0 + tiles * R; r < b1; ++r) Tile<1, T>(a, r, t0);  // leftover rows, unblocked
 }
 

@@ -85,16 +85,6 @@ TEST(ByteClassTrieTest, EveryTokenOnceUnderItsClassString) {
   EXPECT_EQ(ByteClassTrie::Build(*vocab, *classes, 3), nullptr);  // node budget
 }
 
-std::set<int32_t> Accepted(const PositionMask& m) {
-  std::set<int32_t> out(m.accepted_ids.begin(), m.accepted_ids.end());
-  for (size_t w = 0; w < m.accepted_bits.size(); ++w) {
-    for (int b = 0; b < 32; ++b) {
-      if ((m.accepted_bits[w] >> b) & 1) out.insert(static_cast<int32_t>(w * 32 + b));
-    }
-  }
-  return out;
-}
-
 TEST(ByteClassTrieTest, MasksEqualTheByteWalk) {
   // Letters, space, quotes, escapes and split 2-byte UTF-8 (é = c3 a9);
   // enough letters in one class that the class trie stays small enough to
@@ -120,14 +110,7 @@ TEST(ByteClassTrieTest, MasksEqualTheByteWalk) {
     // The path under test is taken (the patterns are broad enough on this
     // vocabulary: CompiledGrammar only builds tries for long walks).
     EXPECT_GE(tries, 1) << schema;
-    CompiledGrammar plain(a, vocab);  // no profiles, no class tries: byte walks
-    for (uint32_t s = 0; s < a.num_states(); ++s) {
-      if (a.byte_edge_begin[s] == a.byte_edge_begin[s + 1]) continue;
-      const PositionMask& got = (*compiled)->MaskAt(s);
-      const PositionMask& want = plain.MaskAt(s);
-      EXPECT_EQ(Accepted(got), Accepted(want)) << schema << " state " << s;
-      EXPECT_EQ(got.uncertain, want.uncertain) << schema << " state " << s;
-    }
+    testing::ExpectMasksEqualPlainWalk(**compiled, vocab, schema);
   }
 }
 

@@ -80,8 +80,9 @@ item ::= "[" item? "]" | "ab" "c"?)g",
       ASSERT_TRUE(check.AcceptBytes(prefix + done)) << c.gbnf << " '" << prefix << "' + '" << done << "'";
       EXPECT_TRUE(check.IsAccepting()) << c.gbnf << " '" << prefix << "' + '" << done << "'";
       int shortest = BruteForceShortest(cg, prefix, c.alphabet, 6);
-      if (shortest >= 0)
+      if (shortest >= 0) {
         EXPECT_EQ(static_cast<int>(done.size()), shortest) << c.gbnf << " '" << prefix << "'";
+      }
     }
   }
 }

@@ -83,16 +83,6 @@ TEST(StringProfileTest, AgreesInsideWhereOnlyTheCloseDiffers) {
   EXPECT_FALSE(AgreesWithBody(R"({"type":"string","pattern":"^[a-z]+$"})", "a"));
 }
 
-std::set<int32_t> Accepted(const PositionMask& m) {
-  std::set<int32_t> out(m.accepted_ids.begin(), m.accepted_ids.end());
-  for (size_t w = 0; w < m.accepted_bits.size(); ++w) {
-    for (int b = 0; b < 32; ++b) {
-      if ((m.accepted_bits[w] >> b) & 1) out.insert(static_cast<int32_t>(w * 32 + b));
-    }
-  }
-  return out;
-}
-
 // Tokens that exercise every U state: quotes, escapes (\" \\ \n \u00e9),
 // 2-byte UTF-8 split across tokens, control bytes, key-name prefixes.
 std::shared_ptr<const Vocabulary> StringVocab() {
@@ -138,16 +128,7 @@ TEST(StringProfileTest, DerivedEntriesEqualTheWalk) {
       }) {
     auto compiled = compiler.CompileJsonSchema(schema);
     ASSERT_TRUE(compiled.ok()) << schema;
-    const GrammarAutomaton& a = (*compiled)->automaton();
-    // Reference: the same automaton without profiles (plain walks only).
-    CompiledGrammar plain(a, vocab);
-    for (uint32_t s = 0; s < a.num_states(); ++s) {
-      if (a.byte_edge_begin[s] == a.byte_edge_begin[s + 1]) continue;
-      const PositionMask& got = (*compiled)->MaskAt(s);
-      const PositionMask& want = plain.MaskAt(s);
-      EXPECT_EQ(Accepted(got), Accepted(want)) << schema << " state " << s;
-      EXPECT_EQ(got.uncertain, want.uncertain) << schema << " state " << s;
-    }
+    testing::ExpectMasksEqualPlainWalk(**compiled, vocab, schema);
   }
 }
 

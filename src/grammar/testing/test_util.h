@@ -6,15 +6,43 @@
 
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "grammar/automaton.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/matcher.h"
+#include "grammar/position_mask.h"
 #include "grammar/vocabulary.h"
 
 namespace deepinfer::grammar::testing {
+
+// The token ids a position mask accepts, whichever form it holds them in.
+inline std::set<int32_t> AcceptedIds(const PositionMask& m) {
+  std::set<int32_t> out(m.accepted_ids.begin(), m.accepted_ids.end());
+  for (size_t w = 0; w < m.accepted_bits.size(); ++w) {
+    for (int b = 0; b < 32; ++b) {
+      if ((m.accepted_bits[w] >> b) & 1) out.insert(static_cast<int32_t>(w * 32 + b));
+    }
+  }
+  return out;
+}
+
+// Every dense state of `compiled` has the mask a plain byte walk gives (a
+// CompiledGrammar of the same automaton without profiles or class tries).
+inline void ExpectMasksEqualPlainWalk(const CompiledGrammar& compiled, const std::shared_ptr<const Vocabulary>& vocab,
+                                      const std::string& label) {
+  const GrammarAutomaton& a = compiled.automaton();
+  CompiledGrammar plain(a, vocab);
+  for (uint32_t s = 0; s < a.num_states(); ++s) {
+    if (a.byte_edge_begin[s] == a.byte_edge_begin[s + 1]) continue;
+    const PositionMask& got = compiled.MaskAt(s);
+    const PositionMask& want = plain.MaskAt(s);
+    EXPECT_EQ(AcceptedIds(got), AcceptedIds(want)) << label << " state " << s;
+    EXPECT_EQ(got.uncertain, want.uncertain) << label << " state " << s;
+  }
+}
 
 // Every string over `alphabet` of length 1..max_len, then one EOS token.
 inline std::shared_ptr<const Vocabulary> AllStringsVocab(const std::string& alphabet, int max_len) {

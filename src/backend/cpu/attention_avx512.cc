@@ -25,6 +25,14 @@ namespace deepinfer::cpu {
 
 namespace {
 
+// Where position p's K / V row of this head starts (attention_kernel.h).
+inline const float* KRow(const PagedKvView& kv, int64_t p) {
+  return kv.k + kv.block_table[p / kv.block_size] * kv.block_stride + p % kv.block_size * kv.slot_stride;
+}
+inline const float* VRow(const PagedKvView& kv, int64_t p) {
+  return kv.v + kv.block_table[p / kv.block_size] * kv.v_block_stride + p % kv.block_size * kv.v_slot_stride;
+}
+
 // q . k_u for 8 keys, each left in 16 lanes (summed by the caller): one
 // pass over head_dim with 8 independent fma chains (a key at a time was one
 // 4-deep chain per key, latency-bound).
@@ -99,10 +107,8 @@ void AttendKeysAvx512(const AttentionQuery& q, const PagedKvView& kv, int64_t be
   for (int64_t t0 = begin; t0 < end; t0 += kAttentionKeyTile) {
     const int64_t n = std::min(kAttentionKeyTile, end - t0);
     for (int64_t j = 0; j < n; ++j) {
-      const int64_t p = t0 + j;
-      const int64_t block = kv.block_table[p / kv.block_size], slot = p % kv.block_size;
-      k_rows[j] = kv.k + block * kv.block_stride + slot * kv.slot_stride;
-      v_rows[j] = kv.v + block * kv.v_block_stride + slot * kv.v_slot_stride;
+      k_rows[j] = KRow(kv, t0 + j);
+      v_rows[j] = VRow(kv, t0 + j);
     }
     // With several query heads the tile's rows are read n_q times: copy them
     // next to each other first. In the cache they sit at a stride of
@@ -129,9 +135,8 @@ void AttendKeysAvx512(const AttentionQuery& q, const PagedKvView& kv, int64_t be
     // without this the first query head of a group waited on every row.
     const int64_t next_end = std::min(end, t0 + 2 * kAttentionKeyTile);
     for (int64_t p = t0 + kAttentionKeyTile; p < next_end; ++p) {
-      const int64_t block = kv.block_table[p / kv.block_size], slot = p % kv.block_size;
-      const auto* k_row = reinterpret_cast<const char*>(kv.k + block * kv.block_stride + slot * kv.slot_stride);
-      const auto* v_row = reinterpret_cast<const char*>(kv.v + block * kv.v_block_stride + slot * kv.v_slot_stride);
+      const auto* k_row = reinterpret_cast<const char*>(KRow(kv, p));
+      const auto* v_row = reinterpret_cast<const char*>(VRow(kv, p));
       for (int64_t b = 0; b < hd * 4; b += 64) {
         _mm_prefetch(k_row + b, _MM_HINT_T1);
         _mm_prefetch(v_row + b, _MM_HINT_T1);

@@ -120,31 +120,14 @@ void PrepareActivations(const KernelSet& kernels, const float* x, int64_t n_toke
   }
 }
 
-void RunRows(const Plan& plan, ThreadPool& pool) {
-  const MatMulArgs& args = plan.args;
-  const int64_t n_rows = args.n_rows;
-  const int64_t n_tasks = (n_rows + kRowsPerTask - 1) / kRowsPerTask;
-  auto body = [&](int64_t tb, int64_t te, int) {
-    plan.kernel(args, tb * kRowsPerTask, std::min(n_rows, te * kRowsPerTask));
-  };
-  if (pool.num_threads() == 1 || n_rows * args.k * args.n_tokens < kMinParallelCost) {
-    body(0, n_tasks, 0);
-  } else {
-    pool.ParallelFor(n_tasks, body);
-  }
-}
-
 }  // namespace
 
 bool HasFastKernel(Isa isa, DType t) { return KernelsFor(isa).For(t) != nullptr; }
 
 void MatMulWithIsa(Isa isa, const TensorView& w, const float* x, int64_t n_tokens, const float* bias,
                    float* y, ThreadPool& pool) {
-  if (n_tokens <= 0 || w.rows() <= 0) return;
-  const KernelSet& kernels = KernelsFor(isa);
-  Plan plan = PlanFor(kernels, w, n_tokens, bias, y);
-  PrepareActivations(kernels, x, n_tokens, pool, plan);
-  RunRows(plan, pool);
+  const MatMulTarget target{&w, bias, y};
+  MatMulSharedWithIsa(isa, std::span<const MatMulTarget>(&target, 1), x, n_tokens, pool);
 }
 
 void MatMulSharedWithIsa(Isa isa, std::span<const MatMulTarget> targets, const float* x, int64_t n_tokens,
@@ -156,10 +139,12 @@ void MatMulSharedWithIsa(Isa isa, std::span<const MatMulTarget> targets, const f
   bool shareable = targets.size() <= kMaxSharedTargets;
   for (const MatMulTarget& t : targets) {
     DI_CHECK_MSG(t.w->cols() == targets[0].w->cols(), "MatMulShared: the targets read one x, so one K");
-    shareable = shareable && t.w->dtype == targets[0].w->dtype && t.w->rows() > 0;
+    shareable = shareable && t.w->dtype == targets[0].w->dtype;
   }
-  if (!shareable) {
-    for (const MatMulTarget& t : targets) MatMulWithIsa(isa, *t.w, x, n_tokens, t.bias, t.y, pool);
+  if (!shareable) {  // one target at a time (always shareable)
+    for (const MatMulTarget& t : targets) {
+      MatMulSharedWithIsa(isa, std::span<const MatMulTarget>(&t, 1), x, n_tokens, pool);
+    }
     return;
   }
   Plan plans[kMaxSharedTargets];
@@ -171,6 +156,7 @@ void MatMulSharedWithIsa(Isa isa, std::span<const MatMulTarget> targets, const f
     first_task[i + 1] = first_task[i] + (plans[i].args.n_rows + kRowsPerTask - 1) / kRowsPerTask;
     cost += plans[i].args.n_rows * plans[i].args.k * n_tokens;
   }
+  if (first_task[n] == 0) return;  // no rows at all
   PrepareActivations(kernels, x, n_tokens, pool, plans[0]);
   for (size_t i = 1; i < n; ++i) {
     plans[i].args.x = plans[0].args.x;
@@ -178,8 +164,9 @@ void MatMulSharedWithIsa(Isa isa, std::span<const MatMulTarget> targets, const f
     plans[i].args.xb = plans[0].args.xb;
     plans[i].args.xb_stride = plans[0].args.xb_stride;
   }
-  // One loop over every target's row tasks: the same (row, token)
-  // arithmetic as separate calls, with one pool round trip instead of n.
+  // One loop over every target's row tasks (a target without rows has
+  // none): the same (row, token) arithmetic as separate calls, with one pool
+  // round trip instead of n.
   auto body = [&](int64_t tb, int64_t te, int) {
     for (size_t i = 0; i < n && tb < te; ++i) {
       if (tb >= first_task[i + 1]) continue;

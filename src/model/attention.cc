@@ -9,19 +9,19 @@ namespace deepinfer {
 
 namespace {
 
-// The K/V view of one layer and KV head. K(layer, block, slot) and V(...) are
-// affine in block and slot (kv_cache.cc's layout), so differences give the strides.
-cpu::PagedKvView KvHeadView(const KvCache& kv, int64_t layer, int64_t kv_head, int64_t head_dim,
-                            const std::vector<int32_t>& table) {
+// The K/V view of one layer and KV head. K(layer, block, slot, head) and V(...)
+// are affine in block and slot (KvCache's layout), so differences give the strides.
+cpu::PagedKvView KvHeadView(const KvCache& kv, int64_t layer, int64_t kv_head, const std::vector<int32_t>& table) {
   cpu::PagedKvView v;
-  v.k = kv.K(layer, 0, 0) + kv_head * head_dim;
-  v.v = kv.V(layer, 0, 0) + kv_head * head_dim;
+  v.k = kv.K(layer, 0, 0, kv_head);
+  v.v = kv.V(layer, 0, 0, kv_head);
   v.block_table = table.data();
   v.block_size = kv.block_size();
-  v.slot_stride = kv.block_size() > 1 ? kv.K(layer, 0, 1) - kv.K(layer, 0, 0) : kv.kv_dim();
-  v.block_stride = kv.num_blocks() > 1 ? kv.K(layer, 1, 0) - kv.K(layer, 0, 0) : kv.block_size() * kv.kv_dim();
-  v.v_slot_stride = kv.block_size() > 1 ? kv.V(layer, 0, 1) - kv.V(layer, 0, 0) : kv.v_dim();
-  v.v_block_stride = kv.num_blocks() > 1 ? kv.V(layer, 1, 0) - kv.V(layer, 0, 0) : kv.block_size() * kv.v_dim();
+  const int64_t k_width = kv.kv_dim() / kv.num_heads(), v_width = kv.v_dim() / kv.num_heads();
+  v.slot_stride = k_width;
+  v.block_stride = kv.block_size() * kv.kv_dim();
+  v.v_slot_stride = v_width;
+  v.v_block_stride = kv.block_size() * kv.v_dim();
   return v;
 }
 
@@ -77,13 +77,19 @@ void PagedAttention(const float* q, int64_t n_tokens, const int64_t* positions,
     return cpu::AttentionState{base + group * hd, base + group * hd + group, base};
   };
   ops::ParallelForCost(pool, static_cast<int64_t>(items.size()), cost, [&](int64_t b, int64_t e, int) {
+    const auto view_of = [&](const WorkItem& w) {
+      return KvHeadView(kv, p.layer, w.kv_head, *block_tables[static_cast<size_t>(w.token)]);
+    };
     for (int64_t i = b; i < e; ++i) {
       const WorkItem& w = items[static_cast<size_t>(i)];
+      if (i + 1 < e) {  // the next item's first tile loads while this one computes
+        const WorkItem& next = items[static_cast<size_t>(i + 1)];
+        cpu::PrefetchKeys(view_of(next), hd, next.begin, std::min(next.end, next.begin + cpu::kAttentionKeyTile));
+      }
       const cpu::AttentionState s = state_of(i);
       cpu::ResetAttentionState(group, hd, s);
       cpu::AttentionQuery query{q + w.token * qd + w.kv_head * group * hd, group, hd, p.scale};
-      cpu::AttendKeys(query, KvHeadView(kv, p.layer, w.kv_head, hd, *block_tables[static_cast<size_t>(w.token)]),
-                      w.begin, w.end, s);
+      cpu::AttendKeys(query, view_of(w), w.begin, w.end, s);
     }
   });
   // Merge each (token, head)'s splits in position order, then normalize.
@@ -107,7 +113,7 @@ void AttendOneHead(const float* q, int64_t head, int64_t pos, const std::vector<
   std::vector<float> state(static_cast<size_t>(2 * (hd + 2)));
   const cpu::AttentionState a{state.data() + hd, state.data() + hd + 1, state.data()};
   const cpu::AttentionState split{state.data() + 2 * hd + 2, state.data() + 2 * hd + 3, state.data() + hd + 2};
-  const cpu::PagedKvView view = KvHeadView(kv, p.layer, kv_head, hd, block_table);
+  const cpu::PagedKvView view = KvHeadView(kv, p.layer, kv_head, block_table);
   const cpu::AttentionQuery query{q, 1, hd, p.scale};
   // Same splits as PagedAttention, so both give identical results.
   const int64_t lo = FirstKey(pos, p.window), hi = pos + 1;

@@ -44,10 +44,11 @@ KvFixture MakeSetup(int64_t len, int64_t block_size, std::mt19937& rng) {
   for (int64_t l = 0; l < c.num_layers; ++l)
     for (int64_t b = 0; b < 2 * per_seq; ++b)
       for (int64_t slot = 0; slot < block_size; ++slot)
-        for (int64_t i = 0; i < c.kv_dim(); ++i) {
-          s.kv.K(l, b, slot)[i] = n(rng);
-          s.kv.V(l, b, slot)[i] = n(rng);
-        }
+        for (int64_t h = 0; h < c.num_kv_heads; ++h)
+          for (int64_t i = 0; i < c.head_dim; ++i) {
+            s.kv.K(l, b, slot, h)[i] = n(rng);
+            s.kv.V(l, b, slot, h)[i] = n(rng);
+          }
   return s;
 }
 
@@ -57,7 +58,7 @@ std::vector<double> Reference(const KvFixture& s, const std::vector<int32_t>& ta
   const int64_t lo = p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : 0;
   std::vector<double> w;
   for (int64_t j = lo; j <= pos; ++j) {
-    const float* k = s.kv.K(p.layer, table[j / bs], j % bs) + kvh * hd;
+    const float* k = s.kv.K(p.layer, table[j / bs], j % bs, kvh);
     double dot = 0;
     for (int64_t d = 0; d < hd; ++d) dot += static_cast<double>(q[d]) * k[d];
     w.push_back(dot * p.scale);
@@ -67,10 +68,40 @@ std::vector<double> Reference(const KvFixture& s, const std::vector<int32_t>& ta
   for (double& x : w) sum += (x = std::exp(x - m));
   std::vector<double> out(hd, 0.0);
   for (int64_t j = lo; j <= pos; ++j) {
-    const float* v = s.kv.V(p.layer, table[j / bs], j % bs) + kvh * hd;
+    const float* v = s.kv.V(p.layer, table[j / bs], j % bs, kvh);
     for (int64_t d = 0; d < hd; ++d) out[d] += w[j - lo] / sum * v[d];
   }
   return out;
+}
+
+// WriteK/WriteV scatter a row head by head; K/V(layer, block, slot, head)
+// find each piece again; a block of one layer is one contiguous run (block
+// copies rely on it) with each head's rows contiguous inside it.
+TEST(KvCacheLayout, HeadsAreContiguousInsideContiguousBlocks) {
+  const int64_t layers = 2, blocks = 3, bs = 4, heads = 2, width = 5;
+  KvCache kv(layers, blocks, bs, heads * width, heads * width, heads);
+  std::vector<float> row(static_cast<size_t>(heads * width));
+  for (int64_t l = 0; l < layers; ++l)
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int64_t slot = 0; slot < bs; ++slot) {
+        for (int64_t i = 0; i < heads * width; ++i) row[static_cast<size_t>(i)] = float(((l * 10 + b) * 10 + slot) * 100 + i);
+        kv.WriteK(l, b, slot, row.data());
+        for (float& x : row) x = -x;
+        kv.WriteV(l, b, slot, row.data());
+      }
+  for (int64_t l = 0; l < layers; ++l)
+    for (int64_t b = 0; b < blocks; ++b) {
+      EXPECT_EQ(kv.K(l, b, 0, 0), kv.K(0, 0, 0, 0) + (l * blocks + b) * bs * heads * width);
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t slot = 0; slot < bs; ++slot) {
+          EXPECT_EQ(kv.K(l, b, slot, h), kv.K(l, b, 0, 0) + (h * bs + slot) * width);
+          for (int64_t i = 0; i < width; ++i) {
+            const float want = float(((l * 10 + b) * 10 + slot) * 100 + h * width + i);
+            EXPECT_EQ(kv.K(l, b, slot, h)[i], want);
+            EXPECT_EQ(kv.V(l, b, slot, h)[i], -want);
+          }
+        }
+    }
 }
 
 TEST(PagedAttention, MatchesReferenceAcrossSplitsAndWindows) {

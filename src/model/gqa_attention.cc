@@ -1,7 +1,6 @@
 #include "model/gqa_attention.h"
 
 #include <cmath>
-#include <cstring>
 
 #include "model/attention.h"
 #include "model/ops.h"
@@ -57,8 +56,8 @@ void GqaAttentionForward(const ModelConfig& c, const GqaAttentionWeights& w, con
       rope.Apply(qt, nh, hd, pos);
       rope.Apply(kt, nkv, hd, pos);
       const int32_t block = BlockTableOf(batch, plan, t)[static_cast<size_t>(pos / bs)];
-      std::memcpy(kv.K(kv_layer, block, pos % bs), kt, sizeof(float) * kvd);
-      std::memcpy(kv.V(kv_layer, block, pos % bs), &s.v[static_cast<size_t>(t * kvd)], sizeof(float) * kvd);
+      kv.WriteK(kv_layer, block, pos % bs, kt);
+      kv.WriteV(kv_layer, block, pos % bs, &s.v[static_cast<size_t>(t * kvd)]);
     }
   });
 

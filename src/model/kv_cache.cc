@@ -1,39 +1,64 @@
+#include <cstring>
+
 #include "core/check.h"
 #include "model/model.h"
 
 namespace deepinfer {
 
-// Layout note: K and V are separate f32 arrays indexed
-// [layer][block][slot][kv_head][head_dim], so one block of one layer is a
-// contiguous block_size * kv_dim run (what a future block copy/swap moves).
+// Layout: model.h. A block of one layer is a contiguous block_size * kv_dim
+// run of K (block_size * v_dim of V), whatever the number of heads.
 KvCache::KvCache(const ModelConfig& config, int64_t num_blocks, int64_t block_size)
-    : KvCache(config.num_layers, num_blocks, block_size, config.cache_k_dim(), config.cache_v_dim()) {}
+    : KvCache(config.num_layers, num_blocks, block_size, config.cache_k_dim(), config.cache_v_dim(),
+              config.mla.kv_lora_rank > 0 ? 1 : config.num_kv_heads) {}
 
-KvCache::KvCache(int64_t num_layers, int64_t num_blocks, int64_t block_size, int64_t k_dim, int64_t v_dim)
-    : num_layers_(num_layers), num_blocks_(num_blocks), block_size_(block_size), kv_dim_(k_dim), v_dim_(v_dim) {
+KvCache::KvCache(int64_t num_layers, int64_t num_blocks, int64_t block_size, int64_t k_dim, int64_t v_dim,
+                 int64_t heads)
+    : num_layers_(num_layers),
+      num_blocks_(num_blocks),
+      block_size_(block_size),
+      kv_dim_(k_dim),
+      v_dim_(v_dim),
+      heads_(heads) {
   DI_CHECK(num_layers_ > 0 && num_blocks_ > 0 && block_size_ > 0 && kv_dim_ > 0 && v_dim_ >= 0);
+  DI_CHECK(heads_ > 0 && kv_dim_ % heads_ == 0 && v_dim_ % heads_ == 0);
   k_.assign(static_cast<size_t>(num_layers_ * num_blocks_ * block_size_ * kv_dim_), 0.0f);
   v_.assign(static_cast<size_t>(num_layers_ * num_blocks_ * block_size_ * v_dim_), 0.0f);
 }
 
 namespace {
-inline int64_t Offset(int64_t layer, int64_t block, int64_t slot, int64_t num_blocks, int64_t block_size,
-                      int64_t kv_dim) {
-  return ((layer * num_blocks + block) * block_size + slot) * kv_dim;
+// Start of (layer, block, head, slot) in an array whose rows are `dim`
+// floats split into `heads` heads.
+inline int64_t Offset(int64_t layer, int64_t block, int64_t slot, int64_t head, int64_t num_blocks,
+                      int64_t block_size, int64_t dim, int64_t heads) {
+  const int64_t width = dim / heads;
+  return (((layer * num_blocks + block) * heads + head) * block_size + slot) * width;
 }
 }  // namespace
 
-float* KvCache::K(int64_t layer, int64_t block, int64_t slot) {
-  return k_.data() + Offset(layer, block, slot, num_blocks_, block_size_, kv_dim_);
+float* KvCache::K(int64_t layer, int64_t block, int64_t slot, int64_t head) {
+  return k_.data() + Offset(layer, block, slot, head, num_blocks_, block_size_, kv_dim_, heads_);
 }
-float* KvCache::V(int64_t layer, int64_t block, int64_t slot) {
-  return v_.data() + Offset(layer, block, slot, num_blocks_, block_size_, v_dim_);
+float* KvCache::V(int64_t layer, int64_t block, int64_t slot, int64_t head) {
+  return v_.data() + Offset(layer, block, slot, head, num_blocks_, block_size_, v_dim_, heads_);
 }
-const float* KvCache::K(int64_t layer, int64_t block, int64_t slot) const {
-  return k_.data() + Offset(layer, block, slot, num_blocks_, block_size_, kv_dim_);
+const float* KvCache::K(int64_t layer, int64_t block, int64_t slot, int64_t head) const {
+  return k_.data() + Offset(layer, block, slot, head, num_blocks_, block_size_, kv_dim_, heads_);
 }
-const float* KvCache::V(int64_t layer, int64_t block, int64_t slot) const {
-  return v_.data() + Offset(layer, block, slot, num_blocks_, block_size_, v_dim_);
+const float* KvCache::V(int64_t layer, int64_t block, int64_t slot, int64_t head) const {
+  return v_.data() + Offset(layer, block, slot, head, num_blocks_, block_size_, v_dim_, heads_);
+}
+
+void KvCache::WriteK(int64_t layer, int64_t block, int64_t slot, const float* row) {
+  const int64_t width = kv_dim_ / heads_;
+  for (int64_t h = 0; h < heads_; ++h) {
+    std::memcpy(K(layer, block, slot, h), row + h * width, sizeof(float) * static_cast<size_t>(width));
+  }
+}
+void KvCache::WriteV(int64_t layer, int64_t block, int64_t slot, const float* row) {
+  const int64_t width = v_dim_ / heads_;
+  for (int64_t h = 0; h < heads_; ++h) {
+    std::memcpy(V(layer, block, slot, h), row + h * width, sizeof(float) * static_cast<size_t>(width));
+  }
 }
 
 int64_t KvCache::BytesPerToken() const {

@@ -265,8 +265,8 @@ void LlamaModel::AttentionBlock(int64_t l, const ForwardBatch& batch, KvCache& k
       const SequenceChunk& seq = batch.seqs[static_cast<size_t>(plan_.seq_of[t])];
       const int64_t pos = plan_.positions[t];
       const int32_t block = seq.block_table[static_cast<size_t>(pos / bs)];
-      std::memcpy(kv.K(l, block, pos % bs), kt, sizeof(float) * kvd);
-      std::memcpy(kv.V(l, block, pos % bs), &v_[t * kvd], sizeof(float) * kvd);
+      kv.WriteK(l, block, pos % bs, kt);
+      kv.WriteV(l, block, pos % bs, &v_[t * kvd]);
     }
   });
 

@@ -165,7 +165,7 @@ void MlaAttention::Forward(const ForwardBatch& batch, const TokenPlan& plan, con
     rope_->Apply(r + lora, 1, rd, pos);
     rope_->Apply(&q_[static_cast<size_t>(t * nh * qk + nope)], nh, qk, pos);
     const int32_t block = BlockTableOf(batch, plan, t)[static_cast<size_t>(pos / bs)];
-    std::memcpy(kv.K(kv_layer, block, pos % bs), r, sizeof(float) * kvw);
+    kv.WriteK(kv_layer, block, pos % bs, r);
   }
   attn_.resize(static_cast<size_t>(n * nh * vd));
   const float scale = rope_->softmax_scale();

@@ -14,9 +14,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
+#include "backend/cpu/aligned_buffer.h"
 #include "backend/cpu/attention_kernel.h"
 #include "backend/cpu/simd_avx512.h"
 #include "backend/cpu/vec_exp_avx512.h"
@@ -25,27 +25,44 @@ namespace deepinfer::cpu {
 
 namespace {
 
-// Where position p's K / V row of this head starts (attention_kernel.h).
-inline const float* KRow(const PagedKvView& kv, int64_t p) {
-  return kv.k + kv.block_table[p / kv.block_size] * kv.block_stride + p % kv.block_size * kv.slot_stride;
+// The K and V rows of positions [p0, p0 + n) of this head.
+inline void TileRows(const PagedKvView& kv, int64_t p0, int64_t n, const float** k_rows, const float** v_rows) {
+  int64_t j = 0;
+  ForEachKvRow(kv, p0, n, [&](const float* k, const float* v) {
+    k_rows[j] = k;
+    v_rows[j++] = v;
+  });
 }
-inline const float* VRow(const PagedKvView& kv, int64_t p) {
-  return kv.v + kv.block_table[p / kv.block_size] * kv.v_block_stride + p % kv.block_size * kv.v_slot_stride;
+
+// One row of head_dim floats, inline: a libc memcpy call per 256-byte row
+// cost more than the copy.
+inline void CopyRow(float* dst, const float* src, int64_t hd) {
+  int64_t d = 0;
+  for (; d + 16 <= hd; d += 16) _mm512_storeu_ps(dst + d, _mm512_loadu_ps(src + d));
+  if (d < hd) {
+    const __mmask16 m = TailMask(hd - d);
+    _mm512_mask_storeu_ps(dst + d, m, _mm512_maskz_loadu_ps(m, src + d));
+  }
 }
 
 // q . k_u for 8 keys, each left in 16 lanes (summed by the caller): one
 // pass over head_dim with 8 independent fma chains (a key at a time was one
 // 4-deep chain per key, latency-bound).
+// The u loops must be unrolled: otherwise GCC keeps acc[] in memory and
+// every fma waits on a store-to-load round trip (that was half the kernel).
 inline void DotLanes8(const float* q, const float* const* k, int64_t hd, __m512* acc) {
+#pragma GCC unroll 8
   for (int u = 0; u < 8; ++u) acc[u] = _mm512_setzero_ps();
   int64_t d = 0;
   for (; d + 16 <= hd; d += 16) {
     const __m512 qv = _mm512_loadu_ps(q + d);
+#pragma GCC unroll 8
     for (int u = 0; u < 8; ++u) acc[u] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k[u] + d), acc[u]);
   }
   if (d < hd) {
     const __mmask16 m = TailMask(hd - d);
     const __m512 qv = _mm512_maskz_loadu_ps(m, q + d);
+#pragma GCC unroll 8
     for (int u = 0; u < 8; ++u) acc[u] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, k[u] + d), acc[u]);
   }
 }
@@ -93,7 +110,15 @@ constexpr AccumulateFn kAccumulate[] = {AccumulateValues<1>, AccumulateValues<2>
 void AttendKeysAvx512(const AttentionQuery& q, const PagedKvView& kv, int64_t begin, int64_t end,
                       AttentionState state) {
   const int64_t hd = q.head_dim;
-  alignas(64) float scores[kAttentionKeyTile];
+  // Per query head: the tile's scores, then its probabilities; and the
+  // head's correction factor. Per thread, grown to the largest n_q seen.
+  thread_local AlignedBuffer<float> head_scores, head_correction;
+  if (head_scores.size() < static_cast<size_t>(q.n_q * kAttentionKeyTile)) {
+    head_scores.Resize(static_cast<size_t>(q.n_q * kAttentionKeyTile));
+    head_correction.Resize(static_cast<size_t>(q.n_q));
+  }
+  float* scores = head_scores.data();
+  float* correction = head_correction.data();
   const float* k_rows[kAttentionKeyTile];
   const float* v_rows[kAttentionKeyTile];
   static_assert(kAttentionKeyTile == 32, "the softmax below holds a tile in two 16-lane vectors");
@@ -101,27 +126,24 @@ void AttendKeysAvx512(const AttentionQuery& q, const PagedKvView& kv, int64_t be
   // The contiguous copy of a tile's K and V rows (see below); per thread,
   // grown to the largest head_dim seen.
   thread_local std::vector<float> tile;
-  if (q.n_q > 1 && tile.size() < static_cast<size_t>(2 * kAttentionKeyTile * hd)) {
+  const bool copy_tile = q.n_q > 1 && (kv.slot_stride != hd || kv.v_slot_stride != hd);
+  if (copy_tile && tile.size() < static_cast<size_t>(2 * kAttentionKeyTile * hd)) {
     tile.resize(static_cast<size_t>(2 * kAttentionKeyTile * hd));
   }
   for (int64_t t0 = begin; t0 < end; t0 += kAttentionKeyTile) {
     const int64_t n = std::min(kAttentionKeyTile, end - t0);
-    for (int64_t j = 0; j < n; ++j) {
-      k_rows[j] = KRow(kv, t0 + j);
-      v_rows[j] = VRow(kv, t0 + j);
-    }
-    // With several query heads the tile's rows are read n_q times: copy them
-    // next to each other first. In the cache they sit at a stride of
-    // kv_dim floats (a power of two), so a tile's K and V rows fall into a
-    // few L1 sets and evicted each other between the query heads. Copying
-    // changes no value.
-    if (q.n_q > 1) {
-      const size_t row_bytes = sizeof(float) * static_cast<size_t>(hd);
+    TileRows(kv, t0, n, k_rows, v_rows);
+    // With several query heads the tile's rows are read n_q times. Rows at a
+    // large power-of-two stride (a view over a [slot][head][dim] layout)
+    // fall into a few L1 sets and evict each other between the query heads,
+    // so such rows are copied next to each other first (changes no value).
+    // KvCache's rows are contiguous per head and skip this.
+    if (copy_tile) {
       float* tile_k = tile.data();
       float* tile_v = tile_k + kAttentionKeyTile * hd;
       for (int64_t j = 0; j < n; ++j) {
-        std::memcpy(tile_k + j * hd, k_rows[j], row_bytes);
-        std::memcpy(tile_v + j * hd, v_rows[j], row_bytes);
+        CopyRow(tile_k + j * hd, k_rows[j], hd);
+        CopyRow(tile_v + j * hd, v_rows[j], hd);
         k_rows[j] = tile_k + j * hd;
         v_rows[j] = tile_v + j * hd;
       }
@@ -133,46 +155,63 @@ void AttendKeysAvx512(const AttentionQuery& q, const PagedKvView& kv, int64_t be
     // the whole cache once, row pieces of head_dim floats strided by the
     // other heads' columns, which the hardware prefetcher follows poorly;
     // without this the first query head of a group waited on every row.
-    const int64_t next_end = std::min(end, t0 + 2 * kAttentionKeyTile);
-    for (int64_t p = t0 + kAttentionKeyTile; p < next_end; ++p) {
-      const auto* k_row = reinterpret_cast<const char*>(KRow(kv, p));
-      const auto* v_row = reinterpret_cast<const char*>(VRow(kv, p));
-      for (int64_t b = 0; b < hd * 4; b += 64) {
-        _mm_prefetch(k_row + b, _MM_HINT_T1);
-        _mm_prefetch(v_row + b, _MM_HINT_T1);
+    const int64_t next_n = std::min(end, t0 + 2 * kAttentionKeyTile) - (t0 + kAttentionKeyTile);
+    if (next_n > 0) {
+      const float* next_k[kAttentionKeyTile];
+      const float* next_v[kAttentionKeyTile];
+      TileRows(kv, t0 + kAttentionKeyTile, next_n, next_k, next_v);
+      for (int64_t j = 0; j < next_n; ++j) {
+        for (int64_t b = 0; b < hd * 4; b += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(next_k[j]) + b, _MM_HINT_T1);
+          _mm_prefetch(reinterpret_cast<const char*>(next_v[j]) + b, _MM_HINT_T1);
+        }
       }
     }
-    for (int64_t i = 0; i < q.n_q; ++i) {
+    // Three passes over the query heads, each head's work independent of the
+    // others' within a pass, so the out-of-order core overlaps the heads'
+    // dependency chains (dot -> max -> exp -> sum) instead of running one
+    // head's chain after the other. Per head the operations are the same
+    // whatever n_q is.
+    const __mmask16 m0 = TailMask(n), m1 = n > 16 ? TailMask(n - 16) : 0;
+    for (int64_t i = 0; i < q.n_q; ++i) {  // 1: scaled scores q_i . k_j
       const float* qi = q.q + i * hd;
+      float* sc = scores + i * kAttentionKeyTile;
       for (int64_t j = 0; j < n; j += 8) {
         __m512 dots[8];
         DotLanes8(qi, k_rows + j, hd, dots);
-        _mm_store_ps(scores + j, _mm_mul_ps(SumLanes4(dots[0], dots[1], dots[2], dots[3]),
-                                            _mm512_castps512_ps128(scale)));
-        _mm_store_ps(scores + j + 4, _mm_mul_ps(SumLanes4(dots[4], dots[5], dots[6], dots[7]),
-                                                _mm512_castps512_ps128(scale)));
+        _mm_store_ps(sc + j, _mm_mul_ps(SumLanes4(dots[0], dots[1], dots[2], dots[3]), _mm512_castps512_ps128(scale)));
+        _mm_store_ps(sc + j + 4,
+                     _mm_mul_ps(SumLanes4(dots[4], dots[5], dots[6], dots[7]), _mm512_castps512_ps128(scale)));
       }
-      // Scores of the tile as two 16-lane vectors; lanes past n are -inf.
-      const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
-      const __mmask16 m0 = TailMask(n), m1 = TailMask(std::max<int64_t>(0, n - 16));
-      const __m512 s0 = _mm512_mask_loadu_ps(neg_inf, m0, scores);
-      const __m512 s1 = n > 16 ? _mm512_mask_loadu_ps(neg_inf, m1, scores + 16) : neg_inf;
-      const float tile_max = _mm512_reduce_max_ps(_mm512_max_ps(s0, s1));
-      const float new_max = std::max(state.max[i], tile_max);
-      const float correction = std::exp(state.max[i] - new_max);
-      const __m512 vmax = _mm512_set1_ps(new_max);
-      const __m512 p0 = _mm512_maskz_mov_ps(m0, ExpAvx512(_mm512_sub_ps(s0, vmax)));
-      const __m512 p1 = _mm512_maskz_mov_ps(n > 16 ? m1 : 0, ExpAvx512(_mm512_sub_ps(s1, vmax)));
-      _mm512_store_ps(scores, p0);
-      _mm512_store_ps(scores + 16, p1);
+    }
+    const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
+    for (int64_t i = 0; i < q.n_q; ++i) {  // 2a: the new running max; exp's argument for the correction
+      const float* sc = scores + i * kAttentionKeyTile;
+      const __m512 s0 = _mm512_mask_loadu_ps(neg_inf, m0, sc);
+      const __m512 s1 = _mm512_mask_loadu_ps(neg_inf, m1, sc + 16);
+      const float new_max = std::max(state.max[i], _mm512_reduce_max_ps(_mm512_max_ps(s0, s1)));
+      correction[i] = state.max[i] - new_max;  // -inf before the first key: correction 0
       state.max[i] = new_max;
-      state.sum[i] = state.sum[i] * correction + _mm512_reduce_add_ps(_mm512_add_ps(p0, p1));
-
+    }
+    for (int64_t i = 0; i < q.n_q; i += 16) {  // 2b: correction = exp(old max - new max), 16 heads at once
+      const __mmask16 m = TailMask(q.n_q - i);
+      _mm512_mask_storeu_ps(correction + i, m, ExpAvx512(_mm512_maskz_loadu_ps(m, correction + i)));
+    }
+    for (int64_t i = 0; i < q.n_q; ++i) {  // 2c: p_j = exp(score_j - max), the running sum
+      float* sc = scores + i * kAttentionKeyTile;
+      const __m512 vmax = _mm512_set1_ps(state.max[i]);
+      const __m512 p0 = _mm512_maskz_mov_ps(m0, ExpAvx512(_mm512_sub_ps(_mm512_load_ps(sc), vmax)));
+      const __m512 p1 = _mm512_maskz_mov_ps(m1, ExpAvx512(_mm512_sub_ps(_mm512_load_ps(sc + 16), vmax)));
+      _mm512_store_ps(sc, p0);
+      _mm512_store_ps(sc + 16, p1);
+      state.sum[i] = state.sum[i] * correction[i] + _mm512_reduce_add_ps(_mm512_add_ps(p0, p1));
+    }
+    for (int64_t i = 0; i < q.n_q; ++i) {  // 3: acc = acc * correction + p . V
       float* acc = state.acc + i * hd;
-      const __m512 corr = _mm512_set1_ps(correction);
+      const __m512 corr = _mm512_set1_ps(correction[i]);
       for (int64_t off = 0; off < hd; off += 128) {  // 8 chunks (16 accumulators) at a time
         const int64_t width = std::min<int64_t>(128, hd - off);
-        kAccumulate[(width + 15) / 16 - 1](acc + off, width, scores, v_rows, off, n, corr);
+        kAccumulate[(width + 15) / 16 - 1](acc + off, width, scores + i * kAttentionKeyTile, v_rows, off, n, corr);
       }
     }
   }

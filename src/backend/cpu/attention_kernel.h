@@ -35,6 +35,22 @@ struct PagedKvView {
   int64_t v_slot_stride = 0;
 };
 
+// Calls f(k_row, v_row) for positions [p0, p0 + n) in order. One division,
+// then slots counted up: block_size is only known at run time, and a
+// division per row cost more than the attention's dot products.
+template <class F>
+inline void ForEachKvRow(const PagedKvView& kv, int64_t p0, int64_t n, F&& f) {
+  int64_t block = p0 / kv.block_size, slot = p0 % kv.block_size;
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t b = kv.block_table[block];
+    f(kv.k + b * kv.block_stride + slot * kv.slot_stride, kv.v + b * kv.v_block_stride + slot * kv.v_slot_stride);
+    if (++slot == kv.block_size) {
+      slot = 0;
+      ++block;
+    }
+  }
+}
+
 // Online-softmax state of n_q query heads: max[i], sum[i] = sum of
 // exp(score - max[i]) and acc[i * head_dim + d] = sum of exp(score - max[i]) * v[d].
 struct AttentionState {
@@ -60,6 +76,12 @@ void AttendKeysScalar(const AttentionQuery& q, const PagedKvView& kv, int64_t be
                       AttentionState state);
 void AttendKeysAvx512(const AttentionQuery& q, const PagedKvView& kv, int64_t begin, int64_t end,
                       AttentionState state);  // only when CpuSupports(Isa::kAvx512)
+
+// Asks the cache for the K and V rows of keys [begin, end) of this head
+// (a hint: changes no value, never faults). Callers issue it for the next
+// piece of work while the current one computes: in batched decode each
+// sequence's cache is cold, and its first tile otherwise waits on DRAM.
+void PrefetchKeys(const PagedKvView& kv, int64_t head_dim, int64_t begin, int64_t end);
 
 // a := merge(a, b): the state of a's keys followed by b's keys.
 void MergeAttentionState(int64_t n_q, int64_t head_dim, AttentionState a, const AttentionState& b);

@@ -22,12 +22,11 @@ void AttendKeysScalar(const AttentionQuery& q, const PagedKvView& kv, int64_t be
   const float* v_rows[kAttentionKeyTile];
   for (int64_t t0 = begin; t0 < end; t0 += kAttentionKeyTile) {
     const int64_t n = std::min(kAttentionKeyTile, end - t0);
-    for (int64_t j = 0; j < n; ++j) {
-      const int64_t p = t0 + j;
-      const int64_t block = kv.block_table[p / kv.block_size], slot = p % kv.block_size;
-      k_rows[j] = kv.k + block * kv.block_stride + slot * kv.slot_stride;
-      v_rows[j] = kv.v + block * kv.v_block_stride + slot * kv.v_slot_stride;
-    }
+    int64_t j = 0;
+    ForEachKvRow(kv, t0, n, [&](const float* k, const float* v) {
+      k_rows[j] = k;
+      v_rows[j++] = v;
+    });
     for (int64_t i = 0; i < q.n_q; ++i) {
       const float* qi = q.q + i * hd;
       float tile_max = -INFINITY;
@@ -64,6 +63,16 @@ void AttendKeys(const AttentionQuery& q, const PagedKvView& kv, int64_t begin, i
   } else {
     AttendKeysScalar(q, kv, begin, end, state);
   }
+}
+
+void PrefetchKeys(const PagedKvView& kv, int64_t head_dim, int64_t begin, int64_t end) {
+  const int64_t row_bytes = head_dim * static_cast<int64_t>(sizeof(float));
+  ForEachKvRow(kv, begin, end - begin, [&](const float* k, const float* v) {
+    for (int64_t b = 0; b < row_bytes; b += 64) {
+      __builtin_prefetch(reinterpret_cast<const char*>(k) + b);
+      __builtin_prefetch(reinterpret_cast<const char*>(v) + b);
+    }
+  });
 }
 
 void MergeAttentionState(int64_t n_q, int64_t head_dim, AttentionState a, const AttentionState& b) {

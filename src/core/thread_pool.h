@@ -33,9 +33,6 @@ class ThreadPool {
  public:
   // How long a waiting thread spins before it sleeps.
   static constexpr int kSpinMicros = 50;
-  // Chunks per thread: enough that a late thread's share is taken by the
-  // others, few enough that each chunk stays a long contiguous run.
-  static constexpr int kChunksPerThread = 4;
 
   // num_threads counts the calling thread: 1 means "run inline".
   explicit ThreadPool(int num_threads);
@@ -46,8 +43,9 @@ class ThreadPool {
   int num_threads() const { return num_threads_; }
 
   // Calls body(begin, end, thread_index) for every chunk of a partition of
-  // [0, n) into at most num_threads() * kChunksPerThread chunks, and returns
-  // when all chunks are done. thread_index < num_threads() names the thread
+  // [0, n), and returns when all chunks are done. Chunks shrink along [0, n):
+  // each is 1 / (2 * num_threads()) of the items not yet in a chunk (at least
+  // one), so early chunks are long runs and the last ones single items. thread_index < num_threads() names the thread
   // running the call (0 = the caller).
   void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t, int)>& body);
 
@@ -68,7 +66,7 @@ class ThreadPool {
   // read by a participant only after it claimed a chunk (acquire), so it is
   // stable: the caller cannot start the next job while a claimed chunk runs.
   const std::function<void(int64_t, int64_t, int)>* body_ = nullptr;
-  int64_t n_ = 0;
+  std::vector<int64_t> chunk_starts_;  // chunk c is [starts[c], starts[c + 1])
   // Claim word: job id (32 bits) | chunk count (16) | next unclaimed chunk (16).
   // The id makes a late claim for a finished job fail instead of taking a
   // chunk of the next one.

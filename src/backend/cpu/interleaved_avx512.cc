@@ -216,9 +216,19 @@ void GroupRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   const int64_t row_block = std::clamp<int64_t>((32 << 10) / a.row_bytes / kR * kR, kR, 16);
   for (int64_t b0 = row_begin; b0 < row_end; b0 += row_block) {
     const int64_t b1 = std::min(row_end, b0 + row_block);
+    // One token left over (n = 3m + 1, as at 64 sequences) would be a 1-token
+    // tile, at GEMV efficiency: the last four tokens run as two 2-token
+    // tiles instead (same per-(row, token) arithmetic, same bits).
+    const int64_t n = a.n_tokens;
+    const int64_t full_end = n > kT && n % kT == 1 ? n - 4 : n - n % kT;
     int64_t t = 0;
-    for (; t + kT <= a.n_tokens; t += kT) RowTiles<Steps, kR, kT>(a, b0, b1, t);
-    if (t < a.n_tokens) TokenTail<Steps, kR, kT - 1>(a, b0, b1, t, a.n_tokens - t);
+    for (; t < full_end; t += kT) RowTiles<Steps, kR, kT>(a, b0, b1, t);
+    if (n - t == 4 && kT == 3) {
+      RowTiles<Steps, kR, 2>(a, b0, b1, t);
+      RowTiles<Steps, kR, 2>(a, b0, b1, t + 2);
+    } else if (t < n) {
+      TokenTail<Steps, kR, kT - 1>(a, b0, b1, t, n - t);
+    }
   }
 }
 

@@ -342,8 +342,10 @@ TEST(MatMulTest, PackedResultsAreBatchAndThreadInvariant) {
   for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K}) {
     if (!PacksType(ActiveIsa(), t)) continue;
     ++packed_types;
-    for (int64_t k : t == DType::kQ4_K ? std::vector<int64_t>{512} : std::vector<int64_t>{96, 768, 800}) {
-      const int64_t n_rows = 37, n_tokens = 11;
+    // 10 tokens: the int8 GEMM's last four run as two 2-token tiles.
+    for (int64_t k : t == DType::kQ4_K ? std::vector<int64_t>{512} : std::vector<int64_t>{96, 768, 800})
+    for (int64_t n_tokens : {10, 11}) {
+      const int64_t n_rows = 37;
       Matrix m = RandomMatrix(rng, t, n_rows, k);
       PackedWeights packer;
       m.view = packer.Pack(m.view);
@@ -356,7 +358,7 @@ TEST(MatMulTest, PackedResultsAreBatchAndThreadInvariant) {
         const std::vector<float> xt(x.begin() + tok * k, x.begin() + (tok + 1) * k);
         const std::vector<float> alone = RunMatMul(ActiveIsa(), m, xt, 1, nullptr, 2);
         ASSERT_EQ(0, std::memcmp(alone.data(), batched.data() + tok * n_rows, n_rows * 4))
-            << DTypeName(t) << " k=" << k << " token " << tok;
+            << DTypeName(t) << " k=" << k << " tokens " << n_tokens << " token " << tok;
       }
     }
   }

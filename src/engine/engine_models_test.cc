@@ -18,6 +18,7 @@
 #include "engine/engine.h"
 #include "engine/engine_test_util.h"
 #include "model/synth.h"
+#include "model/testing.h"
 #include "sampling/sampler.h"
 #include "server/metrics_text.h"
 
@@ -40,12 +41,8 @@ std::string SynthModel(const Family& f) {
   o.preset = f.preset;
   o.seed = 4242;
   o.format = f.format;
-  // Per test: ctest runs the tests as parallel processes; one path each.
-  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string name = test != nullptr ? test->name() : "";
-  for (char& c : name) c = c == '/' ? '_' : c;  // parameterized names hold a '/'
-  o.out = std::string(DI_BINARY_DIR) + "/engine_models_test_" + name + "_" + f.arch + "_" + f.preset +
-          (f.format == SynthFormat::kGguf ? ".gguf" : "_hf");
+  o.out = testing::PerTestPath(DI_BINARY_DIR, "engine_models_test",
+                               std::string(f.arch) + "_" + f.preset + (f.format == SynthFormat::kGguf ? ".gguf" : "_hf"));
   const Status st = WriteSynthModel(o);
   EXPECT_TRUE(st.ok()) << st.ToString();
   return o.out;

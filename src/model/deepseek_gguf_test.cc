@@ -24,11 +24,8 @@
 namespace deepinfer {
 namespace {
 
-// Per test: ctest runs this file's tests as parallel processes, and two of
-// them writing (and mmapping) one path raced.
 std::string TempPath(const std::string& name) {
-  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
-  return std::string(DI_BINARY_DIR) + "/deepseek_gguf_test_" + (test != nullptr ? test->name() : "") + "_" + name;
+  return testing::PerTestPath(DI_BINARY_DIR, "deepseek_gguf_test", name);
 }
 
 std::string SynthGguf(const std::string& arch, DType dtype) {

@@ -17,16 +17,13 @@
 
 #include "model/mtp.h"
 #include "model/synth.h"
+#include "model/testing.h"
 
 namespace deepinfer {
 namespace {
 
 std::string SynthDir(const std::string& arch, const std::string& preset) {
-  // Per test: ctest runs the tests as parallel processes; one path each.
-  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string name = test != nullptr ? test->name() : "";
-  for (char& c : name) c = c == '/' ? '_' : c;  // parameterized names hold a '/'
-  const std::string dir = std::string(DI_BINARY_DIR) + "/deepseek_test_" + name + "_" + arch + "_" + preset;
+  const std::string dir = testing::PerTestPath(DI_BINARY_DIR, "deepseek_test", arch + "_" + preset);
   SynthOptions o;
   o.arch = arch;
   o.preset = preset;

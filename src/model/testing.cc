@@ -1,5 +1,7 @@
 #include "model/testing.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -395,6 +397,13 @@ double MaxRelativeError(const float* a, const std::vector<double>& b) {
     scale = std::max(scale, std::abs(b[i]));
   }
   return max_err / scale;
+}
+
+std::string PerTestPath(const std::string& dir, const std::string& prefix, const std::string& name) {
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string test_name = test != nullptr ? test->name() : "";
+  for (char& c : test_name) c = c == '/' ? '_' : c;
+  return dir + "/" + prefix + "_" + test_name + "_" + name;
 }
 
 }  // namespace deepinfer::testing

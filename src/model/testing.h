@@ -51,4 +51,10 @@ int32_t ArgMax(const float* logits, int64_t n);
 // max_i |a_i - b_i| / max(max_i |b_i|, 1).
 double MaxRelativeError(const float* a, const std::vector<double>& b);
 
+// "<dir>/<prefix>_<current test's name>_<name>": a path of the running test's
+// own. ctest runs a binary's tests as parallel processes, and two tests
+// writing (and mmapping) one shared path raced. A parameterized name's '/'
+// becomes '_'.
+std::string PerTestPath(const std::string& dir, const std::string& prefix, const std::string& name);
+
 }  // namespace deepinfer::testing

@@ -1,8 +1,10 @@
-// BF16 weights on AVX-512 with AVX512_BF16: vdpbf16ps multiplies 32 bf16
-// pairs and adds them into 16 f32 lanes, twice the f32 FMA rate per
-// instruction and no widening work. It needs bf16 activations: MatMul rounds
-// them once per call (RoundTokenToBf16Avx512 below, args.xb), as llama.cpp
-// does. Arithmetic contract in kernels.h.
+// BF16 weights in the FILE layout on AVX-512 with AVX512_BF16 (matrices the
+// loader did not pack; packed matrices use the outer-product panel kernel,
+// bf16_panels_avx512.cc, ~1.2-1.6x faster in the GEMM): vdpbf16ps
+// multiplies 32 bf16 pairs and adds them into 16 f32 lanes, twice the f32
+// FMA rate per instruction and no widening work. It needs bf16
+// activations: MatMul rounds them once per call (RoundTokenToBf16Avx512
+// below, args.xb), as llama.cpp does. Arithmetic contract in kernels.h.
 //
 // Tile: R weight rows x T tokens, one accumulator per (row, token). Per
 // 32-element chunk of K a row's 64 bytes are loaded once and used for T
@@ -17,8 +19,7 @@
 // Loop order (GEMM): blocks of 64 rows, token tiles, row tiles: a token
 // tile's activations stay in L1 across the block's 16 row tiles, the
 // block's weights in L2 across the token tiles (16-row blocks were ~15%
-// slower at K = 2048). K-blocking (accumulators parked in a scratch between
-// K chunks, same arithmetic) was tried and did not measurably pay.
+// slower at K = 2048). K > 2048 runs in K parts (KBlockedRows).
 
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() (a self-initialized
 // variable) as the unused merge source and warn about it (GCC bug 105593).

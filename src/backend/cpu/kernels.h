@@ -13,11 +13,17 @@
 //     round-to-nearest-even, NaN stays NaN, denormals to +-0 - what
 //     vcvtneps2bf16 does; llama.cpp rounds the same way), so every product
 //     w * x is exact in f32; per (row, token) the products are summed in f32.
-//     AVX-512 (vdpbf16ps): lane j of one accumulator takes elements 2j, 2j+1
-//     of each 32-element chunk of K in order (masked zeros past K), then one
-//     fixed 16-lane reduction. The instruction also treats denormal inputs
-//     as zero and flushes denormal results (DAZ/FTZ), unlike the scalar and
-//     AVX2 levels: differences far below the tests' tolerance.
+//     AVX-512 (vdpbf16ps), packed panels (packed_weights.h, the model's
+//     path): lane r of an accumulator is row r, and per (row, token) the
+//     K-pairs (2i, 2i+1) are added in order, one vdpbf16ps each, from zero
+//     (a zero element pads an odd K), then + bias - a sequential sum over
+//     pairs, no cross-lane reduction; running K in parts with the
+//     accumulators parked in between changes no bit. File layout
+//     (unpacked): lane j of one accumulator takes elements 2j, 2j+1 of each
+//     32-element chunk of K in order (masked zeros past K), then one fixed
+//     16-lane reduction. The instruction also treats denormal inputs as zero
+//     and flushes denormal results (DAZ/FTZ), unlike the scalar and AVX2
+//     levels: differences far below the tests' tolerance.
 //   Q8_0 / Q4_0 / Q4_K: activations quantized to int8 per 32-block
 //     (activations.h); per block an exact int32 dot product isum, then
 //     acc += float(isum) * (d_w * d_x)   [Q4_K also: acc -= (dmin*m) * (d_x * sum_x)].

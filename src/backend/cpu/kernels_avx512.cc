@@ -327,7 +327,7 @@ const KernelSet& Avx512Kernels() {
     s.q8_0_packed = PackedQ8_0RowsAvx512;
     s.q4_0_packed = PackedQ4_0RowsAvx512;
     s.q4_k_packed = RowRange<QuantKernel<PackedQ4_KFormat>>;
-    s.bf16_packed = Bf16RowsAvx512;  // same kernel: the packed copy only aligns rows
+    s.bf16_packed = Bf16PanelsAvx512;
     s.quantize_token = QuantizeTokenAvx512;
     s.prepare = Prepare;
     s.round_bf16 = RoundTokenToBf16Avx512;

@@ -275,13 +275,12 @@ TEST(MatMulTest, FallbackTypeIsCorrect) {
 // half), 25 (two full, the second padded); row counts around the 4-row tile
 // and the 16-row task, token counts around the 3-token tile.
 std::vector<Shape> PackedShapes(DType t) {
-  if (t == DType::kQ4_K || t == DType::kBF16) return ShapesFor(t);
+  if (t == DType::kQ4_K) return ShapesFor(t);
   return {{1, 32, 1},  {3, 96, 2},   {17, 160, 67}, {5, 256, 4},  {9, 288, 5},
           {8, 352, 9}, {21, 512, 3}, {6, 768, 7},   {19, 800, 8}, {5, 1024, 1}};
 }
 
-// Packed Q4_K and BF16 keep the file-layout arithmetic (BF16's copy only
-// aligns the rows): bit-identical. Packed Q8_0 /
+// Packed Q4_K keeps the file-layout arithmetic: bit-identical. Packed Q8_0 /
 // Q4_0 are K-interleaved (packed_weights.h): the same f32 products
 // float(isum_b) * (d_w * d_x) per block b, summed in another order, so the
 // two differ only by f32 summation rounding. Each sum is over at most
@@ -291,7 +290,7 @@ std::vector<Shape> PackedShapes(DType t) {
 TEST(MatMulTest, PackedWeightsMatchFileLayout) {
   std::mt19937 rng(5);
   int packed_types = 0;
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kBF16}) {
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K}) {
     if (!PacksType(ActiveIsa(), t)) continue;
     ++packed_types;
     for (const Shape& s : PackedShapes(t)) {
@@ -306,7 +305,7 @@ TEST(MatMulTest, PackedWeightsMatchFileLayout) {
       ThreadPool pool(2);
       std::vector<float> y(expected.size());
       MatMulWithIsa(ActiveIsa(), packed, x.data(), s.n_tokens, bias.data(), y.data(), pool);
-      if (t == DType::kQ4_K || t == DType::kBF16) {
+      if (t == DType::kQ4_K) {
         ASSERT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * 4))
             << DTypeName(t) << " n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens;
         continue;
@@ -334,17 +333,90 @@ TEST(MatMulTest, PackedWeightsMatchFileLayout) {
   if (packed_types == 0) GTEST_SKIP() << "the active ISA reads no packed layout";
 }
 
+// The BF16 panel layout (packed_weights.h), byte for byte, from its
+// definition: panel p, pair i, row r holds elements (16p + r, 2i) and
+// (16p + r, 2i + 1), zero past K and past the last row.
+TEST(MatMulTest, Bf16PanelLayout) {
+  std::mt19937 rng(7);
+  for (const auto [n_rows, k] : {std::pair<int64_t, int64_t>{1, 1}, {17, 5}, {33, 40}, {16, 2}}) {
+    const Matrix m = RandomMatrix(rng, DType::kBF16, n_rows, k);
+    const PackedLayout layout = PackedLayoutFor(DType::kBF16, n_rows, k);
+    const int64_t pairs = (k + 1) / 2, panels = (n_rows + 15) / 16;
+    ASSERT_EQ(layout.bytes, panels * pairs * 64);
+    ASSERT_EQ(layout.row_stride * 16, pairs * 64);
+    std::vector<uint8_t> packed(static_cast<size_t>(layout.bytes), 0xAB);
+    PackMatrix(m.view, layout, packed.data());
+    for (int64_t p = 0; p < panels; ++p) {
+      for (int64_t i = 0; i < pairs; ++i) {
+        for (int64_t r = 0; r < 16; ++r) {
+          for (int64_t j = 0; j < 2; ++j) {
+            const int64_t row = 16 * p + r, col = 2 * i + j;
+            uint16_t expected = 0, got = 0;
+            if (row < n_rows && col < k) std::memcpy(&expected, m.bytes.data() + (row * k + col) * 2, 2);
+            std::memcpy(&got, packed.data() + ((p * pairs + i) * 16 + r) * 4 + j * 2, 2);
+            ASSERT_EQ(got, expected) << "n=" << n_rows << " k=" << k << " row " << row << " col " << col;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Packed BF16 (outer-product panels) against the scalar kernel on the file
+// layout. Both use the same bf16-rounded activations, so every product is
+// exact and only the f32 summation differs (sequential over elements vs
+// over pairs, vdpbf16ps's own rounding and denormal flushing). Threshold as
+// for the SIMD levels, |err| <= 1e-5 * (|bias| + sum|w x|) + 1e-6: the
+// summation error is ~2^-24 times that sum, while one wrong, missing or
+// misplaced element moves a result by ~sum / K >= 2.4e-4 * sum (K <= 4100).
+// Shapes: odd K (1, 5, 31, 33, 1001, 4101: a half-padded last pair), K =
+// 4100 in 3 parts (kPairBlock), row counts 1, 17, 33, 37, 130 (partial last
+// panel) and 16, 64 (none), 1..13 tokens (every leftover token tile) and 64.
+TEST(MatMulTest, PackedBf16MatchesScalar) {
+  if (!PacksType(ActiveIsa(), DType::kBF16)) GTEST_SKIP() << "the active ISA does not pack BF16";
+  std::mt19937 rng(8);
+  std::vector<Shape> shapes = {{1, 1, 1},      {17, 5, 64},    {33, 40, 13}, {16, 72, 64},  {37, 1000, 2},
+                               {64, 1001, 64}, {130, 31, 7},   {17, 33, 1},  {33, 4100, 64}, {17, 4101, 3},
+                               {1, 2048, 64},  {64, 2048, 12}};
+  for (int64_t t = 1; t <= 13; ++t) shapes.push_back({33, 72, t});
+  ThreadPool pool(2);
+  for (const Shape& s : shapes) {
+    const Matrix m = RandomMatrix(rng, DType::kBF16, s.n_rows, s.k);
+    const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
+    const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
+    const std::vector<float> ref = RunMatMul(Isa::kScalar, m, x, s.n_tokens, bias.data(), 1);
+    PackedWeights packer;
+    const TensorView packed = packer.Pack(m.view);
+    ASSERT_NE(packed.data, m.view.data);
+    std::vector<float> y(ref.size(), -1.0f);
+    MatMulWithIsa(ActiveIsa(), packed, x.data(), s.n_tokens, bias.data(), y.data(), pool);
+    for (int64_t tok = 0; tok < s.n_tokens; ++tok) {
+      for (int64_t r = 0; r < s.n_rows; ++r) {
+        double magnitude = std::fabs(bias[r]);
+        for (int64_t i = 0; i < s.k; ++i) magnitude += std::fabs(m.dense[r * s.k + i] * x[tok * s.k + i]);
+        const size_t idx = static_cast<size_t>(tok * s.n_rows + r);
+        ASSERT_NEAR(y[idx], ref[idx], 1e-5 * magnitude + 1e-6)
+            << "n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens << " r=" << r << " t=" << tok;
+      }
+    }
+  }
+}
+
 // The batch-invariance contract holds for the packed kernels too (they have
 // their own tiles): bit-identical alone, batched, and at 1 / 3 threads.
+// BF16 at K = 45 (odd), 1000 and 4100 (K in 3 parts in the GEMM, whole in
+// the GEMV).
 TEST(MatMulTest, PackedResultsAreBatchAndThreadInvariant) {
   std::mt19937 rng(6);
   int packed_types = 0;
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K}) {
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kBF16}) {
     if (!PacksType(ActiveIsa(), t)) continue;
     ++packed_types;
+    std::vector<int64_t> ks = {96, 768, 800};
+    if (t == DType::kQ4_K) ks = {512};
+    if (t == DType::kBF16) ks = {45, 1000, 4100};
     // 10 tokens: the int8 GEMM's last four run as two 2-token tiles.
-    for (int64_t k : t == DType::kQ4_K ? std::vector<int64_t>{512} : std::vector<int64_t>{96, 768, 800})
-    for (int64_t n_tokens : {10, 11}) {
+    for (int64_t k : ks) for (int64_t n_tokens : {10, 11}) {
       const int64_t n_rows = 37;
       Matrix m = RandomMatrix(rng, t, n_rows, k);
       PackedWeights packer;

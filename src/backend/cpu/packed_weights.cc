@@ -1,5 +1,6 @@
 #include "backend/cpu/packed_weights.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <shared_mutex>
@@ -87,6 +88,28 @@ void PackQ4_KRow(const uint8_t* src, int64_t pairs, uint8_t* dst) {
   }
 }
 
+// BF16 panels (packed_weights.h): pair i of panel p's row r is the 4 bytes
+// of elements 2i, 2i + 1 of row 16p + r (element K of an odd K, and rows
+// past the matrix, stay the zeros dst was cleared to).
+void PackBf16Panels(const uint8_t* src, int64_t rows, int64_t k, uint8_t* dst) {
+  const int64_t panels = (rows + 15) / 16, full_pairs = k / 2, pairs = (k + 1) / 2;
+  const int64_t row_bytes = 2 * k;
+  for (int64_t p = 0; p < panels; ++p) {
+    uint8_t* panel = dst + p * pairs * 64;
+    const int64_t n = std::min<int64_t>(16, rows - p * 16);
+    for (int64_t i = 0; i < full_pairs; ++i) {
+      for (int64_t r = 0; r < n; ++r) {
+        std::memcpy(panel + i * 64 + r * 4, src + (p * 16 + r) * row_bytes + i * 4, 4);
+      }
+    }
+    if (pairs != full_pairs) {
+      for (int64_t r = 0; r < n; ++r) {
+        std::memcpy(panel + full_pairs * 64 + r * 4, src + (p * 16 + r) * row_bytes + full_pairs * 4, 2);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool PacksType(Isa isa, DType t) {
@@ -99,16 +122,20 @@ PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k) {
   layout.dtype = t;
   layout.rows = rows;
   layout.k = k;
-  int64_t bytes = 0;
   if (t == DType::kBF16) {
-    bytes = k * 2;
-  } else if (t == DType::kQ4_K) {
+    layout.row_stride = (k + 1) / 2 * 4;
+    layout.bytes = (rows + 15) / 16 * 16 * layout.row_stride;
+    return layout;
+  }
+  int64_t bytes = 0;
+  if (t == DType::kQ4_K) {
     bytes = k / 64 * (32 + 16);  // values, f32 scales and f32 minimums per pair
   } else {
     const BlockGroups groups = GroupsFor(k / 32);
     bytes = InterleavedScalesOffset(t, groups) + (groups.full * kGroupBlocks + groups.half * kGroupBlocks / 2) * 2;
   }
   layout.row_stride = (bytes + 63) / 64 * 64;
+  layout.bytes = rows * layout.row_stride;
   return layout;
 }
 
@@ -116,13 +143,16 @@ void PackMatrix(const TensorView& w, const PackedLayout& layout, uint8_t* dst) {
   const int64_t row_bytes = RowBytes(w.dtype, layout.k);
   const int64_t blocks = layout.k / 32, pairs = (blocks + 1) / 2;
   const auto* src = static_cast<const uint8_t*>(w.data);
+  if (w.dtype == DType::kBF16) {
+    std::memset(dst, 0, static_cast<size_t>(layout.bytes));
+    PackBf16Panels(src, layout.rows, layout.k, dst);
+    return;
+  }
   for (int64_t r = 0; r < layout.rows; ++r) {
     uint8_t* out = dst + r * layout.row_stride;
     std::memset(out, 0, static_cast<size_t>(layout.row_stride));
     if (w.dtype == DType::kQ8_0 || w.dtype == DType::kQ4_0) {
       PackInterleavedRow(w.dtype, src + r * row_bytes, blocks, out);
-    } else if (w.dtype == DType::kBF16) {
-      std::memcpy(out, src + r * row_bytes, static_cast<size_t>(row_bytes));
     } else {
       DI_CHECK(w.dtype == DType::kQ4_K);
       PackQ4_KRow(src + r * row_bytes, pairs, out);
@@ -133,11 +163,11 @@ void PackMatrix(const TensorView& w, const PackedLayout& layout, uint8_t* dst) {
 TensorView PackedWeights::Pack(const TensorView& w) {
   if (!PacksType(ActiveIsa(), w.dtype) || w.shape.size() != 2 || RowBytes(w.dtype, w.cols()) <= 0) return w;
   const PackedLayout layout = PackedLayoutFor(w.dtype, w.rows(), w.cols());
-  uint8_t* data = arena_.Allocate(static_cast<size_t>(layout.rows * layout.row_stride));
+  uint8_t* data = arena_.Allocate(static_cast<size_t>(layout.bytes));
   PackMatrix(w, layout, data);
   TensorView packed = w;
   packed.data = data;
-  packed.nbytes = layout.rows * layout.row_stride;
+  packed.nbytes = layout.bytes;
   {
     std::unique_lock<std::shared_mutex> lock(RegistryMutex());
     Registry()[data] = layout;

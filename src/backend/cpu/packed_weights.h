@@ -28,14 +28,19 @@
 // order), then f32 d * sc [2 * pairs], then f32 dmin * m [2 * pairs]; the
 // same operations as the file-layout kernel, bit-identical results.
 //
-// BF16: the rows as in the file, each starting on a 64-byte boundary (GGUF
-// aligns tensors to 32 bytes only; aligned rows measured ~7% faster in the
-// GEMM) and in the huge-page arena like the other packed types.
+// BF16: panels of 16 rows for an outer-product kernel (bf16_panels_avx512.cc).
+// Panel p holds rows [16p, 16p + 16) as [K/2 pairs][16 rows][2 bf16]: the 64
+// bytes at pair i are (w[16p + r][2i], w[16p + r][2i + 1]) for r = 0..15,
+// one vdpbf16ps operand whose lane r accumulates row 16p + r. K is padded to
+// even with a zero element, the last panel with zero rows. Panel p starts at
+// p * 16 * row_stride (row_stride = 2 * K rounded up to even: a panel's
+// bytes / 16, a multiple of 4; panels are 64-byte aligned). Memory: the
+// file's bytes plus the padding (< 1 pair per row, < 16 rows per matrix).
 //
-// Row stride rounded up to 64 bytes. Memory: +0% (Q8_0, Q4_0 when K is a
-// multiple of 512) / +33% (Q4_K) of the packed matrices (plus padding
-// blocks when K / 32 is not a multiple of 8); the file's pages are no
-// longer read after packing.
+// Row stride rounded up to 64 bytes (except BF16, above). Memory: +0% (Q8_0,
+// Q4_0 when K is a multiple of 512) / +33% (Q4_K) of the packed matrices
+// (plus padding blocks when K / 32 is not a multiple of 8); the file's
+// pages are no longer read after packing.
 #pragma once
 
 #include <cstdint>
@@ -53,7 +58,8 @@ namespace deepinfer::cpu {
 struct PackedLayout {
   DType dtype = DType::kF32;  // the type the packed bytes encode
   int64_t rows = 0, k = 0;
-  int64_t row_stride = 0;  // bytes
+  int64_t row_stride = 0;  // bytes (BF16: a panel's bytes / 16)
+  int64_t bytes = 0;       // the whole packed copy (BF16: padded panels included)
 };
 
 // Owns packed copies; each is registered (by address) while its owner lives,
@@ -85,8 +91,8 @@ std::optional<PackedLayout> FindPackedLayout(const void* data);
 // True when `isa`'s kernel set reads packed matrices of type t.
 bool PacksType(Isa isa, DType t);
 
-// Packs rows [0, layout.rows) of w (file layout) into dst (layout.row_stride
-// bytes per row). Exposed for tests.
+// Packs rows [0, layout.rows) of w (file layout) into dst (layout.bytes
+// bytes). Exposed for tests.
 void PackMatrix(const TensorView& w, const PackedLayout& layout, uint8_t* dst);
 PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k);
 

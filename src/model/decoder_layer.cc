@@ -24,6 +24,10 @@ class GqaDecoderLayer : public DecoderLayer {
     ffn->Forward(xn_.data(), n, pool, proj_.data());
     for (int64_t i = 0; i < n * h; ++i) x[i] += proj_[i];
   }
+  void VisitMatrices(const MatrixVisitor& visit) override {
+    for (TensorView* t : {&attn.q, &attn.k, &attn.v, &attn.o}) visit(*t);
+    ffn->VisitMatrices(visit);
+  }
 
   std::vector<float> attn_norm, ffn_norm;  // f32 [hidden]
   GqaAttentionWeights attn;
@@ -38,6 +42,12 @@ class GqaDecoderLayer : public DecoderLayer {
 };
 
 }  // namespace
+
+void VisitSwiglu(SwigluWeights& w, const MatrixVisitor& visit) {
+  for (TensorView* t : {&w.gate, &w.up, &w.down}) {
+    if (t->data != nullptr) visit(*t);
+  }
+}
 
 StatusOr<std::unique_ptr<FeedForward>> BindDenseFeedForward(const WeightBinder& b, const ModelConfig& c,
                                                             int64_t layer, int64_t ffn) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -21,6 +22,13 @@
 
 namespace deepinfer {
 
+// Visits the weight matrices a part reads only through ops::MatMul, so the
+// caller may replace each view with a packed copy (cpu::PackedWeights).
+using MatrixVisitor = std::function<void(TensorView&)>;
+
+// gate, up, down (a view with null data, an absent part, is skipped).
+void VisitSwiglu(SwigluWeights& w, const MatrixVisitor& visit);
+
 // A token-wise feed-forward: out f32 [n, hidden] from the normed input xn f32
 // [n, hidden]. A token's output never depends on the other tokens.
 // Not re-entrant (holds scratch).
@@ -28,6 +36,7 @@ class FeedForward {
  public:
   virtual ~FeedForward() = default;
   virtual void Forward(const float* xn, int64_t n, ThreadPool& pool, float* out) = 0;
+  virtual void VisitMatrices(const MatrixVisitor& visit) = 0;
 };
 
 class DenseFeedForward : public FeedForward {
@@ -36,6 +45,7 @@ class DenseFeedForward : public FeedForward {
   void Forward(const float* xn, int64_t n, ThreadPool& pool, float* out) override {
     SwigluForward(w_, xn, n, pool, scratch_, out);
   }
+  void VisitMatrices(const MatrixVisitor& visit) override { VisitSwiglu(w_, visit); }
 
  private:
   SwigluWeights w_;
@@ -53,6 +63,8 @@ class DecoderLayer {
   virtual ~DecoderLayer() = default;
   virtual void Forward(const ForwardBatch& batch, const TokenPlan& plan, KvCache& kv, int64_t kv_layer,
                        ThreadPool& pool, float* x) = 0;
+  // The attention's and the feed-forward's matrices (see MatrixVisitor).
+  virtual void VisitMatrices(const MatrixVisitor& visit) = 0;
 };
 
 // Llama-style layer: attention tensors and norms of decoder layer `layer`

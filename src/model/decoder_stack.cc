@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "backend/cpu/packed_weights.h"
 #include "model/moe.h"
 #include "model/ops.h"
 #include "model/token_plan.h"
@@ -32,6 +33,15 @@ class DecoderStackModel : public Model {
   std::vector<float> output_norm;  // f32 [hidden]
   DecoderStackParts& parts() { return parts_; }
 
+  // Repacks every layer's matrices and an untied LM head once into the
+  // kernels' layout (a no-op where the ISA has none; docs/kernels.md), as the
+  // Llama model does. The embedding is read row-wise and never packed.
+  void PackWeights() {
+    const MatrixVisitor pack = [this](TensorView& t) { t = packed_.Pack(t); };
+    for (auto& layer : parts_.layers) layer->VisitMatrices(pack);
+    if (output.data != embedding.data) output = packed_.Pack(output);
+  }
+
  private:
   ModelConfig config_;
   std::shared_ptr<const WeightStore> store_;  // keeps the tensors' bytes alive
@@ -39,6 +49,7 @@ class DecoderStackModel : public Model {
   ThreadPool pool_;
   TokenPlan plan_;
   std::vector<float> x_, xn_;  // f32 [T, hidden], [R, hidden]
+  cpu::PackedWeights packed_;  // owns the packed copies some views in parts_ and output point to
 };
 
 Status DecoderStackModel::ForwardWithHidden(const ForwardBatch& batch, KvCache& kv, float* logits_out,
@@ -106,6 +117,7 @@ StatusOr<std::unique_ptr<Model>> CreateDecoderStackModel(const ModelConfig& c,
   model->embedding = embedding;
   model->output = output;
   model->output_norm = std::move(norm);
+  model->PackWeights();
   return std::unique_ptr<Model>(std::move(model));
 }
 

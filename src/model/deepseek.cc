@@ -27,6 +27,10 @@ class MlaDecoderLayer : public DecoderLayer {
     for (int64_t i = 0; i < n * h; ++i) x[i] += proj_[i];
   }
   void set_absorb(bool absorb) { attn_.set_absorb(absorb); }
+  void VisitMatrices(const MatrixVisitor& visit) override {
+    attn_.VisitMatrices(visit);
+    ffn->VisitMatrices(visit);
+  }
 
   std::vector<float> attn_norm, ffn_norm;  // f32 [hidden]
   std::unique_ptr<FeedForward> ffn;

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/status.h"
@@ -73,6 +74,12 @@ class MlaAttention {
   void Forward(const ForwardBatch& batch, const TokenPlan& plan, const float* xn, KvCache& kv, int64_t kv_layer,
                ThreadPool& pool, float* out);
   void set_absorb(bool absorb) { absorb_ = absorb; }
+  // q or q_a / q_b, kv_a and o (W_uk / W_uv are f32 copies, never packed).
+  void VisitMatrices(const std::function<void(TensorView&)>& visit) {
+    for (TensorView* t : {&w_.q, &w_.q_a, &w_.q_b, &w_.kv_a, &w_.o}) {
+      if (t->data != nullptr) visit(*t);
+    }
+  }
 
  private:
   const ModelConfig c_;

@@ -152,6 +152,13 @@ Status BindMoeWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer
   return Status::Ok();
 }
 
+void MoeFeedForward::VisitMatrices(const MatrixVisitor& visit) {
+  visit(w_.router);
+  for (SwigluWeights& e : w_.experts) VisitSwiglu(e, visit);
+  VisitSwiglu(w_.shared, visit);
+  if (w_.shared_gate.data != nullptr) visit(w_.shared_gate);
+}
+
 MoeFeedForward::MoeFeedForward(const ModelConfig& c, MoeWeights w)
     : moe_(c.moe), hidden_(c.hidden_size), w_(std::move(w)), load_(static_cast<size_t>(c.moe.num_experts), 0) {}
 

@@ -44,6 +44,7 @@ class MoeFeedForward : public FeedForward {
  public:
   MoeFeedForward(const ModelConfig& c, MoeWeights w);
   void Forward(const float* xn, int64_t n, ThreadPool& pool, float* out) override;
+  void VisitMatrices(const MatrixVisitor& visit) override;
   // Tokens routed to each expert since construction (or the last reset).
   const std::vector<int64_t>& expert_load() const { return load_; }
   void ResetLoad() { load_.assign(load_.size(), 0); }

@@ -113,10 +113,18 @@ echo "model    $model"
 echo "threads  $threads   rounds $rounds   single: P=$prompt G=$gen   batched: BP=$batch_prompt BG=$batch_gen npl=$batches$([ "$shared" = 1 ] && echo ' (shared prompt)')"
 echo "before:  $(uptime)"
 
+# The machine's bandwidth moves with its neighbours (33-77 GB/s within one hour on 2026-11-30), so
+# without --bandwidth each single-sequence decode run is bracketed by two measurements, and its
+# fraction of the roofline uses the larger of them.
+bracket_bandwidth() {
+  [ -n "$bandwidth_given" ] || measure_bandwidth 2>/dev/null >>"$1"
+}
 run_deepinfer() {
   local r=$1
+  bracket_bandwidth "$out/di_bw_$r.txt"
   "$deepinfer" bench --model "$model" --threads "$threads" --prompt-tokens "$prompt" --gen-tokens "$gen" \
     --batch 1 --json "$out/di_single_$r.json" >"$out/di_single_$r.txt" 2>/dev/null
+  bracket_bandwidth "$out/di_bw_$r.txt"
   "$deepinfer" bench --model "$model" --threads "$threads" --prompt-tokens "$batch_prompt" \
     --gen-tokens "$batch_gen" --batch "$batches" "${shared_flag[@]}" --json "$out/di_batched_$r.json" \
     >"$out/di_batched_$r.txt" 2>/dev/null
@@ -124,8 +132,10 @@ run_deepinfer() {
 run_llama() {
   local r=$1
   "$llama_bin/llama-bench" -m "$model" -t "$threads" -p "$prompt" -n 0 -r 1 -o jsonl >"$out/ll_pp_$r.jsonl" 2>/dev/null
+  bracket_bandwidth "$out/ll_bw_$r.txt"
   "$llama_bin/llama-bench" -m "$model" -t "$threads" -p 0 -n "$gen" -d "$prompt" -r 1 -o jsonl \
     >"$out/ll_tg_$r.jsonl" 2>/dev/null
+  bracket_bandwidth "$out/ll_bw_$r.txt"
   "$llama_bin/llama-batched-bench" -m "$model" -t "$threads" -c "$ctx" -npp "$batch_prompt" -ntg "$batch_gen" \
     -npl "$batches" "${pps_flag[@]}" --output-format jsonl >"$out/ll_bb_$r.jsonl" 2>/dev/null
 }
@@ -180,6 +190,25 @@ d1 = statistics.median(d for d, _ in rows["decode batch 1"])
 l1 = statistics.median(l for _, l in rows["decode batch 1"])
 print(f"\ndecode roofline: {weight_bytes / 1e6:.1f} MB of weights per token at {bw:.1f} GB/s read = {ceiling:.1f} tok/s;"
       f" deepinfer reaches {100 * d1 / ceiling:.0f}%, llama.cpp {100 * l1 / ceiling:.0f}%")
+
+def bracket(name, r):  # the larger bandwidth measured just before / after that run, or None
+    try:
+        vals = [float(x) for x in open(f"{out}/{name}_bw_{r}.txt").read().split()]
+    except (OSError, ValueError):
+        return None
+    return max(vals) if vals else None
+
+paired = {"deepinfer": [], "llama.cpp": []}
+for r in range(1, rounds + 1):
+    d, l = rows["decode batch 1"][r - 1]
+    for engine, name, tps in (("deepinfer", "di", d), ("llama.cpp", "ll", l)):
+        b = bracket(name, r)
+        if b:
+            paired[engine].append(100 * tps * weight_bytes / (b * 1e9))
+if paired["deepinfer"] and paired["llama.cpp"]:
+    fmt = lambda v: " / ".join(f"{x:.0f}" for x in (min(v), statistics.median(v), max(v)))
+    print(f"roofline per round, against the bandwidth measured around that run (min / median / max %):"
+          f" deepinfer {fmt(paired['deepinfer'])}, llama.cpp {fmt(paired['llama.cpp'])}")
 PY
 echo "after:   $(uptime)"
 echo "raw results: $out"

@@ -10,6 +10,10 @@
 //     chains per chunk instead of one 32-long chain.
 // For one query head the operations depend only on head_dim and the key
 // range, never on how many heads share the call (GQA) or on the batch.
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() (a self-initialized
+// variable) as the unused merge source and warn about it (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <algorithm>
@@ -152,22 +156,10 @@ void AttendKeysAvx512(const AttentionQuery& q, const PagedKvView& kv, int64_t be
     // groups of 8 and then masked out of the softmax.
     for (int64_t j = n; j < kAttentionKeyTile; ++j) k_rows[j] = k_rows[0];
     // The next tile's K and V rows are requested now: a decode step reads
-    // the whole cache once, row pieces of head_dim floats strided by the
-    // other heads' columns, which the hardware prefetcher follows poorly;
-    // without this the first query head of a group waited on every row.
-    const int64_t next_n = std::min(end, t0 + 2 * kAttentionKeyTile) - (t0 + kAttentionKeyTile);
-    if (next_n > 0) {
-      const float* next_k[kAttentionKeyTile];
-      const float* next_v[kAttentionKeyTile];
-      TileRows(kv, t0 + kAttentionKeyTile, next_n, next_k, next_v);
-      for (int64_t j = 0; j < next_n; ++j) {
-        for (int64_t b = 0; b < hd * 4; b += 64) {
-          _mm_prefetch(reinterpret_cast<const char*>(next_k[j]) + b, _MM_HINT_T1);
-          _mm_prefetch(reinterpret_cast<const char*>(next_v[j]) + b, _MM_HINT_T1);
-        }
-      }
-    }
-    // Three passes over the query heads, each head's work independent of the
+    // the whole cache once, and without this the first query head of a
+    // group waited on every row.
+    PrefetchKeys(kv, hd, t0 + kAttentionKeyTile, std::min(end, t0 + 2 * kAttentionKeyTile));
+    // Passes over the query heads, each head's work independent of the
     // others' within a pass, so the out-of-order core overlaps the heads'
     // dependency chains (dot -> max -> exp -> sum) instead of running one
     // head's chain after the other. Per head the operations are the same

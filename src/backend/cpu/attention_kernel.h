@@ -77,10 +77,11 @@ void AttendKeysScalar(const AttentionQuery& q, const PagedKvView& kv, int64_t be
 void AttendKeysAvx512(const AttentionQuery& q, const PagedKvView& kv, int64_t begin, int64_t end,
                       AttentionState state);  // only when CpuSupports(Isa::kAvx512)
 
-// Asks the cache for the K and V rows of keys [begin, end) of this head
-// (a hint: changes no value, never faults). Callers issue it for the next
-// piece of work while the current one computes: in batched decode each
-// sequence's cache is cold, and its first tile otherwise waits on DRAM.
+// Asks for the K and V rows of keys [begin, end) of this head to be brought
+// into L2 (a hint: changes no value, never faults; empty range: nothing).
+// Issued for the next tile / the next work item while the current one
+// computes: a decode step reads the cache once, and in batched decode each
+// sequence's cache is cold.
 void PrefetchKeys(const PagedKvView& kv, int64_t head_dim, int64_t begin, int64_t end);
 
 // a := merge(a, b): the state of a's keys followed by b's keys.

@@ -69,8 +69,8 @@ void PrefetchKeys(const PagedKvView& kv, int64_t head_dim, int64_t begin, int64_
   const int64_t row_bytes = head_dim * static_cast<int64_t>(sizeof(float));
   ForEachKvRow(kv, begin, end - begin, [&](const float* k, const float* v) {
     for (int64_t b = 0; b < row_bytes; b += 64) {
-      __builtin_prefetch(reinterpret_cast<const char*>(k) + b);
-      __builtin_prefetch(reinterpret_cast<const char*>(v) + b);
+      __builtin_prefetch(reinterpret_cast<const char*>(k) + b, 0, 2);  // prefetcht1: into L2
+      __builtin_prefetch(reinterpret_cast<const char*>(v) + b, 0, 2);
     }
   });
 }

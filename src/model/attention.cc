@@ -9,19 +9,18 @@ namespace deepinfer {
 
 namespace {
 
-// The K/V view of one layer and KV head. K(layer, block, slot, head) and V(...)
-// are affine in block and slot (KvCache's layout), so differences give the strides.
+// The K/V view of one layer and KV head (KvCache's strides).
 cpu::PagedKvView KvHeadView(const KvCache& kv, int64_t layer, int64_t kv_head, const std::vector<int32_t>& table) {
   cpu::PagedKvView v;
   v.k = kv.K(layer, 0, 0, kv_head);
   v.v = kv.V(layer, 0, 0, kv_head);
   v.block_table = table.data();
   v.block_size = kv.block_size();
-  const int64_t k_width = kv.kv_dim() / kv.num_heads(), v_width = kv.v_dim() / kv.num_heads();
-  v.slot_stride = k_width;
-  v.block_stride = kv.block_size() * kv.kv_dim();
-  v.v_slot_stride = v_width;
-  v.v_block_stride = kv.block_size() * kv.v_dim();
+  const KvCache::HeadStrides ks = kv.KStrides(), vs = kv.VStrides();
+  v.slot_stride = ks.slot;
+  v.block_stride = ks.block;
+  v.v_slot_stride = vs.slot;
+  v.v_block_stride = vs.block;
   return v;
 }
 

@@ -33,6 +33,16 @@ inline int64_t Offset(int64_t layer, int64_t block, int64_t slot, int64_t head, 
   const int64_t width = dim / heads;
   return (((layer * num_blocks + block) * heads + head) * block_size + slot) * width;
 }
+
+// Stores a row of `dim` floats head by head at (layer, block, slot).
+void ScatterRow(std::vector<float>& a, int64_t layer, int64_t block, int64_t slot, int64_t num_blocks,
+                int64_t block_size, int64_t dim, int64_t heads, const float* row) {
+  const int64_t width = dim / heads;
+  for (int64_t h = 0; h < heads; ++h) {
+    std::memcpy(a.data() + Offset(layer, block, slot, h, num_blocks, block_size, dim, heads), row + h * width,
+                sizeof(float) * static_cast<size_t>(width));
+  }
+}
 }  // namespace
 
 float* KvCache::K(int64_t layer, int64_t block, int64_t slot, int64_t head) {
@@ -49,17 +59,14 @@ const float* KvCache::V(int64_t layer, int64_t block, int64_t slot, int64_t head
 }
 
 void KvCache::WriteK(int64_t layer, int64_t block, int64_t slot, const float* row) {
-  const int64_t width = kv_dim_ / heads_;
-  for (int64_t h = 0; h < heads_; ++h) {
-    std::memcpy(K(layer, block, slot, h), row + h * width, sizeof(float) * static_cast<size_t>(width));
-  }
+  ScatterRow(k_, layer, block, slot, num_blocks_, block_size_, kv_dim_, heads_, row);
 }
 void KvCache::WriteV(int64_t layer, int64_t block, int64_t slot, const float* row) {
-  const int64_t width = v_dim_ / heads_;
-  for (int64_t h = 0; h < heads_; ++h) {
-    std::memcpy(V(layer, block, slot, h), row + h * width, sizeof(float) * static_cast<size_t>(width));
-  }
+  ScatterRow(v_, layer, block, slot, num_blocks_, block_size_, v_dim_, heads_, row);
 }
+
+KvCache::HeadStrides KvCache::KStrides() const { return {kv_dim_ / heads_, block_size_ * kv_dim_}; }
+KvCache::HeadStrides KvCache::VStrides() const { return {v_dim_ / heads_, block_size_ * v_dim_}; }
 
 int64_t KvCache::BytesPerToken() const {
   return num_layers_ * (kv_dim_ + v_dim_) * static_cast<int64_t>(sizeof(float));

@@ -59,6 +59,13 @@ class KvCache {
   // head by head.
   void WriteK(int64_t layer, int64_t block, int64_t slot, const float* row);
   void WriteV(int64_t layer, int64_t block, int64_t slot, const float* row);
+  // Floats between one head's consecutive slots of a block, and between the
+  // same slot of consecutive blocks (K(l, b, s, h) is affine in b and s).
+  struct HeadStrides {
+    int64_t slot, block;
+  };
+  HeadStrides KStrides() const;
+  HeadStrides VStrides() const;
   int64_t BytesPerToken() const;  // over all layers, K and V
 
  private:

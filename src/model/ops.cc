@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "backend/cpu/activation_kernels.h"
@@ -65,10 +66,13 @@ void MatMul(const TensorView& w, const float* x, int64_t n_tokens, const float* 
 
 void SharedInputMatMul(std::initializer_list<Projection> projections, const float* x, int64_t n_tokens,
                        ThreadPool& pool) {
-  std::vector<cpu::MatMulTarget> targets;
-  targets.reserve(projections.size());
-  for (const Projection& p : projections) targets.push_back({p.w, p.bias, p.y});
-  cpu::MatMulShared(targets, x, n_tokens, pool);
+  // q / k / v at most: a fixed array, no allocation per call on the decode path.
+  constexpr size_t kMaxProjections = 4;
+  DI_CHECK(projections.size() <= kMaxProjections);
+  cpu::MatMulTarget targets[kMaxProjections];
+  size_t n = 0;
+  for (const Projection& p : projections) targets[n++] = {p.w, p.bias, p.y};
+  cpu::MatMulShared(std::span<const cpu::MatMulTarget>(targets, n), x, n_tokens, pool);
 }
 
 void SiluMul(float* gate, const float* up, int64_t n) {

@@ -10,10 +10,6 @@
 //     chains per chunk instead of one 32-long chain.
 // For one query head the operations depend only on head_dim and the key
 // range, never on how many heads share the call (GQA) or on the batch.
-// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() (a self-initialized
-// variable) as the unused merge source and warn about it (GCC bug 105593).
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <algorithm>

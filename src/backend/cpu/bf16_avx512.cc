@@ -21,10 +21,6 @@
 // block's weights in L2 across the token tiles (16-row blocks were ~15%
 // slower at K = 2048). K > 2048 runs in K parts (KBlockedRows).
 
-// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() (a self-initialized
-// variable) as the unused merge source and warn about it (GCC bug 105593).
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <algorithm>

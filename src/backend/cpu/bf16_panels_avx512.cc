@@ -27,10 +27,6 @@
 // kPairBlock) every token tile passes over the block, so the block's
 // weights are read from L2, once from memory.
 
-// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() (a self-initialized
-// variable) as the unused merge source and warn about it (GCC bug 105593).
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <algorithm>

@@ -223,7 +223,8 @@ void GroupRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
     const int64_t full_end = n > kT && n % kT == 1 ? n - 4 : n - n % kT;
     int64_t t = 0;
     for (; t < full_end; t += kT) RowTiles<Steps, kR, kT>(a, b0, b1, t);
-    if (n - t == 4 && kT == 3) {
+    static_assert(kT == 3, "the 2 + 2 tail below replaces a 3 + 1 split");
+    if (n - t == 4) {
       RowTiles<Steps, kR, 2>(a, b0, b1, t);
       RowTiles<Steps, kR, 2>(a, b0, b1, t + 2);
     } else if (t < n) {

@@ -67,6 +67,18 @@ Plan PlanFor(const KernelSet& kernels, const TensorView& w, int64_t n_tokens, co
   return plan;
 }
 
+// fn(t) for every token: over the pool from 8 tokens on, inline below.
+template <class Fn>
+void ForEachToken(int64_t n_tokens, ThreadPool& pool, Fn fn) {
+  if (n_tokens >= 8 && pool.num_threads() > 1) {
+    pool.ParallelFor(n_tokens, [&](int64_t tb, int64_t te, int) {
+      for (int64_t t = tb; t < te; ++t) fn(t);
+    });
+  } else {
+    for (int64_t t = 0; t < n_tokens; ++t) fn(t);
+  }
+}
+
 // Fills the activation fields of `args` (x, and xq / xb where the kernel
 // reads prepared activations) from f32 x: quantized or rounded once per
 // call, in the calling thread's scratch, reused across calls (sized for the
@@ -88,17 +100,10 @@ void PrepareActivations(const KernelSet& kernels, const float* x, int64_t n_toke
     // resolve to the pool worker's own instance.
     Int8Activations* xq = &scratch;
     ResizeActivations(k, n_tokens, kernels.prepare != nullptr, xq);
-    auto quantize = [&](int64_t tb, int64_t te, int) {
-      for (int64_t t = tb; t < te; ++t) {
-        kernels.quantize_token(x + t * k, t, xq);
-        if (kernels.prepare != nullptr) kernels.prepare(xq, dtype, t);
-      }
-    };
-    if (n_tokens >= 8 && pool.num_threads() > 1) {
-      pool.ParallelFor(n_tokens, quantize);
-    } else {
-      quantize(0, n_tokens, 0);
-    }
+    ForEachToken(n_tokens, pool, [&](int64_t t) {
+      kernels.quantize_token(x + t * k, t, xq);
+      if (kernels.prepare != nullptr) kernels.prepare(xq, dtype, t);
+    });
     args.xq = xq;
   } else if (dtype == DType::kBF16) {
     // bf16 kernels read bf16 activations (kernels.h): rounded here once per
@@ -107,14 +112,7 @@ void PrepareActivations(const KernelSet& kernels, const float* x, int64_t n_toke
     const int64_t stride = RoundUp(k, 32);
     bf16_scratch.Resize(static_cast<size_t>(n_tokens * stride));
     uint16_t* xb = bf16_scratch.data();
-    auto round = [&](int64_t tb, int64_t te, int) {
-      for (int64_t t = tb; t < te; ++t) kernels.round_bf16(x + t * k, k, stride, xb + t * stride);
-    };
-    if (n_tokens >= 8 && pool.num_threads() > 1) {
-      pool.ParallelFor(n_tokens, round);
-    } else {
-      round(0, n_tokens, 0);
-    }
+    ForEachToken(n_tokens, pool, [&](int64_t t) { kernels.round_bf16(x + t * k, k, stride, xb + t * stride); });
     args.xb = xb;
     args.xb_stride = stride;
   }

@@ -338,7 +338,7 @@ TEST(MatMulTest, PackedWeightsMatchFileLayout) {
 // (16p + r, 2i + 1), zero past K and past the last row.
 TEST(MatMulTest, Bf16PanelLayout) {
   std::mt19937 rng(7);
-  for (const auto [n_rows, k] : {std::pair<int64_t, int64_t>{1, 1}, {17, 5}, {33, 40}, {16, 2}}) {
+  for (const auto& [n_rows, k] : {std::pair<int64_t, int64_t>{1, 1}, {17, 5}, {33, 40}, {16, 2}}) {
     const Matrix m = RandomMatrix(rng, DType::kBF16, n_rows, k);
     const PackedLayout layout = PackedLayoutFor(DType::kBF16, n_rows, k);
     const int64_t pairs = (k + 1) / 2, panels = (n_rows + 15) / 16;
@@ -446,7 +446,9 @@ TEST(IsaTest, NamesAndSupport) {
   EXPECT_TRUE(CpuSupports(Isa::kScalar));
   EXPECT_TRUE(CpuSupports(BestSupportedIsa()));
   EXPECT_TRUE(CpuSupports(ActiveIsa()));
-  if (CpuSupports(Isa::kAvx512)) EXPECT_TRUE(CpuSupports(Isa::kAvx2));
+  if (CpuSupports(Isa::kAvx512)) {
+    EXPECT_TRUE(CpuSupports(Isa::kAvx2));
+  }
 }
 
 }  // namespace

@@ -76,7 +76,7 @@ if [ -z "$model" ]; then
   fi
 fi
 [ -f "$model" ] || { echo "vs_llamacpp: model '$model' not found" >&2; exit 1; }
-[ -n "$out" ] || out=$(mktemp -d /tmp/bench/vs_llamacpp.XXXXXX)
+[ -n "$out" ] || { mkdir -p /tmp/bench && out=$(mktemp -d /tmp/bench/vs_llamacpp.XXXXXX); }
 mkdir -p "$out"
 
 # Read bandwidth at this thread count: the best of membw.cpp's plain read

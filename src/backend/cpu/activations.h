@@ -26,6 +26,14 @@
 //   group_q    int8  [n_tokens][full * 512 + half * 256]
 //   group_d    f32   [n_tokens][(full + half) * 16]: d of each lane's block (0 for padding)
 //   group_bias int32 [n_tokens][(full + half) * 16]: -offset * sum of each lane's block
+//
+// AMX tiles (read by packed_int8_amx.cc; filled by Prepare when the AMX
+// kernel is enabled, amx.h): the first tile_tokens = n_tokens / 16 * 16
+// tokens, 16 at a time, block by block, so that one block of 16 tokens is
+// 512 contiguous bytes (one TDPBSSD operand, 8 cache lines instead of 16
+// rows K bytes apart):
+//   tile_q int8 [tile_tokens / 16][blocks][16 tokens][32]: the tokens' q
+//   tile_d f32  [tile_tokens / 16][blocks][16 tokens]:     their d
 #pragma once
 
 #include <cstdint>
@@ -60,6 +68,9 @@ struct Int8Activations {
   AlignedBuffer<int8_t> group_q;
   AlignedBuffer<float> group_d;
   AlignedBuffer<int32_t> group_bias;
+  int64_t tile_tokens = 0;
+  AlignedBuffer<int8_t> tile_q;
+  AlignedBuffer<float> tile_d;
 
   const int8_t* TokenQ(int64_t t) const { return q.data() + t * pairs * 64; }
   const float* TokenD(int64_t t) const { return d.data() + t * pairs * 2; }
@@ -69,7 +80,8 @@ struct Int8Activations {
 };
 
 // Sizes `out` for n_tokens rows of k values (k a multiple of 32, checked);
-// with_lanes also sizes the lanes_* and group_* arrays. Contents are
+// with_lanes also sizes the lanes_* and group_* arrays, and the tile_*
+// arrays when the AMX kernel is enabled (tile_tokens is 0 otherwise). Contents are
 // unspecified until each token is quantized (and prepared).
 void ResizeActivations(int64_t k, int64_t n_tokens, bool with_lanes, Int8Activations* out);
 

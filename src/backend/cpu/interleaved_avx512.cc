@@ -21,6 +21,7 @@
 
 #include <algorithm>
 
+#include "backend/cpu/kernels_amx.h"
 #include "backend/cpu/kernels_avx512.h"
 #include "backend/cpu/packed_weights.h"
 #include "backend/cpu/simd_avx512.h"
@@ -54,8 +55,32 @@ struct Q4_0Steps {  // steps s and s + 4 are the low / high nibbles of one load
   }
 };
 
+// Where the GEMV's software prefetch goes, per CPU vendor (measured on the
+// project's machines; DRAM-sized matrix, 2 threads, old and new binaries
+// alternated). Zen5 (2026-11-30): the next tile into L1 streamed Q8_0 /
+// Q4_0 at 58-64 / 59-65 GB/s against 43-51 / 42-47 without; into L2, or
+// half as far ahead, gained less. Intel Xeon with AMX (2026-12-01, 1 GB
+// matrix, 27-32 GB/s read ceiling): two tiles ahead into L2 26.6 -> 28.3 /
+// 24.4 -> 26.2 GB/s; the next tile into L2 27.3 / -, L3 27.2, two tiles into
+// L1 26.8, every other line 23.7, none 24.5 / -.
+struct GemvPrefetch {
+  int tiles_ahead;
+  bool into_l2;
+};
+GemvPrefetch ChooseGemvPrefetch() {
+#if defined(__x86_64__)
+  if (__builtin_cpu_is("intel")) return {2, true};
+#endif
+  return {1, false};
+}
+const GemvPrefetch& GemvPrefetchPolicy() {
+  static const GemvPrefetch policy = ChooseGemvPrefetch();
+  return policy;
+}
+
 template <class Steps, int R, int T>
 void GroupTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
+  [[maybe_unused]] const GemvPrefetch prefetch = GemvPrefetchPolicy();
   constexpr int64_t kFullBytes = GroupValueBytes(Steps::kType, kGroupBlocks);
   const Int8Activations& xq = *a.xq;
   const int64_t full = xq.groups.full;
@@ -83,16 +108,18 @@ void GroupTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
     for (int r = 0; r < R; ++r) wg[r] = w[r] + g * kFullBytes;
     if constexpr (T == 1) {
       // GEMV streams the weights from DRAM once. Ask for the same group of
-      // the next R-row tile (the rows that follow in memory) while this one
-      // computes: on a DRAM-sized Q8_0 / Q4_0 matrix, 2 threads, that was
-      // 58-64 / 59-65 GB/s against 43-51 / 42-47 without (prefetching into
-      // L2 only, or half as far ahead, gained less). Prefetches never
-      // fault, so running past the matrix is harmless.
+      // a later R-row tile (the rows that follow in memory) while this one
+      // computes (GemvPrefetch: how far ahead, into which cache). Prefetches
+      // never fault, so running past the matrix is harmless.
       for (int r = 0; r < R; ++r) {
-        const char* next = reinterpret_cast<const char*>(wg[r] + R * a.row_bytes);
-        for (int64_t l = 0; l < kFullBytes; l += 64) _mm_prefetch(next + l, _MM_HINT_T0);
+        const char* next = reinterpret_cast<const char*>(wg[r] + prefetch.tiles_ahead * R * a.row_bytes);
+        if (prefetch.into_l2) {
+          for (int64_t l = 0; l < kFullBytes; l += 64) _mm_prefetch(next + l, _MM_HINT_T1);
+        } else {
+          for (int64_t l = 0; l < kFullBytes; l += 64) _mm_prefetch(next + l, _MM_HINT_T0);
+        }
         if (g == 0) {
-          const char* next_scales = reinterpret_cast<const char*>(ws[r]) + R * a.row_bytes;
+          const char* next_scales = reinterpret_cast<const char*>(ws[r]) + prefetch.tiles_ahead * R * a.row_bytes;
           for (int64_t l = 0; l < xq.GroupLaneStride() * 2; l += 64) _mm_prefetch(next_scales + l, _MM_HINT_T0);
         }
       }
@@ -207,9 +234,9 @@ void TokenTail(const MatMulArgs& a, int64_t b0, int64_t b1, int64_t t, int64_t n
 // tiles pass), then token tiles, then row tiles. 4 x 3 measured best on
 // Zen5 (2026-11-29, loaded machine): 4 x 2, 2 x 4, 2 x 6, 4 x 4, 8 x 2,
 // 8 x 3 were 5-40% slower (shapes past 32 zmm spill); with one token,
-// 4 rows beat 8.
+// 4 rows beat 8. Tokens [t_begin, n_tokens).
 template <class Steps>
-void GroupRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+void GroupRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end, int64_t t_begin) {
   constexpr int kR = 4, kT = 3;
   // Rows whose packed weights fill about 32 KB of the 48 KB L1 (16 at
   // K = 2048; 4 at K = 5632, where 16 rows spilled to L2: ~15% slower).
@@ -219,18 +246,37 @@ void GroupRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
     // One token left over (n = 3m + 1, as at 64 sequences) would be a 1-token
     // tile, at GEMV efficiency: the last four tokens run as two 2-token
     // tiles instead (same per-(row, token) arithmetic, same bits).
-    const int64_t n = a.n_tokens;
-    const int64_t full_end = n > kT && n % kT == 1 ? n - 4 : n - n % kT;
-    int64_t t = 0;
+    const int64_t n = a.n_tokens - t_begin;
+    const int64_t full_end = t_begin + (n > kT && n % kT == 1 ? n - 4 : n - n % kT);
+    int64_t t = t_begin;
     for (; t < full_end; t += kT) RowTiles<Steps, kR, kT>(a, b0, b1, t);
     static_assert(kT == 3, "the 2 + 2 tail below replaces a 3 + 1 split");
-    if (n - t == 4) {
+    if (a.n_tokens - t == 4) {
       RowTiles<Steps, kR, 2>(a, b0, b1, t);
       RowTiles<Steps, kR, 2>(a, b0, b1, t + 2);
-    } else if (t < n) {
-      TokenTail<Steps, kR, kT - 1>(a, b0, b1, t, n - t);
+    } else if (t < a.n_tokens) {
+      TokenTail<Steps, kR, kT - 1>(a, b0, b1, t, a.n_tokens - t);
     }
   }
+}
+
+// With AMX (amx.h) and at least 16 tokens, whole 16-row panels x 16-token
+// tiles go to the AMX kernel, which gives the same bits (packed_int8_amx.cc);
+// leftover tokens and rows run the tiles above.
+template <class Steps>
+void PackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  constexpr int64_t kAmxPanel = 16;
+  // tile_tokens > 0 only when the AMX kernel is enabled and Prepare filled
+  // the tiles (activations.h).
+  const int64_t amx_tokens = a.xq->tile_tokens;
+  const int64_t amx_rows_end = row_begin + (row_end - row_begin) / kAmxPanel * kAmxPanel;
+  if (amx_tokens == 0 || amx_rows_end == row_begin) {
+    GroupRows<Steps>(a, row_begin, row_end, 0);
+    return;
+  }
+  PackedInt8PanelsAmx(a, row_begin, amx_rows_end);
+  if (amx_tokens < a.n_tokens) GroupRows<Steps>(a, row_begin, amx_rows_end, amx_tokens);
+  if (amx_rows_end < row_end) GroupRows<Steps>(a, amx_rows_end, row_end, 0);
 }
 
 }  // namespace
@@ -268,11 +314,11 @@ void PrepareGroupsAvx512(Int8Activations* xq, int32_t offset, int64_t t) {
 }
 
 void PackedQ8_0RowsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end) {
-  GroupRows<Q8_0Steps>(args, row_begin, row_end);
+  PackedRows<Q8_0Steps>(args, row_begin, row_end);
 }
 
 void PackedQ4_0RowsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end) {
-  GroupRows<Q4_0Steps>(args, row_begin, row_end);
+  PackedRows<Q4_0Steps>(args, row_begin, row_end);
 }
 
 }  // namespace deepinfer::cpu

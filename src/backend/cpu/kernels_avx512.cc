@@ -23,6 +23,7 @@
 #include <cstring>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/kernels_amx.h"
 #include "backend/cpu/kernels_avx512.h"
 
 namespace deepinfer::cpu {
@@ -310,7 +311,10 @@ void Prepare(Int8Activations* xq, DType dtype, int64_t t) {
       _mm512_store_ps(xq->lanes_dsum.data() + base, _mm512_maskz_permutexvar_ps(kFirstLanes, halves, dsum));
     }
   }
-  if (dtype == DType::kQ8_0 || dtype == DType::kQ4_0) PrepareGroupsAvx512(xq, offset, t);
+  if (dtype == DType::kQ8_0 || dtype == DType::kQ4_0) {
+    PrepareGroupsAvx512(xq, offset, t);
+    if (t < xq->tile_tokens) PrepareAmxTileToken(xq, t);
+  }
 }
 
 }  // namespace

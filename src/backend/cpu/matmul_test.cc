@@ -6,6 +6,7 @@
 // bit-identical alone, batched, and at any thread count.
 #include "backend/cpu/matmul.h"
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -13,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backend/cpu/amx.h"
 #include "backend/cpu/isa.h"
 #include "backend/cpu/packed_weights.h"
 #include "tensor/dequant.h"
@@ -415,8 +417,10 @@ TEST(MatMulTest, PackedResultsAreBatchAndThreadInvariant) {
     std::vector<int64_t> ks = {96, 768, 800};
     if (t == DType::kQ4_K) ks = {512};
     if (t == DType::kBF16) ks = {45, 1000, 4100};
-    // 10 tokens: the int8 GEMM's last four run as two 2-token tiles.
-    for (int64_t k : ks) for (int64_t n_tokens : {10, 11}) {
+    // 10 tokens: the int8 GEMM's last four run as two 2-token tiles; 35:
+    // with AMX, two 16-token AMX tiles and 3 tokens (and 5 of the 37 rows)
+    // through the AVX-512 tiles, while each token alone is a GEMV.
+    for (int64_t k : ks) for (int64_t n_tokens : {10, 11, 35}) {
       const int64_t n_rows = 37;
       Matrix m = RandomMatrix(rng, t, n_rows, k);
       PackedWeights packer;
@@ -435,6 +439,43 @@ TEST(MatMulTest, PackedResultsAreBatchAndThreadInvariant) {
     }
   }
   if (packed_types == 0) GTEST_SKIP() << "the active ISA reads no packed layout";
+}
+
+// The AMX int8 kernel (packed_int8_amx.cc) against the AVX-512 one, bit
+// for bit, on the packed Q8_0 / Q4_0 layouts: K with full groups only
+// (2048), a half group (768 = 16 + 8 blocks, 160 = one half group of 5
+// blocks), a padded full group (288 = 9 blocks, 96 = 3 blocks, 5632 = 176
+// blocks), rows that leave a partial 16-row panel (37, 21), tokens that
+// leave 1..15 for the AVX-512 tiles, with a bias, at 1 and 3 threads.
+TEST(MatMulTest, AmxMatchesAvx512BitForBit) {
+  if (!AmxInt8Supported()) GTEST_SKIP() << "no AMX int8 on this machine";
+  const bool was_enabled = AmxInt8Enabled();
+  std::mt19937 rng(11);
+  const Shape shapes[] = {{48, 2048, 16}, {37, 768, 33}, {21, 288, 20}, {64, 160, 16},
+                          {32, 5632, 48}, {16, 96, 64}, {37, 800, 17}};
+  for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
+    for (const Shape& s : shapes) {
+      Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);
+      PackedWeights packer;
+      m.view = packer.Pack(m.view);
+      ASSERT_TRUE(FindPackedLayout(m.view.data).has_value());
+      const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
+      const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
+      for (int threads : {1, 3}) {
+        SetAmxInt8Enabled(false);
+        const std::vector<float> avx512 = RunMatMul(ActiveIsa(), m, x, s.n_tokens, bias.data(), threads);
+        SetAmxInt8Enabled(true);
+        const std::vector<float> amx = RunMatMul(ActiveIsa(), m, x, s.n_tokens, bias.data(), threads);
+        for (size_t i = 0; i < amx.size(); ++i) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(amx[i]), std::bit_cast<uint32_t>(avx512[i]))
+              << DTypeName(t) << " n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens
+              << " threads=" << threads << " row " << i % s.n_rows << " token " << i / s.n_rows << ": "
+              << amx[i] << " vs " << avx512[i];
+        }
+      }
+    }
+  }
+  SetAmxInt8Enabled(was_enabled);
 }
 
 TEST(IsaTest, NamesAndSupport) {

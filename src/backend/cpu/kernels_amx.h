@@ -1,0 +1,22 @@
+// The AMX int8 kernel (packed_int8_amx.cc). Compiled with AVX-512 and AMX
+// flags: call only when AmxInt8Enabled() (amx.h).
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cpu/kernels.h"
+
+namespace deepinfer::cpu {
+
+// Packed Q8_0 / Q4_0 (args.dtype; interleaved layout, packed_weights.h):
+// y for rows [row_begin, row_end) (a multiple of 16 rows) and tokens
+// [0, args.xq->tile_tokens) (a multiple of 16), bit-identical to the
+// AVX-512 kernels.
+void PackedInt8PanelsAmx(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
+
+// Copies token t's q and d into xq's tile_q / tile_d (activations.h);
+// t < xq->tile_tokens. Called concurrently for different tokens. No tile
+// instruction: AVX-512 only.
+void PrepareAmxTileToken(Int8Activations* xq, int64_t t);
+
+}  // namespace deepinfer::cpu

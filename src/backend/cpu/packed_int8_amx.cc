@@ -1,0 +1,328 @@
+// AMX int8 GEMM over the interleaved packed Q8_0 / Q4_0 layouts
+// (packed_weights.h), bit-identical to the AVX-512 kernels of
+// interleaved_avx512.cc.
+//
+// Why AMX: one TDPBSSD computes a 16 x 16 block of exact int32 dot products
+// (16 tokens x 16 weight rows) over one 32-element block - 8192
+// multiply-adds, where a zmm vpdpbusd does 64. What is left is the f32 work
+// per block that every int8 format with per-block scales needs:
+//   acc += float(isum) * (d_w * d_x)
+// so the kernel is bound by that epilogue (4 vector ops per 16 (token, row)
+// pairs per block), not by the multiply-adds.
+//
+// Why the same bits as the AVX-512 kernel: that kernel keeps, per
+// (row, token), 16 f32 lanes; lane l adds the products of blocks
+// l, l + 16, l + 32, ... in that order (the half group's blocks go to lanes
+// 0..7), then the 16 lanes are summed in one fixed tree (SumLanes4). This
+// kernel runs lane by lane: for lane l it walks the same blocks in the same
+// order, with the same int32 sum (exact, so however it was added up), the
+// same conversion, the same product d_w * d_x and the same fused
+// multiply-add; then it sums the 16 lanes with the same tree. Only the
+// vector direction differs (a zmm holds 16 weight rows of one token instead
+// of 16 lanes of one (row, token)), which changes no operation on any
+// element. Padding blocks (w = 0, x = 0) add +0 there and are skipped here,
+// which changes nothing either (an accumulator starts at +0 and never
+// becomes -0). So a token's output does not depend on which kernel, and so
+// on how many tokens shared the call (matmul_test checks bit equality).
+//
+// Data flow for one panel of 16 rows:
+//   1. the panel's weights are transposed once into the AMX operand form,
+//      per block b: [8 steps][16 rows][4 bytes] signed int8 (512 bytes) and
+//      the 16 rows' f32 scales (a 16 x 16 dword transpose of the
+//      interleaved groups, whose steps are [16 blocks][4 bytes] per row);
+//   2. per tile of 16 tokens and per block: A = the tokens' quantized block
+//      (16 rows of 32 bytes, straight from Int8Activations::q), B = the
+//      transposed weights, C = A . B (int32 [16 tokens][16 rows]), stored
+//      and folded into 16 accumulators (one zmm per token);
+//   3. the 16 lanes' accumulators are summed in the fixed tree, + bias.
+// Weights are signed here (Q8_0: the file's bytes; Q4_0: nibble - 8), so C
+// is sum(w * x) directly: the integer the AVX-512 kernel reaches through its
+// unsigned offset and bias.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "backend/cpu/aligned_buffer.h"
+#include "backend/cpu/kernels_amx.h"
+#include "backend/cpu/packed_weights.h"
+
+namespace deepinfer::cpu {
+namespace {
+
+constexpr int kSteps = 8;          // 4-byte steps of a 32-element block
+constexpr int kBlockBytes = 512;   // transposed block: [8 steps][16 rows][4]
+
+// Tiles: 0, 1 = C (16 tokens x 16 int32), 2, 3 = A (16 tokens x 32 bytes),
+// 4, 5 = B (8 steps x 64 bytes). Two sets, so the next block's TDPBSSD
+// overlaps this block's epilogue. In .rodata, not built on the stack: a
+// stack copy that the compiler considers dead is a known way to hand
+// ldtilecfg garbage.
+struct alignas(64) TileConfig {
+  uint8_t palette_id;
+  uint8_t start_row;
+  uint8_t reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+constexpr TileConfig kTileConfig = {
+    1, 0, {}, {64, 64, 32, 32, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {16, 16, 16, 16, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+
+void ConfigureTilesOnce() {
+  // Tile configuration is per thread state; nothing else in the process
+  // reconfigures the tiles, so once per thread is enough.
+  thread_local bool configured = false;
+  if (!configured) {
+    _tile_loadconfig(&kTileConfig);
+    configured = true;
+  }
+}
+
+// In-place transpose of a 16 x 16 matrix of dwords (row i = v[i]).
+inline void Transpose16x16(__m512i v[16]) {
+  __m512i t[16], u[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+  }
+  // Inside 128-bit lane j, u[4i + c] now gets column 4j + c of rows 4i..4i+3.
+  for (int i = 0; i < 4; ++i) {
+    u[4 * i + 0] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  // A 4 x 4 transpose of 128-bit lanes for each c: column 4j + c is
+  // lane j of u[c], u[4 + c], u[8 + c], u[12 + c].
+  for (int c = 0; c < 4; ++c) {
+    const __m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44);
+    const __m512i v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xee);
+    const __m512i v2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
+    const __m512i v3 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xee);
+    v[c] = _mm512_shuffle_i32x4(v0, v2, 0x88);
+    v[4 + c] = _mm512_shuffle_i32x4(v0, v2, 0xdd);
+    v[8 + c] = _mm512_shuffle_i32x4(v1, v3, 0x88);
+    v[12 + c] = _mm512_shuffle_i32x4(v1, v3, 0xdd);
+  }
+}
+
+// One step of a group of `lanes` blocks for 16 rows, as rows' u8 values
+// (the packed form: Q8_0 w + 128, Q4_0 a nibble w + 8), converted to signed.
+struct Q8_0Panel {
+  static constexpr DType kType = DType::kQ8_0;
+  // Row r's step s of the group at `g` (lanes 16 or 8 blocks).
+  static __m512i Step(const uint8_t* g, int s, int lanes) {
+    if (lanes == 16) return _mm512_xor_si512(_mm512_load_si512(g + s * 64), _mm512_set1_epi8(char(0x80)));
+    const __m256i h = _mm256_load_si256(reinterpret_cast<const __m256i*>(g + s * 32));
+    return _mm512_castsi256_si512(_mm256_xor_si256(h, _mm256_set1_epi8(char(0x80))));
+  }
+};
+
+struct Q4_0Panel {
+  static constexpr DType kType = DType::kQ4_0;
+  static __m512i Step(const uint8_t* g, int s, int lanes) {
+    __m512i raw;
+    if (lanes == 16) {
+      raw = _mm512_load_si512(g + (s & 3) * 64);
+    } else {
+      raw = _mm512_castsi256_si512(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + (s & 3) * 32)));
+    }
+    const __m512i mask = _mm512_set1_epi8(0x0f);
+    const __m512i nib = s < 4 ? _mm512_and_si512(raw, mask) : _mm512_and_si512(_mm512_srli_epi16(raw, 4), mask);
+    return _mm512_sub_epi8(nib, _mm512_set1_epi8(8));
+  }
+};
+
+// Per-thread scratch: the transposed panel and the epilogue's buffers.
+struct Scratch {
+  AlignedBuffer<int8_t> w;    // [blocks][8][16][4]
+  AlignedBuffer<float> dw;    // [blocks][16]
+  AlignedBuffer<int32_t> c;   // 2 x [16 tokens][16 rows]
+  AlignedBuffer<float> lane;  // [16 lanes][16 tokens][16 rows]
+  AlignedBuffer<int32_t> order;  // blocks in the order they are folded
+};
+
+Scratch& ThreadScratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
+
+// Step 1: rows [r0, r0 + 16) into s.w / s.dw (real blocks only).
+template <class Panel>
+void TransposePanel(const MatMulArgs& a, int64_t r0, Scratch& s) {
+  const Int8Activations& xq = *a.xq;
+  const BlockGroups groups = xq.groups;
+  const int64_t blocks = xq.blocks;
+  const int64_t full_bytes = GroupValueBytes(Panel::kType, kGroupBlocks);
+  const int64_t scales_offset = InterleavedScalesOffset(Panel::kType, groups);
+  s.w.Resize(static_cast<size_t>(blocks * kBlockBytes));
+  s.dw.Resize(static_cast<size_t>(blocks * 16));
+  const int64_t n_groups = groups.full + groups.half;
+  for (int64_t g = 0; g < n_groups; ++g) {
+    const int lanes = g < groups.full ? 16 : 8;
+    const int64_t b0 = g * kGroupBlocks;
+    const int real = static_cast<int>(std::min<int64_t>(lanes, blocks - b0));
+    __m512i v[16];
+    for (int st = 0; st < kSteps; ++st) {
+      for (int r = 0; r < 16; ++r) v[r] = Panel::Step(a.w + (r0 + r) * a.row_bytes + g * full_bytes, st, lanes);
+      Transpose16x16(v);  // v[l] = the 16 rows' step st of block b0 + l
+      for (int l = 0; l < real; ++l) _mm512_store_si512(s.w.data() + (b0 + l) * kBlockBytes + st * 64, v[l]);
+    }
+    for (int r = 0; r < 16; ++r) {
+      const auto* ws = reinterpret_cast<const uint16_t*>(a.w + (r0 + r) * a.row_bytes + scales_offset) + b0;
+      const __m512 d = lanes == 16 ? _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(ws)))
+                                   : _mm512_castps256_ps512(
+                                         _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(ws))));
+      v[r] = _mm512_castps_si512(d);
+    }
+    Transpose16x16(v);  // v[l] = the 16 rows' scales of block b0 + l
+    for (int l = 0; l < real; ++l) _mm512_store_si512(s.dw.data() + (b0 + l) * 16, v[l]);
+  }
+}
+
+// The blocks lane l of the AVX-512 kernel accumulates, in its order:
+// l, l + 16, ... over the full groups, then (l < 8) the half group's block
+// l; only real blocks (padding adds nothing: see the top of the file).
+template <class Fn>
+void ForEachLaneBlock(const Int8Activations& xq, int l, Fn fn) {
+  for (int64_t g = 0; g < xq.groups.full; ++g) {
+    const int64_t b = g * kGroupBlocks + l;
+    if (b < xq.blocks) fn(b);
+  }
+  if (xq.groups.half != 0 && l < kGroupBlocks / 2) {
+    const int64_t b = xq.groups.full * kGroupBlocks + l;
+    if (b < xq.blocks) fn(b);
+  }
+}
+
+// acc[t] += float(C[t]) * (d_w * d_x[t]) for the 16 tokens of a C tile
+// (dx: the 16 tokens' scales of this block, contiguous).
+inline void FoldBlock(const int32_t* c, const float* dw, const float* dx, __m512 acc[16]) {
+  const __m512 dwv = _mm512_load_ps(dw);
+#pragma GCC unroll 16
+  for (int t = 0; t < 16; ++t) {
+    const __m512 scale = _mm512_mul_ps(dwv, _mm512_set1_ps(dx[t]));
+    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c + t * 16)), scale, acc[t]);
+  }
+}
+
+// The order in which this kernel visits blocks: lane by lane (ForEachLaneBlock),
+// with lane_first[l] = the index in `order` of lane l's first block.
+void LaneOrder(const Int8Activations& xq, AlignedBuffer<int32_t>& order, int32_t lane_first[kGroupBlocks + 1]) {
+  order.Resize(static_cast<size_t>(xq.blocks));
+  int32_t n = 0;
+  for (int l = 0; l < kGroupBlocks; ++l) {
+    lane_first[l] = n;
+    ForEachLaneBlock(xq, l, [&](int64_t b) { order.data()[n++] = static_cast<int32_t>(b); });
+  }
+  lane_first[kGroupBlocks] = n;
+}
+
+// Steps 2 and 3 for tokens [t0, t0 + 16) of the transposed panel r0.
+// Software-pipelined: while block i is folded, block i + 1's product is
+// stored and block i + 2's is computed, so neither the fold nor the tile
+// store waits for the tile unit (each right behind its producer stalled:
+// 5632 x 2048, 64 tokens, 1 thread, 420 -> 520 -> see docs/kernels.md).
+// Tile registers are not renamed, so two tile sets alternate.
+void TokenTile(const MatMulArgs& a, int64_t r0, int64_t t0, Scratch& s, const int32_t* order,
+               const int32_t lane_first[kGroupBlocks + 1]) {
+  const Int8Activations& xq = *a.xq;
+  const int8_t* q = xq.tile_q.data() + (t0 / 16) * xq.blocks * 512;  // [blocks][16 tokens][32]
+  const float* dx = xq.tile_d.data() + (t0 / 16) * xq.blocks * 16;   // [blocks][16 tokens]
+  const int64_t n = lane_first[kGroupBlocks];
+  constexpr int64_t kBuffers = 4;
+  // Item j: its product in tile set j % 2, stored one iteration later (the
+  // store waits for the product; right behind it, it stalled the core),
+  // folded one iteration after that, from buffer j % kBuffers.
+  const auto multiply = [&](int64_t j) {
+    const int64_t b = order[j];
+    if (j % 2 == 0) {
+      _tile_loadd(2, q + b * 512, 32);
+      _tile_loadd(4, s.w.data() + b * kBlockBytes, 64);
+      _tile_zero(0);
+      _tile_dpbssd(0, 2, 4);
+    } else {
+      _tile_loadd(3, q + b * 512, 32);
+      _tile_loadd(5, s.w.data() + b * kBlockBytes, 64);
+      _tile_zero(1);
+      _tile_dpbssd(1, 3, 5);
+    }
+  };
+  const auto store = [&](int64_t j) {
+    int32_t* c = s.c.data() + (j % kBuffers) * 256;
+    if (j % 2 == 0) {
+      _tile_stored(0, c, 64);
+    } else {
+      _tile_stored(1, c, 64);
+    }
+  };
+  if (n > 0) multiply(0);
+  if (n > 1) multiply(1);
+  if (n > 0) store(0);
+  const int32_t* c_base = s.c.data();
+  const float* dw = s.dw.data();
+  float* lanes = s.lane.data();
+  int64_t i = 0;
+  for (int l = 0; l < kGroupBlocks; ++l) {
+    __m512 acc[16];
+    for (auto& v : acc) v = _mm512_setzero_ps();
+    for (const int64_t end = lane_first[l + 1]; i < end; ++i) {
+      if (i + 1 < n) store(i + 1);
+      if (i + 2 < n) multiply(i + 2);
+      const int64_t b = order[i];
+      FoldBlock(c_base + (i % kBuffers) * 256, dw + b * 16, dx + b * 16, acc);
+    }
+    for (int t = 0; t < 16; ++t) _mm512_store_ps(lanes + l * 256 + t * 16, acc[t]);
+  }
+  // SumLanes4's tree over the lanes: (l, l + 8), then (i, i + 4), (k, k + 2), (0, 1).
+  const __m512 bias = a.bias ? _mm512_loadu_ps(a.bias + r0) : _mm512_setzero_ps();
+  for (int t = 0; t < 16; ++t) {
+    const auto at = [&](int j) { return _mm512_load_ps(s.lane.data() + j * 256 + t * 16); };
+    __m512 s1[8], s2[4], s3[2];
+    for (int j = 0; j < 8; ++j) s1[j] = _mm512_add_ps(at(j), at(j + 8));
+    for (int i = 0; i < 4; ++i) s2[i] = _mm512_add_ps(s1[i], s1[i + 4]);
+    for (int k = 0; k < 2; ++k) s3[k] = _mm512_add_ps(s2[k], s2[k + 2]);
+    __m512 sum = _mm512_add_ps(s3[0], s3[1]);
+    if (a.bias) sum = _mm512_add_ps(sum, bias);
+    _mm512_storeu_ps(a.y + (t0 + t) * a.n_rows + r0, sum);
+  }
+}
+
+template <class Panel>
+void Panels(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  ConfigureTilesOnce();
+  Scratch& s = ThreadScratch();
+  s.c.Resize(4 * 256);
+  s.lane.Resize(16 * 256);
+  const Int8Activations& xq = *a.xq;
+  int32_t lane_first[kGroupBlocks + 1];
+  LaneOrder(xq, s.order, lane_first);
+  for (int64_t r0 = row_begin; r0 < row_end; r0 += 16) {
+    TransposePanel<Panel>(a, r0, s);
+    for (int64_t t0 = 0; t0 < xq.tile_tokens; t0 += 16) TokenTile(a, r0, t0, s, s.order.data(), lane_first);
+  }
+}
+
+}  // namespace
+
+void PackedInt8PanelsAmx(const MatMulArgs& args, int64_t row_begin, int64_t row_end) {
+  if (args.dtype == DType::kQ8_0) {
+    Panels<Q8_0Panel>(args, row_begin, row_end);
+  } else {
+    Panels<Q4_0Panel>(args, row_begin, row_end);
+  }
+}
+
+void PrepareAmxTileToken(Int8Activations* xq, int64_t t) {
+  const int8_t* q = xq->TokenQ(t);
+  const float* d = xq->TokenD(t);
+  int8_t* tq = xq->tile_q.data() + (t / 16) * xq->blocks * 512 + (t % 16) * 32;
+  float* td = xq->tile_d.data() + (t / 16) * xq->blocks * 16 + t % 16;
+  for (int64_t b = 0; b < xq->blocks; ++b) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(tq + b * 512),
+                       _mm256_load_si256(reinterpret_cast<const __m256i*>(q + b * 32)));
+    td[b * 16] = d[b];
+  }
+}
+
+}  // namespace deepinfer::cpu

@@ -92,6 +92,10 @@ def main():
                 fail("json: missing key " + key)
         if r["model"] != model or r["threads"] != 2:
             fail("json: model/threads are %r/%r" % (r["model"], r["threads"]))
+        if r.get("kernels") not in ("scalar", "avx2", "avx512", "avx512+amx"):
+            fail("json: kernels is %r" % r.get("kernels"))
+        if "kernels " + r["kernels"] not in p.stdout:
+            fail("the table does not name the kernels (%s):\n%s" % (r["kernels"], p.stdout))
         for key in ("prefill_tokens_per_s", "ttft_ms", "peak_rss_bytes", "weight_bytes", "weight_bytes_per_token"):
             positive_finite(key, r[key])
         if sorted(r["decode_tokens_per_s"]) != ["1", "3", "5"]:

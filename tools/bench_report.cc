@@ -88,8 +88,8 @@ std::string FormatBenchTable(const BenchReport& r) {
   char line[256];
   os << "model    " << r.model_path << " (" << r.arch << ", " << r.dtype << ", " << Bytes(r.weight_bytes)
      << " weights)\n";
-  std::snprintf(line, sizeof(line), "threads  %d   prompt %lld   gen %lld   rounds %lld   chunk %lld%s\n",
-                r.threads, static_cast<long long>(r.config.prompt_tokens),
+  std::snprintf(line, sizeof(line), "threads  %d   kernels %s   prompt %lld   gen %lld   rounds %lld   chunk %lld%s\n",
+                r.threads, r.kernels.c_str(), static_cast<long long>(r.config.prompt_tokens),
                 static_cast<long long>(r.config.gen_tokens), static_cast<long long>(r.config.rounds),
                 static_cast<long long>(r.config.prefill_chunk), r.config.shared_prompt ? "   shared prompt" : "");
   os << line;
@@ -121,6 +121,7 @@ std::string FormatBenchJson(const BenchReport& r) {
   os << "  \"weight_bytes\": " << r.weight_bytes << ",\n";
   os << "  \"weight_bytes_per_token\": " << r.weight_bytes_per_token << ",\n";
   os << "  \"threads\": " << r.threads << ",\n";
+  os << "  \"kernels\": " << JsonString(r.kernels) << ",\n";
   os << "  \"prompt_tokens\": " << r.config.prompt_tokens << ",\n";
   os << "  \"gen_tokens\": " << r.config.gen_tokens << ",\n";
   os << "  \"prefill_chunk\": " << r.config.prefill_chunk << ",\n";

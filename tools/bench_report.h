@@ -18,6 +18,7 @@ struct BenchReport {
   int64_t weight_bytes = 0;             // every tensor of the checkpoint
   int64_t weight_bytes_per_token = 0;   // read per decode step: all but the embedding (unless tied)
   int threads = 0;
+  std::string kernels;                  // the CPU kernel level that ran, e.g. "avx512+amx"
   BenchConfig config;
   BenchResult result;
   int64_t peak_rss_bytes = 0;

@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "backend/cpu/amx.h"
+#include "backend/cpu/isa.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "model/model.h"
@@ -155,6 +157,8 @@ int RunBench(const Args& args) {
   report.model_path = options->model_path;
   report.threads = options->threads > 0 ? options->threads : ThreadPool::DefaultThreadCount();
   report.config = options->config;
+  report.kernels = std::string(cpu::IsaName(cpu::ActiveIsa())) +
+                   (cpu::AmxInt8Enabled() || cpu::AmxBf16Enabled() ? "+amx" : "");
   DescribeWeights(*loaded, report);
 
   ProgressBar bar;

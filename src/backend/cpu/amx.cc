@@ -20,11 +20,16 @@ namespace {
 constexpr long kArchReqXcompPerm = 0x1023;  // arch_prctl: request an XSAVE feature
 constexpr long kXfeatureXtileData = 18;     // the 8 KiB of tile registers
 
-bool CpuHasAmxInt8() {
+// CPUID.(7,0):EDX bit 24 AMX-TILE, 25 AMX-INT8, 22 AMX-BF16.
+bool CpuHasAmxBit(int bit) {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-  const bool amx_tile = (edx >> 24) & 1, amx_int8 = (edx >> 25) & 1;
-  if (!amx_tile || !amx_int8) return false;
+  return ((edx >> bit) & 1) != 0;
+}
+
+bool CpuHasAmxTiles() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!CpuHasAmxBit(24)) return false;
   // OSXSAVE, then XCR0 bits 17 (XTILECFG) and 18 (XTILEDATA).
   if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || ((ecx >> 27) & 1) == 0) return false;
   unsigned lo = 0, hi = 0;
@@ -34,14 +39,15 @@ bool CpuHasAmxInt8() {
 
 bool RequestTileData() { return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtileData) == 0; }
 #else
-bool CpuHasAmxInt8() { return false; }
+bool CpuHasAmxBit(int) { return false; }
+bool CpuHasAmxTiles() { return false; }
 bool RequestTileData() { return false; }
 #endif
 
 bool DetectSupport() {
-  if (ActiveIsa() != Isa::kAvx512 || !CpuHasAmxInt8()) return false;
+  if (ActiveIsa() != Isa::kAvx512 || !CpuHasAmxTiles()) return false;
   if (!RequestTileData()) {
-    DI_LOG_WARN("AMX: the kernel refused the tile-data permission; using AVX-512 for int8 GEMM");
+    DI_LOG_WARN("AMX: the kernel refused the tile-data permission; using AVX-512 kernels");
     return false;
   }
   return true;
@@ -59,9 +65,18 @@ std::atomic<int>& Setting() {  // -1: not decided yet, else 0 / 1
 
 }  // namespace
 
-bool AmxInt8Supported() { return Supported(); }
+bool AmxInt8Supported() {
+  static const bool int8 = Supported() && CpuHasAmxBit(25);
+  return int8;
+}
 
-bool AmxInt8Enabled() {
+bool AmxBf16Supported() {
+  static const bool bf16 = Supported() && CpuHasAmxBit(22);
+  return bf16;
+}
+
+namespace {
+bool AmxOn() {
   int s = Setting().load(std::memory_order_acquire);
   if (s < 0) {
     const char* env = std::getenv("DEEPINFER_AMX");
@@ -72,9 +87,13 @@ bool AmxInt8Enabled() {
   }
   return s == 1;
 }
+}  // namespace
 
-bool SetAmxInt8Enabled(bool on) {
-  const bool previous = AmxInt8Enabled();
+bool AmxInt8Enabled() { return AmxOn() && AmxInt8Supported(); }
+bool AmxBf16Enabled() { return AmxOn() && AmxBf16Supported(); }
+
+bool SetAmxEnabled(bool on) {
+  const bool previous = AmxOn();
   Setting().store(on && Supported() ? 1 : 0, std::memory_order_release);
   return previous;
 }

@@ -16,18 +16,22 @@ namespace deepinfer::cpu {
 // AMX-TILE and AMX-INT8, the AVX-512 level is active, the OS enables the
 // tile state, the permission request succeeded, and DEEPINFER_AMX is not
 // "0". Decided on first call (the permission request happens then), then
-// constant unless SetAmxInt8Enabled changes it. Thread-safe.
+// constant unless SetAmxEnabled changes it. Thread-safe.
 bool AmxInt8Enabled();
+// The same for the BF16 kernel (AMX-BF16 instead of AMX-INT8).
+bool AmxBf16Enabled();
 
-// Turns the AMX path on or off (on only if this machine can run it: see
-// AmxInt8Enabled); returns the previous setting. For tests and benchmarks
-// that compare the AMX kernel with the AVX-512 one; results are the same
-// bits either way (interleaved_avx512.cc), so flipping it never changes
-// outputs, only speed. Call while no MatMul is running.
-bool SetAmxInt8Enabled(bool on);
+// Turns the AMX kernels on or off (each only if this machine can run it);
+// returns the previous setting. For tests and benchmarks that compare them
+// with the AVX-512 kernels. Int8 results are the same bits either way
+// (packed_int8_amx.cc); BF16 results differ in the last bits (another
+// summation order, like another ISA level), so flip it only between
+// comparisons, never inside one. Call while no MatMul is running.
+bool SetAmxEnabled(bool on);
 
-// True when the CPU and OS could run AMX int8 at all (ignores DEEPINFER_AMX
-// and SetAmxInt8Enabled).
+// True when the CPU and OS could run the AMX int8 / bf16 kernel at all
+// (ignores DEEPINFER_AMX and SetAmxEnabled).
 bool AmxInt8Supported();
+bool AmxBf16Supported();
 
 }  // namespace deepinfer::cpu

@@ -33,7 +33,9 @@
 #include <cstring>
 
 #include "backend/cpu/aligned_buffer.h"
+#include "backend/cpu/amx.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/kernels_amx.h"
 #include "backend/cpu/kernels_avx512.h"
 #include "backend/cpu/packed_weights.h"
 #include "core/check.h"
@@ -168,6 +170,12 @@ void GemmBlock(const MatMulArgs& a, const Panels& g, int64_t b0, int64_t b1, __m
 }  // namespace
 
 void Bf16PanelsAvx512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  // With AMX-BF16, every call (GEMV included: batch invariance) runs the
+  // tile kernel (bf16_panels_amx.cc).
+  if (AmxBf16Enabled()) {
+    Bf16PanelsAmx(a, row_begin, row_end);
+    return;
+  }
   // MatMul hands out row ranges that start on a 16-row task, i.e. a panel.
   DI_CHECK(row_begin % 16 == 0);
   const Panels g{a.w, 16 * a.row_bytes, (a.k + 1) / 2, a.xb, a.xb_stride};

@@ -1,5 +1,6 @@
-// The AMX int8 kernel (packed_int8_amx.cc). Compiled with AVX-512 and AMX
-// flags: call only when AmxInt8Enabled() (amx.h).
+// The AMX kernels (packed_int8_amx.cc, bf16_panels_amx.cc). Compiled with
+// AVX-512 and AMX flags: call only when AmxInt8Enabled() / AmxBf16Enabled()
+// (amx.h).
 #pragma once
 
 #include <cstdint>
@@ -18,5 +19,9 @@ void PackedInt8PanelsAmx(const MatMulArgs& args, int64_t row_begin, int64_t row_
 // t < xq->tile_tokens. Called concurrently for different tokens. No tile
 // instruction: AVX-512 only.
 void PrepareAmxTileToken(Int8Activations* xq, int64_t t);
+
+// Packed BF16 panels (packed_weights.h): y for rows [row_begin, row_end)
+// (row_begin a multiple of 16) and every token, with TDPBF16PS.
+void Bf16PanelsAmx(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
 
 }  // namespace deepinfer::cpu

@@ -449,7 +449,7 @@ TEST(MatMulTest, PackedResultsAreBatchAndThreadInvariant) {
 // leave 1..15 for the AVX-512 tiles, with a bias, at 1 and 3 threads.
 TEST(MatMulTest, AmxMatchesAvx512BitForBit) {
   if (!AmxInt8Supported()) GTEST_SKIP() << "no AMX int8 on this machine";
-  const bool was_enabled = AmxInt8Enabled();
+  const bool was_enabled = SetAmxEnabled(true);
   std::mt19937 rng(11);
   const Shape shapes[] = {{48, 2048, 16}, {37, 768, 33}, {21, 288, 20}, {64, 160, 16},
                           {32, 5632, 48}, {16, 96, 64}, {37, 800, 17}};
@@ -462,9 +462,9 @@ TEST(MatMulTest, AmxMatchesAvx512BitForBit) {
       const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
       const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
       for (int threads : {1, 3}) {
-        SetAmxInt8Enabled(false);
+        SetAmxEnabled(false);
         const std::vector<float> avx512 = RunMatMul(ActiveIsa(), m, x, s.n_tokens, bias.data(), threads);
-        SetAmxInt8Enabled(true);
+        SetAmxEnabled(true);
         const std::vector<float> amx = RunMatMul(ActiveIsa(), m, x, s.n_tokens, bias.data(), threads);
         for (size_t i = 0; i < amx.size(); ++i) {
           ASSERT_EQ(std::bit_cast<uint32_t>(amx[i]), std::bit_cast<uint32_t>(avx512[i]))
@@ -475,7 +475,7 @@ TEST(MatMulTest, AmxMatchesAvx512BitForBit) {
       }
     }
   }
-  SetAmxInt8Enabled(was_enabled);
+  SetAmxEnabled(was_enabled);
 }
 
 TEST(IsaTest, NamesAndSupport) {

@@ -43,6 +43,7 @@
 #include <algorithm>
 
 #include "backend/cpu/aligned_buffer.h"
+#include "backend/cpu/amx_tiles.h"
 #include "backend/cpu/kernels_amx.h"
 #include "backend/cpu/packed_weights.h"
 
@@ -54,29 +55,10 @@ constexpr int kBlockBytes = 512;   // transposed block: [8 steps][16 rows][4]
 
 // Tiles: 0, 1 = C (16 tokens x 16 int32), 2, 3 = A (16 tokens x 32 bytes),
 // 4, 5 = B (8 steps x 64 bytes). Two sets, so the next block's TDPBSSD
-// overlaps this block's epilogue. In .rodata, not built on the stack: a
-// stack copy that the compiler considers dead is a known way to hand
-// ldtilecfg garbage.
-struct alignas(64) TileConfig {
-  uint8_t palette_id;
-  uint8_t start_row;
-  uint8_t reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-};
+// overlaps this block's epilogue.
 constexpr TileConfig kTileConfig = {
     1, 0, {}, {64, 64, 32, 32, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
     {16, 16, 16, 16, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
-
-void ConfigureTilesOnce() {
-  // Tile configuration is per thread state; nothing else in the process
-  // reconfigures the tiles, so once per thread is enough.
-  thread_local bool configured = false;
-  if (!configured) {
-    _tile_loadconfig(&kTileConfig);
-    configured = true;
-  }
-}
 
 // In-place transpose of a 16 x 16 matrix of dwords (row i = v[i]).
 inline void Transpose16x16(__m512i v[16]) {
@@ -290,7 +272,7 @@ void TokenTile(const MatMulArgs& a, int64_t r0, int64_t t0, Scratch& s, const in
 
 template <class Panel>
 void Panels(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
-  ConfigureTilesOnce();
+  UseTileConfig(kTileConfig);
   Scratch& s = ThreadScratch();
   s.c.Resize(4 * 256);
   s.lane.Resize(16 * 256);

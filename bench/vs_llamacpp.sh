@@ -29,7 +29,8 @@ Options: --model PATH | --arch A --preset P --dtype D (synthesized into /tmp/ben
          --batches 4,16,64 --batch-prompt BP (128) --batch-gen BG (128) --shared-prompt
          --bandwidth GB/s (default: measured before and after the rounds, bench/read_bandwidth.cc and ../shared/bench/membw.cpp, the best)
          --deepinfer PATH (build/deepinfer or $DEEPINFER) --out DIR (raw results; default a temp dir)
-llama.cpp binaries: $LLAMA_CPP_BIN, else /root/.cache/deepinfer-peer/llama.cpp/build/bin.
+llama.cpp binaries: $LLAMA_CPP_BIN, else /root/.cache/deepinfer-peer/llama.cpp/build/bin. On Intel AMX
+machines, where that build's AMX path crashes: LLAMA_CPP_BIN=$(bench/peer-llamacpp-noamx.sh).
 USAGE
 }
 
@@ -63,7 +64,8 @@ done
 llama_bin=${LLAMA_CPP_BIN:-/root/.cache/deepinfer-peer/llama.cpp/build/bin}
 if [ ! -x "$llama_bin/llama-bench" ] || [ ! -x "$llama_bin/llama-batched-bench" ]; then
   echo "vs_llamacpp: llama.cpp's llama-bench / llama-batched-bench not found in $llama_bin;" >&2
-  echo "  build them with ../shared/bench/peer-llamacpp.sh (prints the folder; or set LLAMA_CPP_BIN)" >&2
+  echo "  build them with ../shared/bench/peer-llamacpp.sh (prints the folder; or set LLAMA_CPP_BIN;" >&2
+  echo "  on Intel AMX machines use bench/peer-llamacpp-noamx.sh)" >&2
   exit 1
 fi
 

@@ -18,7 +18,9 @@
 //     K-pairs (2i, 2i+1) are added in order, one vdpbf16ps each, from zero
 //     (a zero element pads an odd K), then + bias - a sequential sum over
 //     pairs, no cross-lane reduction; running K in parts with the
-//     accumulators parked in between changes no bit. File layout
+//     accumulators parked in between changes no bit. With AMX-BF16
+//     (bf16_panels_amx.cc) the tile unit's own f32 order over K-chunks of
+//     16 pairs instead, for every token count. File layout
 //     (unpacked): lane j of one accumulator takes elements 2j, 2j+1 of each
 //     32-element chunk of K in order (masked zeros past K), then one fixed
 //     16-lane reduction. The instruction also treats denormal inputs as zero

@@ -31,7 +31,7 @@
 //      the 16 rows' f32 scales (a 16 x 16 dword transpose of the
 //      interleaved groups, whose steps are [16 blocks][4 bytes] per row);
 //   2. per tile of 16 tokens and per block: A = the tokens' quantized block
-//      (16 rows of 32 bytes, straight from Int8Activations::q), B = the
+//      (16 rows of 32 bytes: Int8Activations::tile_q, laid out by Prepare), B = the
 //      transposed weights, C = A . B (int32 [16 tokens][16 rows]), stored
 //      and folded into 16 accumulators (one zmm per token);
 //   3. the 16 lanes' accumulators are summed in the fixed tree, + bias.
@@ -203,12 +203,12 @@ void LaneOrder(const Int8Activations& xq, AlignedBuffer<int32_t>& order, int32_t
 // Steps 2 and 3 for tokens [t0, t0 + 16) of the transposed panel r0.
 // Software-pipelined: while block i is folded, block i + 1's product is
 // stored and block i + 2's is computed, so neither the fold nor the tile
-// store waits for the tile unit (each right behind its producer stalled:
-// 5632 x 2048, 64 tokens, 1 thread, 420 -> 520 -> see docs/kernels.md).
+// store waits for the tile unit (each right behind its producer stalled it:
+// docs/kernels.md, "AMX int8 GEMM").
 // Tile registers are not renamed, so two tile sets alternate.
-void TokenTile(const MatMulArgs& a, int64_t r0, int64_t t0, Scratch& s, const int32_t* order,
-               const int32_t lane_first[kGroupBlocks + 1]) {
+void TokenTile(const MatMulArgs& a, int64_t r0, int64_t t0, Scratch& s, const int32_t lane_first[kGroupBlocks + 1]) {
   const Int8Activations& xq = *a.xq;
+  const int32_t* order = s.order.data();
   const int8_t* q = xq.tile_q.data() + (t0 / 16) * xq.blocks * 512;  // [blocks][16 tokens][32]
   const float* dx = xq.tile_d.data() + (t0 / 16) * xq.blocks * 16;   // [blocks][16 tokens]
   const int64_t n = lane_first[kGroupBlocks];
@@ -281,7 +281,7 @@ void Panels(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   LaneOrder(xq, s.order, lane_first);
   for (int64_t r0 = row_begin; r0 < row_end; r0 += 16) {
     TransposePanel<Panel>(a, r0, s);
-    for (int64_t t0 = 0; t0 < xq.tile_tokens; t0 += 16) TokenTile(a, r0, t0, s, s.order.data(), lane_first);
+    for (int64_t t0 = 0; t0 < xq.tile_tokens; t0 += 16) TokenTile(a, r0, t0, s, lane_first);
   }
 }
 

@@ -95,7 +95,11 @@ class [[nodiscard]] StatusOr {
 
 // DI_ASSIGN_OR_RETURN(auto x, MakeX()); — unwraps a StatusOr or returns its Status.
 #define DI_ASSIGN_OR_RETURN(lhs, expr) DI_ASSIGN_OR_RETURN_IMPL(DI_CONCAT(di_so_, __LINE__), lhs, expr)
+// `tmp` is a name and `lhs` a declaration or an lvalue: neither can be
+// parenthesized, hence the NOLINT.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define DI_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                             \
   if (!tmp.ok()) return tmp.status();            \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)

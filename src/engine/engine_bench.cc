@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "model/synth.h"
+#include "synth/synth.h"
 #include "tensor/dtype.h"
 
 namespace deepinfer {

@@ -17,7 +17,7 @@
 
 #include "engine/engine.h"
 #include "engine/engine_test_util.h"
-#include "model/synth.h"
+#include "synth/synth.h"
 #include "model/testing.h"
 #include "sampling/sampler.h"
 #include "server/metrics_text.h"

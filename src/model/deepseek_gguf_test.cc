@@ -17,7 +17,7 @@
 #include "io/gguf.h"
 #include "model/config_loader.h"
 #include "model/mtp.h"
-#include "model/synth.h"
+#include "synth/synth.h"
 #include "model/testing.h"
 #include "tensor/dequant.h"
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "model/mtp.h"
-#include "model/synth.h"
+#include "synth/synth.h"
 #include "model/testing.h"
 
 namespace deepinfer {

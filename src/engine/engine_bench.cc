@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
 #include "synth/synth.h"
 #include "tensor/dtype.h"

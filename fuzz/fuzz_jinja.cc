@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tokenizer/jinja_eval.h"
+#include "jinja/eval.h"
 
 using namespace deepinfer::jinja;
 

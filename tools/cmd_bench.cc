@@ -11,9 +11,9 @@
 
 #include "backend/cpu/amx.h"
 #include "backend/cpu/isa.h"
+#include "checkpoint/checkpoint.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
-#include "model/model.h"
 #include "model/weights.h"
 #include "tools/bench_report.h"
 #include "tools/bench_runner.h"

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "core/log.h"
 #include "model/model.h"
 #include "sampling/sampler.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "model/model.h"
+#include "checkpoint/checkpoint.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "core/log.h"
 #include "model/model.h"
 #include "tools/commands.h"

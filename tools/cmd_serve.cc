@@ -13,8 +13,8 @@
 #include <memory>
 #include <sstream>
 
+#include "checkpoint/checkpoint.h"
 #include "core/log.h"
-#include "model/model.h"
 #include "server/api_service.h"
 #include "server/http_server.h"
 #include "tokenizer/tokenizer.h"

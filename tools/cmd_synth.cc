@@ -1,7 +1,7 @@
-// deepinfer synth: writes a random-weight model (see src/model/synth.h).
+// deepinfer synth: writes a random-weight model (see src/synth/synth.h).
 #include <cstdio>
 
-#include "model/synth.h"
+#include "synth/synth.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
 

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "core/status.h"
 #include "model/model.h"
 #include "sampling/sampler.h"

@@ -15,8 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
-#include "model/synth.h"
+#include "synth/synth.h"
 #include "tensor/dtype.h"
 
 namespace deepinfer {

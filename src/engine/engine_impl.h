@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
 #include "engine/output_processor.h"
 #include "engine/sampling_context.h"

@@ -15,12 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
 #include "engine/engine_test_util.h"
-#include "model/synth.h"
 #include "model/testing.h"
 #include "sampling/sampler.h"
 #include "server/metrics_text.h"
+#include "synth/synth.h"
 
 namespace deepinfer {
 namespace {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "engine/engine_test_util.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"

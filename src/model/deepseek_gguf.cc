@@ -4,17 +4,12 @@
 #include <cmath>
 
 #include "io/gguf.h"
-#include "model/synth.h"
 
 namespace deepinfer {
 
 namespace {
 
 constexpr const char* kPrefix = "deepseek2.";
-
-// llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE_*.
-constexpr int64_t kGatingSoftmax = 1;
-constexpr int64_t kGatingSigmoid = 2;
 
 StatusOr<int64_t> Required(const GgufFile& g, const std::string& key) {
   if (g.Find(key) == nullptr) return NotFound("GGUF metadata key '" + key + "' is missing");
@@ -85,13 +80,13 @@ Status ReadMoe(const GgufFile& g, ModelConfig& c) {
   }
   DI_ASSIGN_OR_RETURN(m.routed_scaling_factor, OptionalFloat(g, p + "expert_weights_scale", 1.0));
   if (m.routed_scaling_factor == 0) m.routed_scaling_factor = 1.0;  // llama.cpp: 0 means "do not scale"
-  DI_ASSIGN_OR_RETURN(int64_t gating, Optional(g, p + "expert_gating_func", kGatingSoftmax));
-  if (gating == 0) gating = kGatingSoftmax;  // older V2 files: softmax
-  if (gating != kGatingSoftmax && gating != kGatingSigmoid) {
+  DI_ASSIGN_OR_RETURN(int64_t gating, Optional(g, p + "expert_gating_func", kGgufGatingSoftmax));
+  if (gating == 0) gating = kGgufGatingSoftmax;  // older V2 files: softmax
+  if (gating != kGgufGatingSoftmax && gating != kGgufGatingSigmoid) {
     return Unimplemented("GGUF '" + p + "expert_gating_func' = " + std::to_string(gating) +
                          " is not supported (1 softmax, 2 sigmoid)");
   }
-  m.sigmoid_scoring = gating == kGatingSigmoid;
+  m.sigmoid_scoring = gating == kGgufGatingSigmoid;
   DI_ASSIGN_OR_RETURN(m.n_group, Optional(g, p + "expert_group_count", 1));
   if (m.n_group <= 0) m.n_group = 1;
   DI_ASSIGN_OR_RETURN(m.topk_group, Optional(g, p + "expert_group_used_count", m.n_group));
@@ -136,44 +131,6 @@ Status ReadDeepseek2GgufConfig(const GgufFile& g, ModelConfig& c) {
   DI_RETURN_IF_ERROR(ReadYarn(g, c));
   c.arch = c.moe.sigmoid_scoring || c.moe.score_correction_bias ? "deepseek_v3" : "deepseek_v2";
   return Status::Ok();
-}
-
-void WriteDeepseek2GgufMetadata(const SynthSpec& s, GgufWriter& w) {
-  const std::string p = kPrefix;
-  const bool v3 = s.arch == "deepseek_v3";
-  // As convert_hf_to_gguf.py writes it: MQA over the latent cache, the split
-  // k/v up-projection (attn_k_b / attn_v_b), MTP blocks counted in block_count.
-  w.SetU32(p + "block_count", static_cast<uint32_t>(s.layers + s.mtp_layers));
-  if (s.mtp_layers > 0) w.SetU32(p + "nextn_predict_layers", static_cast<uint32_t>(s.mtp_layers));
-  w.SetU32(p + "attention.head_count_kv", 1);
-  w.SetU32(p + "attention.key_length", static_cast<uint32_t>(s.kv_lora + s.qk_rope));
-  w.SetU32(p + "attention.value_length", static_cast<uint32_t>(s.kv_lora));
-  w.SetU32(p + "attention.key_length_mla", static_cast<uint32_t>(s.qk_nope + s.qk_rope));
-  w.SetU32(p + "attention.value_length_mla", static_cast<uint32_t>(s.v_head));
-  if (s.q_lora > 0) w.SetU32(p + "attention.q_lora_rank", static_cast<uint32_t>(s.q_lora));
-  w.SetU32(p + "attention.kv_lora_rank", static_cast<uint32_t>(s.kv_lora));
-  w.SetU32(p + "rope.dimension_count", static_cast<uint32_t>(s.qk_rope));
-  w.SetU32(p + "leading_dense_block_count", static_cast<uint32_t>(s.leading_dense_layers));
-  w.SetU32(p + "expert_count", static_cast<uint32_t>(s.experts));
-  w.SetU32(p + "expert_used_count", static_cast<uint32_t>(s.experts_per_token));
-  w.SetU32(p + "expert_feed_forward_length", static_cast<uint32_t>(s.expert_ffn));
-  w.SetU32(p + "expert_shared_count", static_cast<uint32_t>(s.shared_experts));
-  // HF DeepSeek-V2 renormalizes (norm_topk_prob, k > 1) *instead of* scaling;
-  // V3 renormalizes and scales. GGUF says both explicitly.
-  const bool norm = v3 ? s.norm_topk_prob : s.norm_topk_prob && s.experts_per_token > 1;
-  w.SetBool(p + "expert_weights_norm", norm);
-  w.SetF32(p + "expert_weights_scale", static_cast<float>(norm && !v3 ? 1.0 : s.routed_scaling));
-  w.SetU32(p + "expert_gating_func", static_cast<uint32_t>(s.sigmoid_scoring ? kGatingSigmoid : kGatingSoftmax));
-  w.SetU32(p + "expert_group_count", static_cast<uint32_t>(s.n_group));
-  w.SetU32(p + "expert_group_used_count", static_cast<uint32_t>(s.topk_group));
-  if (s.yarn) {
-    w.SetString(p + "rope.scaling.type", "yarn");
-    w.SetF32(p + "rope.scaling.factor", static_cast<float>(s.yarn->factor));
-    w.SetU32(p + "rope.scaling.original_context_length", static_cast<uint32_t>(s.yarn->original_context));
-    w.SetF32(p + "rope.scaling.yarn_log_multiplier", static_cast<float>(0.1 * s.yarn->mscale_all_dim));
-    w.SetF32(p + "rope.scaling.yarn_beta_fast", 32.0f);
-    w.SetF32(p + "rope.scaling.yarn_beta_slow", 1.0f);
-  }
 }
 
 std::vector<float> SplitMlaKvB(const std::vector<float>& kv_b, int64_t heads, int64_t nope, int64_t v, int64_t lora,

@@ -1,6 +1,7 @@
 // llama.cpp's GGUF `deepseek2` convention (DeepSeek-V2/V3 and their MLA +
-// MoE + MTP layers): the metadata keys read into a ModelConfig, and written
-// for a synth model. Tensor names are bound by mla.cc / moe.cc / mtp.cc.
+// MoE + MTP layers): the metadata keys read into a ModelConfig (synth/synth.cc
+// writes the same keys for a synth model). Tensor names are bound by mla.cc /
+// moe.cc / mtp.cc.
 //
 // Keys (`deepseek2.` prefix):
 //   attention.kv_lora_rank, attention.q_lora_rank (absent: q_proj directly),
@@ -37,17 +38,16 @@
 namespace deepinfer {
 
 class GgufFile;
-class GgufWriter;
-struct SynthSpec;
+
+// llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE_* (the `expert_gating_func` key).
+inline constexpr int64_t kGgufGatingSoftmax = 1;
+inline constexpr int64_t kGgufGatingSigmoid = 2;
 
 // Fills the MLA dims, head_dim / rope_dim / num_kv_heads, MoE routing, YaRN
 // and arch (deepseek_v3 when sigmoid gating or a correction bias is present,
 // else deepseek_v2) of `c`, whose generic fields (hidden size, layers,
 // heads, ...) config_gguf.cc has read. Errors name the key.
 Status ReadDeepseek2GgufConfig(const GgufFile& gguf, ModelConfig& c);
-
-// Writes (or overwrites) the deepseek2 keys for a synth DeepSeek model.
-void WriteDeepseek2GgufMetadata(const SynthSpec& s, GgufWriter& w);
 
 // The converter's split of HF kv_b_proj f32 [heads * (nope + v), lora] (per
 // head: nope rows of W_uk, then v rows of W_uv): `keys` gives attn_k_b

@@ -14,11 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "io/gguf.h"
 #include "model/config_loader.h"
 #include "model/mtp.h"
-#include "model/synth.h"
 #include "model/testing.h"
+#include "synth/synth.h"
 #include "tensor/dequant.h"
 
 namespace deepinfer {

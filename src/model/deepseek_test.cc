@@ -15,9 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "model/mtp.h"
-#include "model/synth.h"
 #include "model/testing.h"
+#include "synth/synth.h"
 
 namespace deepinfer {
 namespace {

@@ -2,7 +2,7 @@
 // file's dtype, usually mmap'ed), and a Forward over a ForwardBatch.
 //
 // Usage:
-//   DI_ASSIGN_OR_RETURN(auto loaded, LoadModel(path, options));   // model + tokenizer
+//   DI_ASSIGN_OR_RETURN(auto loaded, LoadModel(path, options));   // checkpoint/checkpoint.h
 //   KvCache kv(loaded.model->config(), /*num_blocks=*/64, /*block_size=*/16);
 //   std::vector<float> logits(batch.NumLogitRows() * vocab);
 //   DI_RETURN_IF_ERROR(loaded.model->Forward(batch, kv, logits.data()));
@@ -22,9 +22,6 @@
 #include "model/model_config.h"
 
 namespace deepinfer {
-
-class Tokenizer;
-class WeightStore;
 
 // f32 paged KV storage for every layer. K and V are separate arrays laid out
 // [layer][block][head][slot][head_width]: a block of one layer is one
@@ -100,33 +97,5 @@ class Model {
   // Not synchronized with Forward: read it between steps.
   virtual std::vector<std::vector<int64_t>> ExpertLoad() const { return {}; }
 };
-
-struct LoadOptions {
-  int num_threads = 0;  // 0 = ThreadPool::DefaultThreadCount()
-  // false: skip the tokenizer (LoadedModel::tokenizer stays null), for tools
-  // that work on token ids only (`deepinfer score`).
-  bool load_tokenizer = true;
-};
-
-struct LoadedModel {
-  // Out of line, so users need not include tokenizer.h.
-  LoadedModel();
-  ~LoadedModel();
-  LoadedModel(LoadedModel&&) noexcept;
-  LoadedModel& operator=(LoadedModel&&) noexcept;
-
-  std::unique_ptr<Model> model;
-  std::unique_ptr<Tokenizer> tokenizer;  // may be null only for tokenizer-less checkpoints
-  std::string format;                    // "gguf" or "hf"
-  std::string path;                      // as given to LoadModel
-  // Every tensor of the checkpoint, including those the model does not bind
-  // (e.g. an MTP layer after the last decoder layer). Shared with the model.
-  std::shared_ptr<const WeightStore> weights;
-  // Human-readable summary for `deepinfer info` (arch, hyper-parameters, dtypes).
-  std::string Describe() const;
-};
-
-// Loads a .gguf file or an HF directory (config.json + safetensors + tokenizer.json).
-StatusOr<LoadedModel> LoadModel(const std::string& path, const LoadOptions& options);
 
 }  // namespace deepinfer

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "io/gguf.h"
-#include "tokenizer/jinja_eval.h"
+#include "jinja/eval.h"
 
 namespace deepinfer {
 

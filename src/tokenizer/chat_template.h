@@ -1,6 +1,6 @@
 // ChatTemplate: renders a list of chat messages into the prompt text a model
 // was trained on, by evaluating the checkpoint's Jinja2 chat template with a
-// built-in Jinja subset engine (jinja_*.h). Templates come from model files,
+// built-in Jinja subset engine (jinja/eval.h). Templates come from model files,
 // so they are untrusted: evaluation is bounded (output size, loop iterations,
 // recursion depth) and every error is a Status, never a crash.
 //

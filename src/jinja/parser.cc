@@ -1,8 +1,8 @@
-#include "tokenizer/jinja_parser.h"
+#include "jinja/parser.h"
 
 #include <algorithm>
 
-#include "tokenizer/jinja_builtins.h"
+#include "jinja/builtins.h"
 
 namespace deepinfer::jinja {
 namespace {

@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "core/status.h"
-#include "tokenizer/jinja_ast.h"
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_parser.h"
-#include "tokenizer/jinja_value.h"
+#include "jinja/ast.h"
+#include "jinja/builtins.h"
+#include "jinja/parser.h"
+#include "jinja/value.h"
 
 namespace deepinfer::jinja {
 

@@ -1,7 +1,7 @@
 // deepinfer synth: both formats read back, the GGUF and HF copies compared
 // (Q/K un-permuted, and attention scores equal under each format's rope),
 // determinism by seed, arch variants and the tokenizer.
-#include "model/synth.h"
+#include "synth/synth.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include "io/gguf.h"
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
-#include "model/synth_tokenizer.h"
+#include "synth/vocab.h"
 #include "tensor/dequant.h"
 
 namespace deepinfer {

@@ -1,5 +1,5 @@
 // Jinja AST: expressions (Expr) and statements (Node) produced by
-// jinja_parser.h and walked by jinja_eval.h. The parser bounds the depth of
+// parser.h and walked by eval.h. The parser bounds the depth of
 // both trees, so recursive walks over them (evaluation, destruction) have
 // bounded native stack use whatever the template source is.
 #pragma once
@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "tokenizer/jinja_value.h"
+#include "jinja/value.h"
 
 namespace deepinfer::jinja {
 

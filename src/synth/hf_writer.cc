@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
-#include "model/synth_internal.h"
-#include "model/synth_tokenizer.h"
+#include "synth/internal.h"
+#include "synth/vocab.h"
 
 namespace deepinfer::synth_internal {
 namespace {

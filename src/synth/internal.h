@@ -1,4 +1,4 @@
-// Shared by synth.cc (spec, weights, GGUF) and synth_hf.cc (HF directory).
+// Shared by synth.cc (spec, weights, GGUF) and hf_writer.cc (HF directory).
 // Not a public header.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "model/synth.h"
+#include "synth/synth.h"
 
 namespace deepinfer::synth_internal {
 

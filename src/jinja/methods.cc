@@ -1,9 +1,9 @@
 // Python object behaviour for Jinja values: str/dict methods, indexing,
-// slicing and iteration (declared in jinja_builtins.h).
+// slicing and iteration (declared in builtins.h).
 #include <algorithm>
 #include <limits>
 
-#include "tokenizer/jinja_builtins.h"
+#include "jinja/builtins.h"
 
 namespace deepinfer::jinja {
 namespace {

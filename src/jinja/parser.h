@@ -1,4 +1,4 @@
-// Jinja parser: token stream (jinja_lexer.h) -> statement list (jinja_ast.h).
+// Jinja parser: token stream (lexer.h) -> statement list (ast.h).
 // Recursive descent with Jinja2's operator precedence, lowest first:
 //   x if c else y | or | and | not | comparisons, in, not in | + - | ~ |
 //   * / // % | ** | unary -, + | primary with .attr [item] [a:b:c] (call)
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/status.h"
-#include "tokenizer/jinja_ast.h"
-#include "tokenizer/jinja_lexer.h"
+#include "jinja/ast.h"
+#include "jinja/lexer.h"
 
 namespace deepinfer::jinja {
 

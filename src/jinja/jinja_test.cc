@@ -3,7 +3,7 @@
 // Expected strings follow Python/Jinja2 semantics, worked out by hand.
 #include <gtest/gtest.h>
 
-#include "tokenizer/jinja_eval.h"
+#include "jinja/eval.h"
 
 namespace deepinfer::jinja {
 namespace {

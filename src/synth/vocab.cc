@@ -1,4 +1,4 @@
-#include "model/synth_tokenizer.h"
+#include "synth/vocab.h"
 
 #include "core/utf8.h"
 

@@ -1,4 +1,6 @@
 // LoadModel: a .gguf file or an HF directory -> config, weights, model, tokenizer.
+#include "checkpoint/checkpoint.h"
+
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -9,7 +11,6 @@
 #include "io/gguf.h"
 #include "io/safetensors.h"
 #include "model/config_loader.h"
-#include "model/model.h"
 #include "model/registry.h"
 #include "model/weights.h"
 #include "tokenizer/tokenizer.h"

@@ -1,5 +1,5 @@
 // Synthetic checkpoints: presets, the weight generator and the GGUF writer.
-#include "model/synth.h"
+#include "synth/synth.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,8 +10,8 @@
 
 #include "io/gguf.h"
 #include "model/deepseek_gguf.h"
-#include "model/synth_internal.h"
-#include "model/synth_tokenizer.h"
+#include "synth/internal.h"
+#include "synth/vocab.h"
 #include "tensor/dequant.h"
 
 namespace deepinfer {
@@ -94,6 +94,46 @@ std::string GgufArch(const SynthSpec& s) {
   return s.arch;
 }
 
+// The deepseek2 keys (model/deepseek_gguf.h) of a DeepSeek synth model.
+void SetDeepseek2GgufMetadata(const SynthSpec& s, GgufWriter& w) {
+  const std::string p = GgufArch(s) + ".";
+  const bool v3 = s.arch == "deepseek_v3";
+  // As convert_hf_to_gguf.py writes it: MQA over the latent cache, the split
+  // k/v up-projection (attn_k_b / attn_v_b), MTP blocks counted in block_count.
+  w.SetU32(p + "block_count", static_cast<uint32_t>(s.layers + s.mtp_layers));
+  if (s.mtp_layers > 0) w.SetU32(p + "nextn_predict_layers", static_cast<uint32_t>(s.mtp_layers));
+  w.SetU32(p + "attention.head_count_kv", 1);
+  w.SetU32(p + "attention.key_length", static_cast<uint32_t>(s.kv_lora + s.qk_rope));
+  w.SetU32(p + "attention.value_length", static_cast<uint32_t>(s.kv_lora));
+  w.SetU32(p + "attention.key_length_mla", static_cast<uint32_t>(s.qk_nope + s.qk_rope));
+  w.SetU32(p + "attention.value_length_mla", static_cast<uint32_t>(s.v_head));
+  if (s.q_lora > 0) w.SetU32(p + "attention.q_lora_rank", static_cast<uint32_t>(s.q_lora));
+  w.SetU32(p + "attention.kv_lora_rank", static_cast<uint32_t>(s.kv_lora));
+  w.SetU32(p + "rope.dimension_count", static_cast<uint32_t>(s.qk_rope));
+  w.SetU32(p + "leading_dense_block_count", static_cast<uint32_t>(s.leading_dense_layers));
+  w.SetU32(p + "expert_count", static_cast<uint32_t>(s.experts));
+  w.SetU32(p + "expert_used_count", static_cast<uint32_t>(s.experts_per_token));
+  w.SetU32(p + "expert_feed_forward_length", static_cast<uint32_t>(s.expert_ffn));
+  w.SetU32(p + "expert_shared_count", static_cast<uint32_t>(s.shared_experts));
+  // HF DeepSeek-V2 renormalizes (norm_topk_prob, k > 1) *instead of* scaling;
+  // V3 renormalizes and scales. GGUF says both explicitly.
+  const bool norm = v3 ? s.norm_topk_prob : s.norm_topk_prob && s.experts_per_token > 1;
+  w.SetBool(p + "expert_weights_norm", norm);
+  w.SetF32(p + "expert_weights_scale", static_cast<float>(norm && !v3 ? 1.0 : s.routed_scaling));
+  const int64_t gating = s.sigmoid_scoring ? kGgufGatingSigmoid : kGgufGatingSoftmax;
+  w.SetU32(p + "expert_gating_func", static_cast<uint32_t>(gating));
+  w.SetU32(p + "expert_group_count", static_cast<uint32_t>(s.n_group));
+  w.SetU32(p + "expert_group_used_count", static_cast<uint32_t>(s.topk_group));
+  if (s.yarn) {
+    w.SetString(p + "rope.scaling.type", "yarn");
+    w.SetF32(p + "rope.scaling.factor", static_cast<float>(s.yarn->factor));
+    w.SetU32(p + "rope.scaling.original_context_length", static_cast<uint32_t>(s.yarn->original_context));
+    w.SetF32(p + "rope.scaling.yarn_log_multiplier", static_cast<float>(0.1 * s.yarn->mscale_all_dim));
+    w.SetF32(p + "rope.scaling.yarn_beta_fast", 32.0f);
+    w.SetF32(p + "rope.scaling.yarn_beta_slow", 1.0f);
+  }
+}
+
 void SetGgufMetadata(const SynthSpec& s, const SynthOptions& o, GgufWriter& w) {
   const std::string a = GgufArch(s);
   w.SetString("general.architecture", a);
@@ -129,7 +169,7 @@ void SetGgufMetadata(const SynthSpec& s, const SynthOptions& o, GgufWriter& w) {
     for (bool sl : s.sliding_layers) windows.push_back(sl ? static_cast<int32_t>(s.sliding_window) : 0);
     w.SetI32Array(a + ".attention.sliding_window", windows);
   }
-  if (s.kv_lora > 0) WriteDeepseek2GgufMetadata(s, w);  // MLA dims, routing, YaRN, MTP
+  if (s.kv_lora > 0) SetDeepseek2GgufMetadata(s, w);  // MLA dims, routing, YaRN, MTP
   const SynthVocab v = BuildSynthVocab(s.vocab);
   w.SetString("tokenizer.ggml.model", "gpt2");
   w.SetString("tokenizer.ggml.pre", "gpt-2");

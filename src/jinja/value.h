@@ -3,7 +3,7 @@
 // json.dumps). Lists and dicts are immutable once built and share their
 // storage; only namespace() objects are mutable, and they can never be
 // stored inside another value, so values form no cycles. Every container
-// records its nesting depth, which the evaluator bounds (jinja_eval.h), so
+// records its nesting depth, which the evaluator bounds (eval.h), so
 // recursive helpers here (repr, ToJson, equality) have bounded depth.
 #pragma once
 
@@ -18,7 +18,7 @@
 
 namespace deepinfer::jinja {
 
-struct MacroNode;  // jinja_ast.h
+struct MacroNode;  // ast.h
 class Value;
 
 using ValueList = std::vector<Value>;

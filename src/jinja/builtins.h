@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "tokenizer/jinja_value.h"
+#include "jinja/value.h"
 
 namespace deepinfer::jinja {
 

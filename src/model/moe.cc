@@ -162,7 +162,7 @@ void MoeFeedForward::VisitMatrices(const MatrixVisitor& visit) {
 MoeFeedForward::MoeFeedForward(const ModelConfig& c, MoeWeights w)
     : moe_(c.moe), hidden_(c.hidden_size), w_(std::move(w)), load_(static_cast<size_t>(c.moe.num_experts), 0) {}
 
-void MoeFeedForward::Forward(const float* xn, int64_t n, ThreadPool& pool, float* out) {
+void MoeFeedForward::Forward(const float* xn, int64_t n, ThreadPool& pool, SwigluScratch& swiglu, float* out) {
   const int64_t ne = moe_.num_experts, k = moe_.experts_per_token, h = hidden_;
   logits_.resize(static_cast<size_t>(n * ne));
   ops::MatMul(w_.router, xn, n, nullptr, logits_.data(), pool);
@@ -193,7 +193,7 @@ void MoeFeedForward::Forward(const float* xn, int64_t n, ThreadPool& pool, float
       const int64_t t = order[static_cast<size_t>(begin + i)] / k;
       std::memcpy(&gathered_[static_cast<size_t>(i * h)], xn + t * h, sizeof(float) * h);
     }
-    SwigluForward(w_.experts[static_cast<size_t>(e)], gathered_.data(), m, pool, swiglu_, expert_out_.data());
+    SwigluForward(w_.experts[static_cast<size_t>(e)], gathered_.data(), m, pool, swiglu, expert_out_.data());
     for (int64_t i = 0; i < m; ++i) {
       const int64_t s = order[static_cast<size_t>(begin + i)];
       std::memcpy(&slots_[static_cast<size_t>(s * h)], &expert_out_[static_cast<size_t>(i * h)], sizeof(float) * h);
@@ -211,7 +211,7 @@ void MoeFeedForward::Forward(const float* xn, int64_t n, ThreadPool& pool, float
   }
   if (w_.shared.ffn() > 0) {
     shared_out_.resize(static_cast<size_t>(n * h));
-    SwigluForward(w_.shared, xn, n, pool, swiglu_, shared_out_.data());
+    SwigluForward(w_.shared, xn, n, pool, swiglu, shared_out_.data());
     if (w_.shared_gate.data != nullptr) {
       gate_logit_.resize(static_cast<size_t>(n));
       ops::MatMul(w_.shared_gate, xn, n, nullptr, gate_logit_.data(), pool);

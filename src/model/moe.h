@@ -43,7 +43,7 @@ Status BindMoeWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer
 class MoeFeedForward : public FeedForward {
  public:
   MoeFeedForward(const ModelConfig& c, MoeWeights w);
-  void Forward(const float* xn, int64_t n, ThreadPool& pool, float* out) override;
+  void Forward(const float* xn, int64_t n, ThreadPool& pool, SwigluScratch& swiglu, float* out) override;
   void VisitMatrices(const MatrixVisitor& visit) override;
   // Tokens routed to each expert since construction (or the last reset).
   const std::vector<int64_t>& expert_load() const { return load_; }
@@ -58,7 +58,6 @@ class MoeFeedForward : public FeedForward {
   std::vector<float> logits_, route_scratch_, gathered_, expert_out_, slots_, shared_out_, gate_logit_;
   std::vector<int32_t> ids_;
   std::vector<float> weights_;
-  SwigluScratch swiglu_;
 };
 
 }  // namespace deepinfer

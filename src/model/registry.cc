@@ -1,7 +1,7 @@
 #include "model/registry.h"
 
 #include "model/deepseek.h"
-#include "model/llama.h"
+#include "model/dense_model.h"
 #include "model/moe_model.h"
 
 namespace deepinfer {
@@ -11,10 +11,10 @@ namespace {
 // GGUF llama (and mistral, which llama.cpp converts as llama) stores Q/K rows
 // permuted for interleaved RoPE; llama.cpp runs qwen2/qwen3 with NeoX RoPE.
 constexpr ArchitectureSpec kArchitectures[] = {
-    {"llama", "LlamaForCausalLM", RopeStyle::kInterleaved, false, false, CreateLlamaModel},
-    {"mistral", "MistralForCausalLM", RopeStyle::kInterleaved, false, false, CreateLlamaModel},
-    {"qwen2", "Qwen2ForCausalLM", RopeStyle::kNeox, true, false, CreateLlamaModel},
-    {"qwen3", "Qwen3ForCausalLM", RopeStyle::kNeox, false, true, CreateLlamaModel},
+    {"llama", "LlamaForCausalLM", RopeStyle::kInterleaved, false, false, CreateDenseModel},
+    {"mistral", "MistralForCausalLM", RopeStyle::kInterleaved, false, false, CreateDenseModel},
+    {"qwen2", "Qwen2ForCausalLM", RopeStyle::kNeox, true, false, CreateDenseModel},
+    {"qwen3", "Qwen3ForCausalLM", RopeStyle::kNeox, false, true, CreateDenseModel},
     // Mixture of experts (model/moe_model.h). llama.cpp writes Mixtral as GGUF
     // `llama` with expert tensors; config_gguf.cc maps it back.
     {"mixtral", "MixtralForCausalLM", RopeStyle::kInterleaved, false, false, CreateMoeModel},

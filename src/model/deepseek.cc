@@ -54,7 +54,7 @@ StatusOr<std::unique_ptr<DecoderLayer>> CreateDeepseekLayer(const WeightBinder& 
   std::unique_ptr<FeedForward> ffn;
   if (sparse) {
     MoeWeights w;
-    DI_RETURN_IF_ERROR(BindMoeWeights(b, c, layer, w));
+    DI_RETURN_IF_ERROR(BindMoeWeights(b, c, layer, HfMoeNames(), w));
     auto m = std::make_unique<MoeFeedForward>(c, std::move(w));
     *moe_out = m.get();
     ffn = std::move(m);

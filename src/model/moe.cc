@@ -86,33 +86,21 @@ void RouteToken(const float* logits, const float* bias, const MoeConfig& m, int3
   }
 }
 
-namespace {
-
-std::string HfMoePrefix(const ModelConfig& c, int64_t layer) {
-  return "model.layers." + std::to_string(layer) + (c.arch == "mixtral" ? ".block_sparse_moe." : ".mlp.");
-}
-
-}  // namespace
-
-Status BindMoeWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer, MoeWeights& w) {
+Status BindMoeWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer, const HfMoeNames& names,
+                      MoeWeights& w) {
   const MoeConfig& m = c.moe;
   const int64_t h = c.hidden_size, ff = m.expert_ffn, ne = m.num_experts;
   w.experts.resize(static_cast<size_t>(ne));
   if (b.naming() == WeightNaming::kHf) {
-    const std::string p = HfMoePrefix(c, layer);
+    const std::string p = "model.layers." + std::to_string(layer) + "." + names.block;
     DI_ASSIGN_OR_RETURN(w.router, b.Matrix(p + "gate.weight", ne, h));
     if (m.score_correction_bias) {
       DI_ASSIGN_OR_RETURN(w.bias, b.Vector(p + "gate.e_score_correction_bias", ne, true));
     }
     for (int64_t e = 0; e < ne; ++e) {
       const std::string x = p + "experts." + std::to_string(e) + ".";
-      if (c.arch == "mixtral") {
-        DI_RETURN_IF_ERROR(BindSwiglu(b, x + "w1.weight", x + "w3.weight", x + "w2.weight", h, ff,
-                                      w.experts[static_cast<size_t>(e)]));
-      } else {
-        DI_RETURN_IF_ERROR(BindSwiglu(b, x + "gate_proj.weight", x + "up_proj.weight", x + "down_proj.weight", h,
-                                      ff, w.experts[static_cast<size_t>(e)]));
-      }
+      DI_RETURN_IF_ERROR(BindSwiglu(b, x + names.gate + ".weight", x + names.up + ".weight",
+                                    x + names.down + ".weight", h, ff, w.experts[static_cast<size_t>(e)]));
     }
     if (m.shared_ffn > 0) {
       const std::string s = p + (m.shared_expert_gate ? "shared_expert." : "shared_experts.");

@@ -35,10 +35,21 @@ struct MoeWeights {
   TensorView shared_gate;                   // [1, hidden] (Qwen2-MoE); data null when absent
 };
 
-// Binds the MoE tensors of decoder layer `layer`: HF names per config.arch
-// (Mixtral `block_sparse_moe.*`, others `mlp.*`), GGUF llama.cpp names with
-// stacked experts (`ffn_{gate,up,down}_exps` [E, rows, cols]).
-Status BindMoeWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer, MoeWeights& w);
+// HF tensor names of an MoE block under `model.layers.N.`: the block's
+// prefix, and each routed expert's matrices `<block>experts.E.<gate>.weight`
+// etc. The defaults are Qwen-MoE's and DeepSeek's; Mixtral's are
+// `block_sparse_moe.` and w1 / w3 / w2 (model/archs/mixtral_qwen_moe.cc).
+struct HfMoeNames {
+  const char* block = "mlp.";
+  const char* gate = "gate_proj";
+  const char* up = "up_proj";
+  const char* down = "down_proj";
+};
+
+// Binds the MoE tensors of decoder layer `layer`: HF names per `names`, GGUF
+// llama.cpp names with stacked experts (`ffn_{gate,up,down}_exps` [E, rows, cols]).
+Status BindMoeWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer, const HfMoeNames& names,
+                      MoeWeights& w);
 
 class MoeFeedForward : public FeedForward {
  public:

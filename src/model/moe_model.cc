@@ -8,7 +8,7 @@
 namespace deepinfer {
 
 StatusOr<std::unique_ptr<Model>> CreateMoeModel(const ModelConfig& config, std::shared_ptr<const WeightStore> weights,
-                                                int num_threads) {
+                                                int num_threads, const HfMoeNames& names) {
   ModelConfig c = config;
   DI_RETURN_IF_ERROR(ValidateModelConfig(c));
   if (c.moe.num_experts <= 0) {
@@ -23,7 +23,7 @@ StatusOr<std::unique_ptr<Model>> CreateMoeModel(const ModelConfig& config, std::
     MoeFeedForward* moe = nullptr;
     if (c.moe.sparse_layers[static_cast<size_t>(l)]) {
       MoeWeights w;
-      DI_RETURN_IF_ERROR(BindMoeWeights(b, c, l, w));
+      DI_RETURN_IF_ERROR(BindMoeWeights(b, c, l, names, w));
       auto m = std::make_unique<MoeFeedForward>(c, std::move(w));
       moe = m.get();
       ffn = std::move(m);

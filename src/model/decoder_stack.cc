@@ -114,10 +114,11 @@ DecoderStackParts* DecoderStackPartsOf(Model& model) {
   return stack == nullptr ? nullptr : &stack->parts();
 }
 
-StatusOr<std::unique_ptr<Model>> CreateDecoderStackModel(const ModelConfig& c,
+StatusOr<std::unique_ptr<Model>> CreateDecoderStackModel(const ModelConfig& config,
                                                          std::shared_ptr<const WeightStore> weights,
-                                                         DecoderStackParts parts, int num_threads) {
+                                                         const DecoderLayerBuilder& build_layers, int num_threads) {
   if (num_threads <= 0) num_threads = ThreadPool::DefaultThreadCount();
+  ModelConfig c = config;
   const WeightBinder b(*weights);
   const WeightNaming n = b.naming();
   TensorView embedding, output;
@@ -131,7 +132,8 @@ StatusOr<std::unique_ptr<Model>> CreateDecoderStackModel(const ModelConfig& c,
   } else {
     DI_ASSIGN_OR_RETURN(output, b.Matrix(WeightName(n, TensorRole::kOutput), c.vocab_size, c.hidden_size));
   }
-  auto model = std::make_unique<DecoderStackModel>(c, std::move(weights), std::move(parts), num_threads);
+  DI_ASSIGN_OR_RETURN(DecoderStackParts parts, build_layers(b, c));
+  auto model = std::make_unique<DecoderStackModel>(std::move(c), std::move(weights), std::move(parts), num_threads);
   model->embedding = embedding;
   model->output = output;
   model->output_norm = std::move(norm);

@@ -23,15 +23,20 @@ struct DecoderStackParts {
   std::vector<MoeFeedForward*> moe;                   // [num_layers], null for dense layers (owned by layers)
 };
 
+// Builds the layers of a stack from the checkpoint; may complete `config`
+// from the tensors it finds (the dense family's attention_bias).
+using DecoderLayerBuilder = std::function<StatusOr<DecoderStackParts>(const WeightBinder& b, ModelConfig& config)>;
+
 // Binds the embedding, final norm and LM head (standard role names, tied or
-// not), wraps `parts` into a Model over `config` (validated by the caller) and
-// repacks every matrix the layers and an untied head read once into the
-// kernels' layout. The model's Forward checks the KV cache shape and the batch
-// (CheckBatch; when every layer is windowed, block-table entries older than
-// the widest window are never read and not checked).
+// not), then the layers by `build_layers`, and wraps them into a Model over
+// `config` (validated by the caller) that repacks every matrix the layers
+// and an untied head read once into the kernels' layout. The model's Forward
+// checks the KV cache shape and the batch (CheckBatch; when every layer is
+// windowed, block-table entries older than the widest window are never read
+// and not checked).
 StatusOr<std::unique_ptr<Model>> CreateDecoderStackModel(const ModelConfig& config,
                                                          std::shared_ptr<const WeightStore> weights,
-                                                         DecoderStackParts parts, int num_threads);
+                                                         const DecoderLayerBuilder& build_layers, int num_threads);
 
 // The parts of a model made by CreateDecoderStackModel; null for any other
 // Model (tests use it to reach individual layers).

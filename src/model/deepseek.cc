@@ -81,15 +81,17 @@ StatusOr<std::unique_ptr<Model>> CreateDeepseekModel(const ModelConfig& config,
   }
   DI_ASSIGN_OR_RETURN(MlaRope rope, MlaRope::Create(c));
   auto shared_rope = std::make_shared<const MlaRope>(std::move(rope));
-  const WeightBinder b(*weights);
-  DecoderStackParts parts;
-  for (int64_t l = 0; l < c.num_layers; ++l) {
-    MoeFeedForward* moe = nullptr;
-    DI_ASSIGN_OR_RETURN(std::unique_ptr<DecoderLayer> layer, CreateDeepseekLayer(b, c, shared_rope, l, &moe));
-    parts.layers.push_back(std::move(layer));
-    parts.moe.push_back(moe);
-  }
-  return CreateDecoderStackModel(c, std::move(weights), std::move(parts), num_threads);
+  const auto build_layers = [&shared_rope](const WeightBinder& b, ModelConfig& c) -> StatusOr<DecoderStackParts> {
+    DecoderStackParts parts;
+    for (int64_t l = 0; l < c.num_layers; ++l) {
+      MoeFeedForward* moe = nullptr;
+      DI_ASSIGN_OR_RETURN(std::unique_ptr<DecoderLayer> layer, CreateDeepseekLayer(b, c, shared_rope, l, &moe));
+      parts.layers.push_back(std::move(layer));
+      parts.moe.push_back(moe);
+    }
+    return parts;
+  };
+  return CreateDecoderStackModel(c, std::move(weights), build_layers, num_threads);
 }
 
 Status SetMlaAbsorb(Model& model, bool absorb) {

@@ -4,21 +4,12 @@
 
 #include "io/gguf.h"
 #include "model/config_loader.h"
-#include "model/deepseek_gguf.h"
 #include "model/registry.h"
 #include "model/weights.h"
 
 namespace deepinfer {
 
 namespace {
-
-// llama.cpp's architecture names that differ from ours.
-std::string GgufToArchName(const std::string& gguf_arch) {
-  if (gguf_arch == "qwen2moe") return "qwen2_moe";
-  if (gguf_arch == "qwen3moe") return "qwen3_moe";
-  if (gguf_arch == "deepseek2") return "deepseek_v2";  // or _v3: ReadDeepseek2GgufConfig decides
-  return gguf_arch;
-}
 
 // A required integer key; the error names the key.
 StatusOr<int64_t> RequiredInt(const GgufFile& gguf, const std::string& key) {
@@ -112,8 +103,9 @@ Status ReadRopeScaling(const GgufFile& gguf, const std::string& arch, ModelConfi
 
 // MoE metadata as llama.cpp writes it. Where llama.cpp hard-codes a routing
 // choice per architecture (Mixtral and Qwen3-MoE renormalize the top-k
-// weights, Qwen2-MoE does not), that is the default.
-Status ReadMoe(const GgufFile& gguf, const std::string& p, ModelConfig& c) {
+// weights, Qwen2-MoE does not and gates its shared expert), the spec's
+// GgufMoeDefaults say it.
+Status ReadMoe(const GgufFile& gguf, const std::string& p, const GgufMoeDefaults& defaults, ModelConfig& c) {
   MoeConfig& m = c.moe;
   if (m.num_experts <= 0) {
     return Status::Ok();
@@ -121,8 +113,8 @@ Status ReadMoe(const GgufFile& gguf, const std::string& p, ModelConfig& c) {
   DI_ASSIGN_OR_RETURN(m.experts_per_token, RequiredInt(gguf, p + "expert_used_count"));
   DI_ASSIGN_OR_RETURN(m.expert_ffn, OptionalInt(gguf, p + "expert_feed_forward_length", c.intermediate_size));
   DI_ASSIGN_OR_RETURN(m.shared_ffn, OptionalInt(gguf, p + "expert_shared_feed_forward_length", 0));
-  m.shared_expert_gate = c.arch == "qwen2_moe" && m.shared_ffn > 0;
-  bool norm_default = c.arch != "qwen2_moe";
+  m.shared_expert_gate = defaults.gated_shared_expert && m.shared_ffn > 0;
+  bool norm_default = defaults.norm_topk_prob;
   if (const GgufValue* v = gguf.Find(p + "expert_weights_norm"); v != nullptr && v->type == GgufType::kBool) {
     DI_ASSIGN_OR_RETURN(norm_default, gguf.GetBool(p + "expert_weights_norm"));
   }
@@ -140,19 +132,15 @@ StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
     return NotFound("GGUF metadata key 'general.architecture' is missing");
   }
   DI_ASSIGN_OR_RETURN(std::string arch, gguf.GetString("general.architecture"));
-  const ArchitectureSpec* spec = FindArchitectureByName(GgufToArchName(arch));
+  const ArchitectureSpec* spec = FindArchitectureForGguf(gguf, arch);
   if (spec == nullptr) {
     return Unimplemented("GGUF architecture '" + arch +
                          "' is not supported (supported: " + SupportedArchitectures() + ")");
   }
   ModelConfig c;
-  c.arch = arch;
+  c.arch = spec->name;
   const std::string p = arch + ".";
   DI_ASSIGN_OR_RETURN(c.moe.num_experts, OptionalInt(gguf, p + "expert_count", 0));
-  if (arch == "llama" && c.moe.num_experts > 0) {
-    spec = FindArchitectureByName("mixtral");  // llama.cpp writes Mixtral as llama + experts
-  }
-  c.arch = spec->name;
   DI_ASSIGN_OR_RETURN(c.hidden_size, RequiredInt(gguf, p + "embedding_length"));
   DI_ASSIGN_OR_RETURN(c.num_layers, RequiredInt(gguf, p + "block_count"));
   // llama.cpp counts the MTP (next-n) layers in block_count and stores them
@@ -175,8 +163,10 @@ StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   if (c.num_heads <= 0) {
     return InvalidArgument("GGUF '" + p + "attention.head_count' must be positive");
   }
-  const bool mla = arch == "deepseek2";  // MLA head dims, MoE and YaRN keys: model/deepseek_gguf.h
-  if (!mla) {
+  // The standard GQA keys, unless the architecture reads its own (DeepSeek's
+  // MLA head dims, MoE and YaRN keys: model/deepseek_gguf.h).
+  const bool standard_gqa = spec->read_gguf == nullptr;
+  if (standard_gqa) {
     DI_ASSIGN_OR_RETURN(c.head_dim, OptionalInt(gguf, p + "attention.key_length", c.hidden_size / c.num_heads));
     DI_ASSIGN_OR_RETURN(int64_t value_length, OptionalInt(gguf, p + "attention.value_length", c.head_dim));
     if (value_length != c.head_dim) {
@@ -191,11 +181,11 @@ StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   c.attention_bias = spec->qkv_bias;
   c.qk_norm = spec->qk_norm;
   c.tie_word_embeddings = gguf.FindTensor(WeightName(WeightNaming::kGguf, TensorRole::kOutput)) == nullptr;
-  if (mla) {
-    DI_RETURN_IF_ERROR(ReadDeepseek2GgufConfig(gguf, c));
-  } else {
+  if (standard_gqa) {
     DI_RETURN_IF_ERROR(ReadRopeScaling(gguf, arch, c));
-    DI_RETURN_IF_ERROR(ReadMoe(gguf, p, c));
+    DI_RETURN_IF_ERROR(ReadMoe(gguf, p, spec->gguf_moe, c));
+  } else {
+    DI_RETURN_IF_ERROR(spec->read_gguf(gguf, c));
   }
   DI_RETURN_IF_ERROR(ValidateModelConfig(c));
   return c;

@@ -12,17 +12,18 @@ class GqaDecoderLayer : public DecoderLayer {
       : config_(c), rope_(std::move(rope)), window_(window) {}
 
   void Forward(const ForwardBatch& batch, const TokenPlan& plan, KvCache& kv, int64_t kv_layer, ThreadPool& pool,
-               float* x) override {
+               LayerScratch& s, float* x) override {
     const int64_t n = plan.num_tokens(), h = config_.hidden_size;
-    xn_.resize(static_cast<size_t>(n * h));
-    proj_.resize(static_cast<size_t>(n * h));
-    for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, attn_norm.data(), h, config_.rms_norm_eps, &xn_[t * h]);
-    GqaAttentionForward(config_, attn, *rope_, kv_layer, window_, batch, plan, xn_.data(), kv, pool, scratch_,
-                        proj_.data());
-    for (int64_t i = 0; i < n * h; ++i) x[i] += proj_[i];
-    for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, ffn_norm.data(), h, config_.rms_norm_eps, &xn_[t * h]);
-    ffn->Forward(xn_.data(), n, pool, proj_.data());
-    for (int64_t i = 0; i < n * h; ++i) x[i] += proj_[i];
+    s.xn.resize(static_cast<size_t>(n * h));
+    s.proj.resize(static_cast<size_t>(n * h));
+    float* xn = s.xn.data();
+    float* proj = s.proj.data();
+    for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, attn_norm.data(), h, config_.rms_norm_eps, xn + t * h);
+    GqaAttentionForward(config_, attn, *rope_, kv_layer, window_, batch, plan, xn, kv, pool, s.attention, proj);
+    for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
+    for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, ffn_norm.data(), h, config_.rms_norm_eps, xn + t * h);
+    ffn->Forward(xn, n, pool, s.ffn, proj);
+    for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
   }
   void VisitMatrices(const MatrixVisitor& visit) override {
     for (TensorView* t : {&attn.q, &attn.k, &attn.v, &attn.o}) visit(*t);
@@ -37,8 +38,6 @@ class GqaDecoderLayer : public DecoderLayer {
   const ModelConfig config_;
   std::shared_ptr<const Rope> rope_;
   int64_t window_;
-  GqaScratch scratch_;
-  std::vector<float> xn_, proj_;  // f32 [T, hidden]
 };
 
 }  // namespace
@@ -66,8 +65,8 @@ StatusOr<std::unique_ptr<DecoderLayer>> CreateGqaDecoderLayer(const WeightBinder
   auto out = std::make_unique<GqaDecoderLayer>(c, std::move(rope), window);
   const WeightNaming n = b.naming();
   DI_ASSIGN_OR_RETURN(out->attn_norm, b.Vector(WeightName(n, TensorRole::kAttnNorm, layer), c.hidden_size, true));
-  DI_ASSIGN_OR_RETURN(out->ffn_norm, b.Vector(WeightName(n, TensorRole::kFfnNorm, layer), c.hidden_size, true));
   DI_RETURN_IF_ERROR(BindGqaAttention(b, c, layer, out->attn));
+  DI_ASSIGN_OR_RETURN(out->ffn_norm, b.Vector(WeightName(n, TensorRole::kFfnNorm, layer), c.hidden_size, true));
   out->ffn = std::move(ffn);
   return std::unique_ptr<DecoderLayer>(std::move(out));
 }

@@ -1,8 +1,9 @@
-// Building blocks of the decoder layers outside llama.cc: a feed-forward
-// interface (dense SwiGLU, mixture of experts) and a pre-norm decoder layer
+// Building blocks of every decoder: a feed-forward interface (dense SwiGLU,
+// mixture of experts) and a pre-norm decoder layer
 // x += Attn(RMSNorm(x)); x += FFN(RMSNorm(x)) with Llama-style GQA attention.
-// The MoE architectures (Mixtral, Qwen2/3-MoE) and the MTP draft's block are
-// stacks of these; DeepSeek swaps the attention for MLA (model/mla.h).
+// The dense Llama family (Llama, Mistral, Qwen2/3), the MoE architectures
+// (Mixtral, Qwen2/3-MoE) and the MTP draft's block are stacks of these;
+// DeepSeek swaps the attention for MLA (model/mla.h).
 #pragma once
 
 #include <cstdint>
@@ -29,27 +30,35 @@ using MatrixVisitor = std::function<void(TensorView&)>;
 // gate, up, down (a view with null data, an absent part, is skipped).
 void VisitSwiglu(SwigluWeights& w, const MatrixVisitor& visit);
 
+// Activations of one layer's Forward, contents meaningless between calls. The
+// layers of a stack run one after another, so the stack hands all of them one
+// LayerScratch: the footprint of one layer's activations, not num_layers'.
+struct LayerScratch {
+  std::vector<float> xn, proj;  // f32 [T, hidden]: normed input, sub-block output
+  GqaScratch attention;
+  SwigluScratch ffn;
+};
+
 // A token-wise feed-forward: out f32 [n, hidden] from the normed input xn f32
-// [n, hidden]. A token's output never depends on the other tokens.
-// Not re-entrant (holds scratch).
+// [n, hidden], using `scratch` for its SwiGLU activations. A token's output
+// never depends on the other tokens. Not re-entrant (may hold scratch).
 class FeedForward {
  public:
   virtual ~FeedForward() = default;
-  virtual void Forward(const float* xn, int64_t n, ThreadPool& pool, float* out) = 0;
+  virtual void Forward(const float* xn, int64_t n, ThreadPool& pool, SwigluScratch& scratch, float* out) = 0;
   virtual void VisitMatrices(const MatrixVisitor& visit) = 0;
 };
 
 class DenseFeedForward : public FeedForward {
  public:
   explicit DenseFeedForward(SwigluWeights w) : w_(std::move(w)) {}
-  void Forward(const float* xn, int64_t n, ThreadPool& pool, float* out) override {
-    SwigluForward(w_, xn, n, pool, scratch_, out);
+  void Forward(const float* xn, int64_t n, ThreadPool& pool, SwigluScratch& scratch, float* out) override {
+    SwigluForward(w_, xn, n, pool, scratch, out);
   }
   void VisitMatrices(const MatrixVisitor& visit) override { VisitSwiglu(w_, visit); }
 
  private:
   SwigluWeights w_;
-  SwigluScratch scratch_;
 };
 
 // The dense MLP of decoder layer `layer` under the standard role names.
@@ -62,14 +71,16 @@ class DecoderLayer {
  public:
   virtual ~DecoderLayer() = default;
   virtual void Forward(const ForwardBatch& batch, const TokenPlan& plan, KvCache& kv, int64_t kv_layer,
-                       ThreadPool& pool, float* x) = 0;
+                       ThreadPool& pool, LayerScratch& scratch, float* x) = 0;
   // The attention's and the feed-forward's matrices (see MatrixVisitor).
   virtual void VisitMatrices(const MatrixVisitor& visit) = 0;
 };
 
 // Llama-style layer: attention tensors and norms of decoder layer `layer`
-// (standard role names), the given feed-forward, window from
-// config.sliding_window (0 when `layer` is beyond it, e.g. an MTP layer).
+// (standard role names; q/k/v biases required iff config.attention_bias, the
+// o bias optional, q/k norms iff config.qk_norm), the given feed-forward,
+// window from config.sliding_window (0 when `layer` is beyond it, e.g. an
+// MTP layer). Binds in the order attention norm, attention, MLP norm.
 StatusOr<std::unique_ptr<DecoderLayer>> CreateGqaDecoderLayer(const WeightBinder& b, const ModelConfig& c,
                                                               std::shared_ptr<const Rope> rope, int64_t layer,
                                                               std::unique_ptr<FeedForward> ffn);

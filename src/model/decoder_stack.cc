@@ -1,5 +1,6 @@
 #include "model/decoder_stack.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "backend/cpu/packed_weights.h"
@@ -34,8 +35,8 @@ class DecoderStackModel : public Model {
   DecoderStackParts& parts() { return parts_; }
 
   // Repacks every layer's matrices and an untied LM head once into the
-  // kernels' layout (a no-op where the ISA has none; docs/kernels.md), as the
-  // Llama model does. The embedding is read row-wise and never packed.
+  // kernels' layout (a no-op where the ISA has none; docs/kernels.md). The
+  // embedding is read row-wise and never packed.
   void PackWeights() {
     const MatrixVisitor pack = [this](TensorView& t) { t = packed_.Pack(t); };
     for (auto& layer : parts_.layers) layer->VisitMatrices(pack);
@@ -46,14 +47,16 @@ class DecoderStackModel : public Model {
   ModelConfig config_;
   std::shared_ptr<const WeightStore> store_;  // keeps the tensors' bytes alive
   DecoderStackParts parts_;
+  Status CheckShapes(const ForwardBatch& batch, const KvCache& kv) const;
+
   ThreadPool pool_;
   TokenPlan plan_;
+  LayerScratch scratch_;       // shared by the layers, which run one after another
   std::vector<float> x_, xn_;  // f32 [T, hidden], [R, hidden]
   cpu::PackedWeights packed_;  // owns the packed copies some views in parts_ and output point to
 };
 
-Status DecoderStackModel::ForwardWithHidden(const ForwardBatch& batch, KvCache& kv, float* logits_out,
-                                            float* hidden_out) {
+Status DecoderStackModel::CheckShapes(const ForwardBatch& batch, const KvCache& kv) const {
   if (kv.num_layers() != config_.num_layers) {
     return InvalidArgument("KV cache has " + std::to_string(kv.num_layers()) + " layers; the model has " +
                            std::to_string(config_.num_layers));
@@ -63,7 +66,19 @@ Status DecoderStackModel::ForwardWithHidden(const ForwardBatch& batch, KvCache& 
                            ") do not match the model (K " + std::to_string(config_.cache_k_dim()) + ", V " +
                            std::to_string(config_.cache_v_dim()) + ")");
   }
-  DI_RETURN_IF_ERROR(CheckBatch(batch, config_.vocab_size, kv));
+  // The oldest position any layer reads: 0 unless every layer is windowed.
+  int64_t max_window = 0;
+  bool all_windowed = true;
+  for (int64_t w : config_.sliding_window) {
+    all_windowed &= w > 0;
+    max_window = std::max(max_window, w);
+  }
+  return CheckBatch(batch, config_.vocab_size, kv, all_windowed ? max_window : 0);
+}
+
+Status DecoderStackModel::ForwardWithHidden(const ForwardBatch& batch, KvCache& kv, float* logits_out,
+                                            float* hidden_out) {
+  DI_RETURN_IF_ERROR(CheckShapes(batch, kv));
   if (logits_out == nullptr && batch.NumLogitRows() > 0) {
     return InvalidArgument("the batch asks for " + std::to_string(batch.NumLogitRows()) +
                            " logit rows but logits_out is null");
@@ -78,7 +93,7 @@ Status DecoderStackModel::ForwardWithHidden(const ForwardBatch& batch, KvCache& 
     DequantizeRow(embedding.dtype, row, &x_[static_cast<size_t>(t * h)], h);
   }
   for (int64_t l = 0; l < config_.num_layers; ++l) {
-    parts_.layers[static_cast<size_t>(l)]->Forward(batch, plan_, kv, l, pool_, x_.data());
+    parts_.layers[static_cast<size_t>(l)]->Forward(batch, plan_, kv, l, pool_, scratch_, x_.data());
   }
   const int64_t rows = static_cast<int64_t>(plan_.logit_rows.size());
   if (rows == 0) return Status::Ok();
@@ -99,10 +114,11 @@ DecoderStackParts* DecoderStackPartsOf(Model& model) {
   return stack == nullptr ? nullptr : &stack->parts();
 }
 
-StatusOr<std::unique_ptr<Model>> CreateDecoderStackModel(const ModelConfig& c,
+StatusOr<std::unique_ptr<Model>> CreateDecoderStackModel(const ModelConfig& config,
                                                          std::shared_ptr<const WeightStore> weights,
-                                                         DecoderStackParts parts, int num_threads) {
+                                                         const DecoderLayerBuilder& build_layers, int num_threads) {
   if (num_threads <= 0) num_threads = ThreadPool::DefaultThreadCount();
+  ModelConfig c = config;
   const WeightBinder b(*weights);
   const WeightNaming n = b.naming();
   TensorView embedding, output;
@@ -110,10 +126,14 @@ StatusOr<std::unique_ptr<Model>> CreateDecoderStackModel(const ModelConfig& c,
   DI_ASSIGN_OR_RETURN(std::vector<float> norm, b.Vector(WeightName(n, TensorRole::kOutputNorm), c.hidden_size, true));
   if (c.tie_word_embeddings) {
     output = embedding;
+  } else if (b.Find(WeightName(n, TensorRole::kOutput)) == nullptr) {
+    return NotFound(b.store().source() + ": tensor '" + WeightName(n, TensorRole::kOutput) +
+                    "' is missing and the embeddings are not tied");
   } else {
     DI_ASSIGN_OR_RETURN(output, b.Matrix(WeightName(n, TensorRole::kOutput), c.vocab_size, c.hidden_size));
   }
-  auto model = std::make_unique<DecoderStackModel>(c, std::move(weights), std::move(parts), num_threads);
+  DI_ASSIGN_OR_RETURN(DecoderStackParts parts, build_layers(b, c));
+  auto model = std::make_unique<DecoderStackModel>(std::move(c), std::move(weights), std::move(parts), num_threads);
   model->embedding = embedding;
   model->output = output;
   model->output_norm = std::move(norm);

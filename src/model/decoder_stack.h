@@ -1,6 +1,8 @@
-// A decoder-only model assembled from DecoderLayer objects: embedding, the
-// layers, final RMSNorm, LM head. The architectures outside llama.cc
-// (Mixtral, Qwen2/3-MoE, DeepSeek-V2/V3) are built as such stacks.
+// DecoderStack: the one decoder-only Model, assembled from DecoderLayer
+// objects: embedding, the layers, final RMSNorm, LM head. Every architecture
+// is built as such a stack by its factory: the dense Llama family (Llama,
+// Mistral, Qwen2/3: model/dense_model.h), Mixtral and Qwen2/3-MoE
+// (model/moe_model.h), DeepSeek-V2/V3 (model/deepseek.h).
 #pragma once
 
 #include <functional>
@@ -21,11 +23,20 @@ struct DecoderStackParts {
   std::vector<MoeFeedForward*> moe;                   // [num_layers], null for dense layers (owned by layers)
 };
 
+// Builds the layers of a stack from the checkpoint; may complete `config`
+// from the tensors it finds (the dense family's attention_bias).
+using DecoderLayerBuilder = std::function<StatusOr<DecoderStackParts>(const WeightBinder& b, ModelConfig& config)>;
+
 // Binds the embedding, final norm and LM head (standard role names, tied or
-// not) and wraps `parts` into a Model over `config` (validated by the caller).
+// not), then the layers by `build_layers`, and wraps them into a Model over
+// `config` (validated by the caller) that repacks every matrix the layers
+// and an untied head read once into the kernels' layout. The model's Forward
+// checks the KV cache shape and the batch (CheckBatch; when every layer is
+// windowed, block-table entries older than the widest window are never read
+// and not checked).
 StatusOr<std::unique_ptr<Model>> CreateDecoderStackModel(const ModelConfig& config,
                                                          std::shared_ptr<const WeightStore> weights,
-                                                         DecoderStackParts parts, int num_threads);
+                                                         const DecoderLayerBuilder& build_layers, int num_threads);
 
 // The parts of a model made by CreateDecoderStackModel; null for any other
 // Model (tests use it to reach individual layers).

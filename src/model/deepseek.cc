@@ -15,16 +15,18 @@ class MlaDecoderLayer : public DecoderLayer {
       : config_(c), rope_(std::move(rope)), attn_(c, std::move(w), rope_.get(), window) {}
 
   void Forward(const ForwardBatch& batch, const TokenPlan& plan, KvCache& kv, int64_t kv_layer, ThreadPool& pool,
-               float* x) override {
+               LayerScratch& s, float* x) override {
     const int64_t n = plan.num_tokens(), h = config_.hidden_size;
-    xn_.resize(static_cast<size_t>(n * h));
-    proj_.resize(static_cast<size_t>(n * h));
-    for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, attn_norm.data(), h, config_.rms_norm_eps, &xn_[t * h]);
-    attn_.Forward(batch, plan, xn_.data(), kv, kv_layer, pool, proj_.data());
-    for (int64_t i = 0; i < n * h; ++i) x[i] += proj_[i];
-    for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, ffn_norm.data(), h, config_.rms_norm_eps, &xn_[t * h]);
-    ffn->Forward(xn_.data(), n, pool, proj_.data());
-    for (int64_t i = 0; i < n * h; ++i) x[i] += proj_[i];
+    s.xn.resize(static_cast<size_t>(n * h));
+    s.proj.resize(static_cast<size_t>(n * h));
+    float* xn = s.xn.data();
+    float* proj = s.proj.data();
+    for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, attn_norm.data(), h, config_.rms_norm_eps, xn + t * h);
+    attn_.Forward(batch, plan, xn, kv, kv_layer, pool, proj);
+    for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
+    for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, ffn_norm.data(), h, config_.rms_norm_eps, xn + t * h);
+    ffn->Forward(xn, n, pool, s.ffn, proj);
+    for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
   }
   void set_absorb(bool absorb) { attn_.set_absorb(absorb); }
   void VisitMatrices(const MatrixVisitor& visit) override {
@@ -39,7 +41,6 @@ class MlaDecoderLayer : public DecoderLayer {
   const ModelConfig config_;
   std::shared_ptr<const MlaRope> rope_;
   MlaAttention attn_;
-  std::vector<float> xn_, proj_;
 };
 
 }  // namespace
@@ -53,7 +54,7 @@ StatusOr<std::unique_ptr<DecoderLayer>> CreateDeepseekLayer(const WeightBinder& 
   std::unique_ptr<FeedForward> ffn;
   if (sparse) {
     MoeWeights w;
-    DI_RETURN_IF_ERROR(BindMoeWeights(b, c, layer, w));
+    DI_RETURN_IF_ERROR(BindMoeWeights(b, c, layer, HfMoeNames(), w));
     auto m = std::make_unique<MoeFeedForward>(c, std::move(w));
     *moe_out = m.get();
     ffn = std::move(m);
@@ -80,15 +81,17 @@ StatusOr<std::unique_ptr<Model>> CreateDeepseekModel(const ModelConfig& config,
   }
   DI_ASSIGN_OR_RETURN(MlaRope rope, MlaRope::Create(c));
   auto shared_rope = std::make_shared<const MlaRope>(std::move(rope));
-  const WeightBinder b(*weights);
-  DecoderStackParts parts;
-  for (int64_t l = 0; l < c.num_layers; ++l) {
-    MoeFeedForward* moe = nullptr;
-    DI_ASSIGN_OR_RETURN(std::unique_ptr<DecoderLayer> layer, CreateDeepseekLayer(b, c, shared_rope, l, &moe));
-    parts.layers.push_back(std::move(layer));
-    parts.moe.push_back(moe);
-  }
-  return CreateDecoderStackModel(c, std::move(weights), std::move(parts), num_threads);
+  const auto build_layers = [&shared_rope](const WeightBinder& b, ModelConfig& c) -> StatusOr<DecoderStackParts> {
+    DecoderStackParts parts;
+    for (int64_t l = 0; l < c.num_layers; ++l) {
+      MoeFeedForward* moe = nullptr;
+      DI_ASSIGN_OR_RETURN(std::unique_ptr<DecoderLayer> layer, CreateDeepseekLayer(b, c, shared_rope, l, &moe));
+      parts.layers.push_back(std::move(layer));
+      parts.moe.push_back(moe);
+    }
+    return parts;
+  };
+  return CreateDecoderStackModel(c, std::move(weights), build_layers, num_threads);
 }
 
 Status SetMlaAbsorb(Model& model, bool absorb) {

@@ -129,7 +129,6 @@ Status ReadDeepseek2GgufConfig(const GgufFile& g, ModelConfig& c) {
   DI_RETURN_IF_ERROR(ReadMla(g, c));
   DI_RETURN_IF_ERROR(ReadMoe(g, c));
   DI_RETURN_IF_ERROR(ReadYarn(g, c));
-  c.arch = c.moe.sigmoid_scoring || c.moe.score_correction_bias ? "deepseek_v3" : "deepseek_v2";
   return Status::Ok();
 }
 

@@ -43,10 +43,10 @@ class GgufFile;
 inline constexpr int64_t kGgufGatingSoftmax = 1;
 inline constexpr int64_t kGgufGatingSigmoid = 2;
 
-// Fills the MLA dims, head_dim / rope_dim / num_kv_heads, MoE routing, YaRN
-// and arch (deepseek_v3 when sigmoid gating or a correction bias is present,
-// else deepseek_v2) of `c`, whose generic fields (hidden size, layers,
-// heads, ...) config_gguf.cc has read. Errors name the key.
+// Fills the MLA dims, head_dim / rope_dim / num_kv_heads, MoE routing and
+// YaRN of `c`, whose generic fields (hidden size, layers, heads, ...)
+// config_gguf.cc has read. Errors name the key. (Which of DeepSeek-V2/V3 the
+// file is, model/archs/deepseek.cc decides from the routing read here.)
 Status ReadDeepseek2GgufConfig(const GgufFile& gguf, ModelConfig& c);
 
 // The converter's split of HF kv_b_proj f32 [heads * (nope + v), lora] (per

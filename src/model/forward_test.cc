@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/llama.h"
+#include "model/dense_model.h"
 #include "model/model.h"
 #include "model/testing.h"
 
@@ -17,7 +17,7 @@ namespace {
 
 std::unique_ptr<Model> MakeModel(const ModelConfig& c, uint64_t seed, int threads) {
   auto weights = testing::MakeRandomWeights(c, WeightNaming::kHf, seed);
-  auto model = CreateLlamaModel(c, weights, threads);
+  auto model = CreateDenseModel(c, weights, threads);
   EXPECT_TRUE(model.ok()) << model.status().ToString();
   return model.ok() ? std::move(model).value() : nullptr;
 }
@@ -195,7 +195,7 @@ TEST(Forward, MissingTensorIsNamed) {
                                static_cast<const uint8_t*>(t->data) + t->nbytes);
     partial->Add(t->name, t->dtype, t->shape, std::move(bytes));
   }
-  auto model = CreateLlamaModel(c, partial, 1);
+  auto model = CreateDenseModel(c, partial, 1);
   ASSERT_FALSE(model.ok());
   EXPECT_NE(model.status().message().find("blk.1.attn_k.bias"), std::string::npos)
       << model.status().message();
@@ -205,7 +205,7 @@ TEST(Forward, WrongShapeIsNamed) {
   ModelConfig c = testing::TinyConfig("llama");
   auto weights = testing::MakeRandomWeights(c, WeightNaming::kHf, 3);
   c.intermediate_size = 40;  // the file has 48
-  auto model = CreateLlamaModel(c, weights, 1);
+  auto model = CreateDenseModel(c, weights, 1);
   ASSERT_FALSE(model.ok());
   EXPECT_NE(model.status().message().find("mlp.gate_proj.weight' has shape [48, 32], expected [40, 32]"),
             std::string::npos)

@@ -1,6 +1,5 @@
-// The Llama-style attention sub-block as a reusable piece for the
-// architectures outside llama.cc (Mixtral / Qwen-MoE decoder layers, the MTP
-// draft's block): q/k/v projections (+ optional bias, Qwen3 q/k norm), RoPE,
+// The Llama-style attention sub-block of every GQA decoder layer (the dense
+// Llama family, Mixtral / Qwen-MoE, the MTP draft's block): q/k/v projections (+ optional bias, Qwen3 q/k norm), RoPE,
 // K/V into the paged cache, grouped-query attention, output projection.
 #pragma once
 

@@ -63,7 +63,7 @@ struct YarnConfig {
 };
 
 struct ModelConfig {
-  std::string arch;  // "llama", "mistral", "qwen2", "qwen3"
+  std::string arch;  // a registered ArchitectureSpec::name (model/registry.h)
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t num_layers = 0;

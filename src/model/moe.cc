@@ -86,33 +86,21 @@ void RouteToken(const float* logits, const float* bias, const MoeConfig& m, int3
   }
 }
 
-namespace {
-
-std::string HfMoePrefix(const ModelConfig& c, int64_t layer) {
-  return "model.layers." + std::to_string(layer) + (c.arch == "mixtral" ? ".block_sparse_moe." : ".mlp.");
-}
-
-}  // namespace
-
-Status BindMoeWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer, MoeWeights& w) {
+Status BindMoeWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer, const HfMoeNames& names,
+                      MoeWeights& w) {
   const MoeConfig& m = c.moe;
   const int64_t h = c.hidden_size, ff = m.expert_ffn, ne = m.num_experts;
   w.experts.resize(static_cast<size_t>(ne));
   if (b.naming() == WeightNaming::kHf) {
-    const std::string p = HfMoePrefix(c, layer);
+    const std::string p = "model.layers." + std::to_string(layer) + "." + names.block;
     DI_ASSIGN_OR_RETURN(w.router, b.Matrix(p + "gate.weight", ne, h));
     if (m.score_correction_bias) {
       DI_ASSIGN_OR_RETURN(w.bias, b.Vector(p + "gate.e_score_correction_bias", ne, true));
     }
     for (int64_t e = 0; e < ne; ++e) {
       const std::string x = p + "experts." + std::to_string(e) + ".";
-      if (c.arch == "mixtral") {
-        DI_RETURN_IF_ERROR(BindSwiglu(b, x + "w1.weight", x + "w3.weight", x + "w2.weight", h, ff,
-                                      w.experts[static_cast<size_t>(e)]));
-      } else {
-        DI_RETURN_IF_ERROR(BindSwiglu(b, x + "gate_proj.weight", x + "up_proj.weight", x + "down_proj.weight", h,
-                                      ff, w.experts[static_cast<size_t>(e)]));
-      }
+      DI_RETURN_IF_ERROR(BindSwiglu(b, x + names.gate + ".weight", x + names.up + ".weight",
+                                    x + names.down + ".weight", h, ff, w.experts[static_cast<size_t>(e)]));
     }
     if (m.shared_ffn > 0) {
       const std::string s = p + (m.shared_expert_gate ? "shared_expert." : "shared_experts.");
@@ -162,7 +150,7 @@ void MoeFeedForward::VisitMatrices(const MatrixVisitor& visit) {
 MoeFeedForward::MoeFeedForward(const ModelConfig& c, MoeWeights w)
     : moe_(c.moe), hidden_(c.hidden_size), w_(std::move(w)), load_(static_cast<size_t>(c.moe.num_experts), 0) {}
 
-void MoeFeedForward::Forward(const float* xn, int64_t n, ThreadPool& pool, float* out) {
+void MoeFeedForward::Forward(const float* xn, int64_t n, ThreadPool& pool, SwigluScratch& swiglu, float* out) {
   const int64_t ne = moe_.num_experts, k = moe_.experts_per_token, h = hidden_;
   logits_.resize(static_cast<size_t>(n * ne));
   ops::MatMul(w_.router, xn, n, nullptr, logits_.data(), pool);
@@ -193,7 +181,7 @@ void MoeFeedForward::Forward(const float* xn, int64_t n, ThreadPool& pool, float
       const int64_t t = order[static_cast<size_t>(begin + i)] / k;
       std::memcpy(&gathered_[static_cast<size_t>(i * h)], xn + t * h, sizeof(float) * h);
     }
-    SwigluForward(w_.experts[static_cast<size_t>(e)], gathered_.data(), m, pool, swiglu_, expert_out_.data());
+    SwigluForward(w_.experts[static_cast<size_t>(e)], gathered_.data(), m, pool, swiglu, expert_out_.data());
     for (int64_t i = 0; i < m; ++i) {
       const int64_t s = order[static_cast<size_t>(begin + i)];
       std::memcpy(&slots_[static_cast<size_t>(s * h)], &expert_out_[static_cast<size_t>(i * h)], sizeof(float) * h);
@@ -211,7 +199,7 @@ void MoeFeedForward::Forward(const float* xn, int64_t n, ThreadPool& pool, float
   }
   if (w_.shared.ffn() > 0) {
     shared_out_.resize(static_cast<size_t>(n * h));
-    SwigluForward(w_.shared, xn, n, pool, swiglu_, shared_out_.data());
+    SwigluForward(w_.shared, xn, n, pool, swiglu, shared_out_.data());
     if (w_.shared_gate.data != nullptr) {
       gate_logit_.resize(static_cast<size_t>(n));
       ops::MatMul(w_.shared_gate, xn, n, nullptr, gate_logit_.data(), pool);

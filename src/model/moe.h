@@ -35,15 +35,26 @@ struct MoeWeights {
   TensorView shared_gate;                   // [1, hidden] (Qwen2-MoE); data null when absent
 };
 
-// Binds the MoE tensors of decoder layer `layer`: HF names per config.arch
-// (Mixtral `block_sparse_moe.*`, others `mlp.*`), GGUF llama.cpp names with
-// stacked experts (`ffn_{gate,up,down}_exps` [E, rows, cols]).
-Status BindMoeWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer, MoeWeights& w);
+// HF tensor names of an MoE block under `model.layers.N.`: the block's
+// prefix, and each routed expert's matrices `<block>experts.E.<gate>.weight`
+// etc. The defaults are Qwen-MoE's and DeepSeek's; Mixtral's are
+// `block_sparse_moe.` and w1 / w3 / w2 (model/archs/mixtral_qwen_moe.cc).
+struct HfMoeNames {
+  const char* block = "mlp.";
+  const char* gate = "gate_proj";
+  const char* up = "up_proj";
+  const char* down = "down_proj";
+};
+
+// Binds the MoE tensors of decoder layer `layer`: HF names per `names`, GGUF
+// llama.cpp names with stacked experts (`ffn_{gate,up,down}_exps` [E, rows, cols]).
+Status BindMoeWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer, const HfMoeNames& names,
+                      MoeWeights& w);
 
 class MoeFeedForward : public FeedForward {
  public:
   MoeFeedForward(const ModelConfig& c, MoeWeights w);
-  void Forward(const float* xn, int64_t n, ThreadPool& pool, float* out) override;
+  void Forward(const float* xn, int64_t n, ThreadPool& pool, SwigluScratch& swiglu, float* out) override;
   void VisitMatrices(const MatrixVisitor& visit) override;
   // Tokens routed to each expert since construction (or the last reset).
   const std::vector<int64_t>& expert_load() const { return load_; }
@@ -58,7 +69,6 @@ class MoeFeedForward : public FeedForward {
   std::vector<float> logits_, route_scratch_, gathered_, expert_out_, slots_, shared_out_, gate_logit_;
   std::vector<int32_t> ids_;
   std::vector<float> weights_;
-  SwigluScratch swiglu_;
 };
 
 }  // namespace deepinfer

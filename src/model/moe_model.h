@@ -9,11 +9,13 @@
 
 #include "core/status.h"
 #include "model/model.h"
+#include "model/moe.h"
 #include "model/weights.h"
 
 namespace deepinfer {
 
+// `names`: the HF names of the MoE blocks (GGUF names are llama.cpp's for all).
 StatusOr<std::unique_ptr<Model>> CreateMoeModel(const ModelConfig& config, std::shared_ptr<const WeightStore> weights,
-                                                int num_threads);
+                                                int num_threads, const HfMoeNames& names);
 
 }  // namespace deepinfer

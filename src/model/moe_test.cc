@@ -164,7 +164,8 @@ TEST(MoeFeedForwardTest, MatchesNaiveEvaluationAndIsBatchInvariant) {
   MoeFeedForward moe(c, w);
   ThreadPool pool(2);
   std::vector<float> out(n * h);
-  moe.Forward(x.data(), n, pool, out.data());
+  SwigluScratch scratch;
+  moe.Forward(x.data(), n, pool, scratch, out.data());
 
   int64_t routed = 0;
   for (int64_t t = 0; t < n; ++t) {
@@ -197,7 +198,7 @@ TEST(MoeFeedForwardTest, MatchesNaiveEvaluationAndIsBatchInvariant) {
   // Each token alone gives bit-identical results.
   for (int64_t t = 0; t < n; ++t) {
     std::vector<float> one(h);
-    moe.Forward(&x[t * h], 1, pool, one.data());
+    moe.Forward(&x[t * h], 1, pool, scratch, one.data());
     for (int64_t d = 0; d < h; ++d) ASSERT_EQ(one[d], out[t * h + d]) << "token " << t;
   }
 }

@@ -112,7 +112,7 @@ Status MtpDraft::Forward(const ForwardBatch& batch, const float* hidden_in, KvCa
     ops::RmsNorm(hidden_in + t * h, hnorm_.data(), h, config_.rms_norm_eps, e + h);
   }
   ops::MatMul(eh_proj_, concat_.data(), n, nullptr, x_.data(), pool_);
-  block_->Forward(batch, plan_, kv, /*kv_layer=*/0, pool_, x_.data());
+  block_->Forward(batch, plan_, kv, /*kv_layer=*/0, pool_, scratch_, x_.data());
   if (rows == 0) {
     return Status::Ok();
   }

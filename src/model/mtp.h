@@ -69,6 +69,7 @@ class MtpDraft {
   std::unique_ptr<DecoderLayer> block_;
 
   TokenPlan plan_;
+  LayerScratch scratch_;       // the block's activations
   std::vector<float> concat_;  // f32 [T, 2 * hidden]: [enorm(e) ; hnorm(h)]
   std::vector<float> x_;       // f32 [T, hidden] residual stream
   std::vector<float> g_;       // f32 [R, hidden]

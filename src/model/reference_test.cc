@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/llama.h"
+#include "model/dense_model.h"
 #include "model/testing.h"
 #include "tensor/dtype.h"
 
@@ -115,7 +115,7 @@ TEST_P(ReferenceTest, LogitsMatchDenseReference) {
     weights->AddF32(WeightName(v.naming, TensorRole::kRopeFreqs), {static_cast<int64_t>(v.rope_freqs.size())},
                     v.rope_freqs);
   }
-  auto model = CreateLlamaModel(v.config, weights, 2);
+  auto model = CreateDenseModel(v.config, weights, 2);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
 
   std::vector<int32_t> tokens(static_cast<size_t>(v.n_tokens));

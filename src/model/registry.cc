@@ -1,59 +1,55 @@
 #include "model/registry.h"
 
-#include "model/deepseek.h"
-#include "model/llama.h"
-#include "model/moe_model.h"
+#include "io/gguf.h"
+#include "model/archs/archs.h"
 
 namespace deepinfer {
 
 namespace {
 
-// GGUF llama (and mistral, which llama.cpp converts as llama) stores Q/K rows
-// permuted for interleaved RoPE; llama.cpp runs qwen2/qwen3 with NeoX RoPE.
-constexpr ArchitectureSpec kArchitectures[] = {
-    {"llama", "LlamaForCausalLM", RopeStyle::kInterleaved, false, false, CreateLlamaModel},
-    {"mistral", "MistralForCausalLM", RopeStyle::kInterleaved, false, false, CreateLlamaModel},
-    {"qwen2", "Qwen2ForCausalLM", RopeStyle::kNeox, true, false, CreateLlamaModel},
-    {"qwen3", "Qwen3ForCausalLM", RopeStyle::kNeox, false, true, CreateLlamaModel},
-    // Mixture of experts (model/moe_model.h). llama.cpp writes Mixtral as GGUF
-    // `llama` with expert tensors; config_gguf.cc maps it back.
-    {"mixtral", "MixtralForCausalLM", RopeStyle::kInterleaved, false, false, CreateMoeModel},
-    {"qwen2_moe", "Qwen2MoeForCausalLM", RopeStyle::kNeox, true, false, CreateMoeModel},
-    {"qwen3_moe", "Qwen3MoeForCausalLM", RopeStyle::kNeox, false, true, CreateMoeModel},
-    // Multi-head latent attention + MoE (model/deepseek.h).
-    {"deepseek_v2", "DeepseekV2ForCausalLM", RopeStyle::kInterleaved, false, false, CreateDeepseekModel},
-    {"deepseek_v3", "DeepseekV3ForCausalLM", RopeStyle::kInterleaved, false, false, CreateDeepseekModel},
+// One line per architecture (model/archs/*.cc). Order matters only between
+// specs that share a GGUF name without a claim: the first wins (deepseek2 ->
+// DeepSeek-V2, whose GGUF hook may pick V3).
+constexpr const ArchitectureSpec* kArchitectures[] = {
+    &archs::kLlama,    &archs::kMistral,  &archs::kQwen2,      &archs::kQwen3,      &archs::kMixtral,
+    &archs::kQwen2Moe, &archs::kQwen3Moe, &archs::kDeepseekV2, &archs::kDeepseekV3,
 };
 
 }  // namespace
 
+std::span<const ArchitectureSpec* const> RegisteredArchitectures() { return kArchitectures; }
+
 const ArchitectureSpec* FindArchitectureByName(std::string_view name) {
-  for (const auto& spec : kArchitectures) {
-    if (name == spec.name) {
-      return &spec;
-    }
+  for (const ArchitectureSpec* spec : kArchitectures) {
+    if (name == spec->name) return spec;
   }
   return nullptr;
 }
 
 const ArchitectureSpec* FindArchitectureByHfClass(std::string_view hf_class) {
-  for (const auto& spec : kArchitectures) {
-    if (hf_class == spec.hf_class) {
-      return &spec;
-    }
+  for (const ArchitectureSpec* spec : kArchitectures) {
+    if (hf_class == spec->hf_class) return spec;
   }
   return nullptr;
 }
 
+const ArchitectureSpec* FindArchitectureForGguf(const GgufFile& gguf, std::string_view gguf_arch) {
+  for (const ArchitectureSpec* spec : kArchitectures) {
+    if (gguf_arch == spec->gguf_name && spec->claims_gguf != nullptr && spec->claims_gguf(gguf)) return spec;
+  }
+  for (const ArchitectureSpec* spec : kArchitectures) {
+    if (gguf_arch == spec->gguf_name && spec->claims_gguf == nullptr) return spec;
+  }
+  return FindArchitectureByName(gguf_arch);
+}
+
 std::string SupportedArchitectures() {
   std::string out;
-  for (const auto& spec : kArchitectures) {
-    if (!out.empty()) {
-      out += ", ";
-    }
-    out += spec.name;
+  for (const ArchitectureSpec* spec : kArchitectures) {
+    if (!out.empty()) out += ", ";
+    out += spec->name;
     out += " (";
-    out += spec.hf_class;
+    out += spec->hf_class;
     out += ")";
   }
   return out;

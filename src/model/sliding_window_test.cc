@@ -8,14 +8,14 @@
 
 #include <vector>
 
-#include "model/llama.h"
+#include "model/dense_model.h"
 #include "model/testing.h"
 
 namespace deepinfer {
 namespace {
 
 std::unique_ptr<Model> MakeModel(const ModelConfig& c) {
-  auto model = CreateLlamaModel(c, testing::MakeRandomWeights(c, WeightNaming::kHf, 99), 2);
+  auto model = CreateDenseModel(c, testing::MakeRandomWeights(c, WeightNaming::kHf, 99), 2);
   EXPECT_TRUE(model.ok()) << model.status().ToString();
   return model.ok() ? std::move(model).value() : nullptr;
 }

@@ -10,6 +10,7 @@
 
 #include "core/check.h"
 #include "model/config_loader.h"
+#include "model/registry.h"
 #include "tensor/dequant.h"
 
 namespace deepinfer::testing {
@@ -155,6 +156,8 @@ void RopeRef(double* x, const ModelConfig& c, const Vec& inv_freq, int64_t pos) 
 }  // namespace
 
 ModelConfig TinyConfig(const std::string& arch, RopeStyle rope_style) {
+  const ArchitectureSpec* spec = FindArchitectureByName(arch);
+  DI_CHECK_MSG(spec != nullptr, arch.c_str());
   ModelConfig c;
   c.arch = arch;
   c.vocab_size = 96;
@@ -162,15 +165,15 @@ ModelConfig TinyConfig(const std::string& arch, RopeStyle rope_style) {
   c.num_layers = 2;
   c.num_heads = 4;
   c.num_kv_heads = 2;
-  c.head_dim = arch == "qwen3" ? 16 : 8;
+  c.head_dim = spec->qk_norm ? 16 : 8;
   c.rope_dim = c.head_dim;
   c.intermediate_size = 48;
   c.max_position = 512;
   c.rms_norm_eps = 1e-5;
   c.rope_theta = 10000.0;
   c.rope_style = rope_style;
-  c.attention_bias = arch == "qwen2";
-  c.qk_norm = arch == "qwen3";
+  c.attention_bias = spec->qkv_bias;
+  c.qk_norm = spec->qk_norm;
   c.sliding_window.assign(static_cast<size_t>(c.num_layers), 0);
   return c;
 }

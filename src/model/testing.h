@@ -14,10 +14,10 @@
 
 namespace deepinfer::testing {
 
-// A small config of the given arch ("llama", "mistral", "qwen2", "qwen3"):
-// hidden 32, 2 layers, 4 heads / 2 kv heads of dim 8 (qwen3: head_dim 16, so
-// q_dim != hidden), intermediate 48, vocab 96; the arch's own features on
-// (qwen2 biases, qwen3 q/k norm). No sliding window.
+// A small config of the given dense arch ("llama", "mistral", "qwen2",
+// "qwen3"): hidden 32, 2 layers, 4 heads / 2 kv heads of dim 8 (q/k-norm
+// archs: head_dim 16, so q_dim != hidden), intermediate 48, vocab 96; the
+// arch's own features on (its registry spec's qkv bias, q/k norm). No sliding window.
 ModelConfig TinyConfig(const std::string& arch, RopeStyle rope_style = RopeStyle::kNeox);
 
 // Random weights for every tensor `config` needs (biases when

@@ -1,6 +1,6 @@
 // A ForwardBatch flattened to tokens: ids, positions, owning sequence, and
-// which tokens produce logit rows. Shared by the architectures outside
-// llama.cc (MoE, DeepSeek, the MTP draft).
+// which tokens produce logit rows. Shared by the decoder stack and the MTP
+// draft.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
-// Looking up checkpoint tensors by name with shape and size checks, for the
-// architectures beyond the Llama family (MoE, MTP, MLA). Matrices stay views
-// into the file; small vectors are dequantized to f32 once.
+// Looking up checkpoint tensors by name with shape and size checks, for every
+// architecture. Matrices stay views into the file; small vectors are
+// dequantized to f32 once.
 #pragma once
 
 #include <cstdint>

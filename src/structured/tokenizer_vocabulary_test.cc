@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,8 @@ struct Family {
   int64_t model_rows;  // the checkpoints' embedding rows (Qwen3 pads to a multiple of 128)
   std::vector<int32_t> end_of_generation;
 };
+
+void PrintTo(const Family& f, std::ostream* os) { *os << f.name; }
 
 class TokenizerVocabularyTest : public ::testing::TestWithParam<Family> {};
 

@@ -132,11 +132,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto cg = std::make_shared<const CompiledGrammar>(std::move(*a), FuzzVocab(), nullptr, profiles);
   GrammarMatcher m(cg), reference(plain);
   const Vocabulary& v = cg->vocab();
-  std::vector<uint32_t> mask(v.mask_words()), reference_mask(v.mask_words());
+  TokenBitmask mask(v.size()), reference_mask(v.size());
   size_t pick = size;
   for (int step = 0; step < 12; ++step) {
-    m.FillNextTokenBitmask(mask.data());
-    reference.FillNextTokenBitmask(reference_mask.data());
+    m.FillNextTokenBitmask(&mask);
+    reference.FillNextTokenBitmask(&reference_mask);
     if (mask != reference_mask) __builtin_trap();  // derived masks must equal walked ones
     std::string finish = m.ShortestCompletion(64);
     if (!finish.empty()) {
@@ -145,9 +145,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       m.Rollback(1);
     }
     std::vector<int32_t> allowed;
-    for (size_t id = 0; id < v.size(); ++id) {
-      if ((mask[id >> 5] >> (id & 31)) & 1) allowed.push_back(static_cast<int32_t>(id));
-    }
+    mask.ForEachSet([&](int32_t id) { allowed.push_back(id); });
     if (allowed.empty()) break;
     // Jump-forward bytes must be accepted and leave the state as it was.
     std::string forced = m.ForcedBytes(64);

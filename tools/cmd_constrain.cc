@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "io/gguf.h"
+#include "structured/tokenizer_vocabulary.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
@@ -96,7 +97,9 @@ int RunConstrain(const Args& args) {
 
   auto tok = LoadTokenizer(flags.GetString("model"));
   if (!tok.ok()) return Fail("constrain", tok.status().message(), 1);
-  auto so = StructuredOutputFor(**tok);
+  // No model here: the vocabulary of the tokenizer alone, which is the
+  // server's for any model with at least as many logit rows.
+  auto so = StructuredOutputFor(**tok, (*tok)->vocab_size());
   if (!so.ok()) return Fail("constrain", so.status().message(), 1);
   auto ids = EncodeContinuation(**tok, *text);
   if (!ids.ok()) return Fail("constrain", ids.status().message(), 1);
@@ -112,22 +115,22 @@ int RunConstrain(const Args& args) {
   std::vector<double> mask_us;
   if (constraint.ok()) {
     TokenConstraint& c = **constraint;
-    const int64_t vocab = (*so)->vocab_size();
-    std::vector<uint32_t> mask(static_cast<size_t>((vocab + 31) / 32));
+    TokenBitmask mask(static_cast<size_t>((*so)->vocab_size()));
+    const auto vocab = static_cast<int32_t>(mask.size());
     size_t walked = 0;
     for (; walked <= ids->size(); ++walked) {
       double start = ThreadCpuUs();
-      c.FillAllowedMask(mask.data(), vocab);
+      c.FillAllowedMask(&mask);
       mask_us.push_back(ThreadCpuUs() - start);
       if (walked == ids->size()) {
         // Complete iff an end-of-generation token is allowed here.
         for (int32_t id = 0; id < vocab && !complete; ++id) {
-          complete = (*tok)->IsEndOfGeneration(id) && ((mask[id >> 5] >> (id & 31)) & 1u);
+          complete = (*tok)->IsEndOfGeneration(id) && mask.Test(id);
         }
         break;
       }
       int32_t id = (*ids)[walked];
-      bool allowed = id >= 0 && id < vocab && ((mask[id >> 5] >> (id & 31)) & 1u);
+      bool allowed = id >= 0 && id < vocab && mask.Test(id);
       if (!allowed || !c.Accept(id)) break;
     }
     accepted = walked == ids->size() && complete;

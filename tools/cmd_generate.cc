@@ -22,6 +22,7 @@
 #include "model/model.h"
 #include "sampling/sampler.h"
 #include "sampling/token_constraint.h"
+#include "structured/tokenizer_vocabulary.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
@@ -138,7 +139,7 @@ StatusOr<int64_t> Generate(const GenerateOptions& o, LoadedModel& loaded, TokenC
   IncrementalDetokenizer detok(tok);
   int64_t pos = static_cast<int64_t>(prompt.size());
   int64_t generated = 0;
-  std::vector<uint32_t> allowed(static_cast<size_t>((cfg.vocab_size + 31) / 32));
+  TokenBitmask allowed(static_cast<size_t>(cfg.vocab_size));
   while (generated < o.max_tokens) {
     // Jump-forward: tokens the constraint forces are appended unsampled.
     std::vector<int32_t> step_tokens;
@@ -152,8 +153,8 @@ StatusOr<int64_t> Generate(const GenerateOptions& o, LoadedModel& loaded, TokenC
     }
     if (step_tokens.empty()) {
       if (constraint) {
-        constraint->FillAllowedMask(allowed.data(), cfg.vocab_size);
-        ApplyAllowedMask(allowed.data(), logits.data(), cfg.vocab_size);
+        constraint->FillAllowedMask(&allowed);
+        ApplyAllowedMask(allowed, logits.data());
       }
       step_tokens = {SampleToken(logits.data(), cfg.vocab_size, o.sampling, static_cast<uint64_t>(pos))};
     }
@@ -191,11 +192,11 @@ StatusOr<int64_t> Generate(const GenerateOptions& o, LoadedModel& loaded, TokenC
   std::fwrite(tail.data(), 1, tail.size(), stdout);
   std::fflush(stdout);
   if (constraint && !constraint->IsComplete()) {
-    std::vector<uint32_t> mask(allowed.size());
-    constraint->FillAllowedMask(mask.data(), cfg.vocab_size);
+    TokenBitmask mask(allowed.size());
+    constraint->FillAllowedMask(&mask);
     bool may_end = false;
     for (int32_t id = 0; id < cfg.vocab_size && !may_end; ++id) {
-      may_end = tok.IsEndOfGeneration(id) && ((mask[id >> 5] >> (id & 31)) & 1u);
+      may_end = tok.IsEndOfGeneration(id) && mask.Test(id);
     }
     if (!may_end) DI_LOG_WARN("stopped before the output matched the constraint (raise --max-tokens)");
   }
@@ -226,7 +227,7 @@ int RunGenerate(const Args& args) {
   }
   std::unique_ptr<TokenConstraint> constraint;
   if (options->constrained) {
-    auto so = StructuredOutputFor(*loaded->tokenizer);
+    auto so = StructuredOutputFor(*loaded->tokenizer, loaded->model->config().vocab_size);
     if (!so.ok()) return Fail("generate", so.status().message());
     auto made = (*so)->MakeConstraint(options->structured);
     if (!made.ok()) return Fail("generate", "bad constraint: " + made.status().message(), 2);

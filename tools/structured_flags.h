@@ -1,6 +1,7 @@
 // Structured-output flags shared by `deepinfer constrain` and `deepinfer
 // generate`: --json-schema F | --json-object | --regex R | --grammar F |
-// --choice A,B [--any-whitespace], and the tokenizer -> StructuredOutput glue.
+// --choice A,B [--any-whitespace]. The vocabulary comes from
+// structured/tokenizer_vocabulary.h, as the server's does.
 //
 // --json-schema takes a file path, or the schema itself when the value
 // starts with '{' (or is true/false). --grammar takes a file: GBNF when its
@@ -10,7 +11,6 @@
 #pragma once
 
 #include <fstream>
-#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
@@ -18,7 +18,6 @@
 
 #include "core/status.h"
 #include "grammar/structured_output.h"
-#include "tokenizer/tokenizer.h"
 #include "tools/flags.h"
 
 namespace deepinfer::tools {
@@ -101,21 +100,6 @@ inline StatusOr<StructuredOutputSpec> ParseStructuredFlags(const Flags& flags, b
     return InvalidArgument("--any-whitespace applies only to --json-schema / --json-object");
   }
   return spec;
-}
-
-// The grammar vocabulary of a tokenizer: every id's raw bytes (control
-// tokens have none, so they are never allowed) and its end-of-generation ids.
-inline StatusOr<std::unique_ptr<StructuredOutput>> StructuredOutputFor(const Tokenizer& tok) {
-  std::vector<std::string> bytes(static_cast<size_t>(tok.vocab_size()));
-  std::vector<int32_t> eos;
-  for (int32_t id = 0; id < tok.vocab_size(); ++id) {
-    if (tok.IsEndOfGeneration(id)) {
-      eos.push_back(id);
-    } else {
-      bytes[id] = tok.TokenBytes(id);
-    }
-  }
-  return StructuredOutput::Create(std::move(bytes), std::move(eos));
 }
 
 }  // namespace deepinfer::tools

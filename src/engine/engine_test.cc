@@ -463,9 +463,9 @@ TEST(EngineTest, LogprobsAreTheLogSoftmaxOfTheRawLogits) {
 class MultiplesOnly : public TokenConstraint {
  public:
   MultiplesOnly(int32_t modulus, std::vector<int32_t>* accepted) : modulus_(modulus), accepted_(accepted) {}
-  void FillAllowedMask(uint32_t* words, int64_t vocab) override {
-    for (int64_t w = 0; w < (vocab + 31) / 32; ++w) words[w] = 0;
-    for (int64_t id = 0; id < vocab; id += modulus_) words[id / 32] |= 1u << (id % 32);
+  void FillAllowedMask(TokenBitmask* mask) override {
+    mask->ClearAll();
+    for (int32_t id = 0; id < static_cast<int32_t>(mask->size()); id += modulus_) mask->Set(id);
   }
   bool Accept(int32_t token) override {
     if (token % modulus_ != 0) return false;
@@ -508,14 +508,13 @@ TEST(EngineTest, ConstraintMasksAreRespected) {
 class FreeThenForced : public TokenConstraint {
  public:
   explicit FreeThenForced(std::vector<int32_t>* accepted) : accepted_(accepted) {}
-  void FillAllowedMask(uint32_t* words, int64_t vocab) override {
-    for (int64_t w = 0; w < (vocab + 31) / 32; ++w) words[w] = 0;
+  void FillAllowedMask(TokenBitmask* mask) override {
+    mask->ClearAll();
     const size_t k = accepted_->size() % 4;
     if (k == 0) {
-      for (int64_t id = 0; id < vocab; id += 3) words[id / 32] |= 1u << (id % 32);
+      for (int32_t id = 0; id < static_cast<int32_t>(mask->size()); id += 3) mask->Set(id);
     } else {
-      const int32_t id = Forced(k);
-      words[id / 32] |= 1u << (id % 32);
+      mask->Set(Forced(k));
     }
   }
   bool Accept(int32_t token) override {
@@ -598,10 +597,10 @@ TEST(EngineTest, JumpForwardGivesTheSameTokensInFewerSteps) {
 class EndsWithSeven : public TokenConstraint {
  public:
   EndsWithSeven(bool offer_finish, std::vector<int32_t>* accepted) : offer_(offer_finish), accepted_(accepted) {}
-  void FillAllowedMask(uint32_t* words, int64_t vocab) override {
-    for (int64_t w = 0; w < (vocab + 31) / 32; ++w) words[w] = 0;
-    for (int64_t id = 3; id < vocab; id += 3) words[id / 32] |= 1u << (id % 32);
-    if (!IsComplete()) words[0] |= 1u << 7;
+  void FillAllowedMask(TokenBitmask* mask) override {
+    mask->ClearAll();
+    for (int32_t id = 3; id < static_cast<int32_t>(mask->size()); id += 3) mask->Set(id);
+    if (!IsComplete()) mask->Set(7);
   }
   bool Accept(int32_t token) override {
     if (!(token % 3 == 0 && token > 0) && !(token == 7 && !IsComplete())) return false;

@@ -89,17 +89,16 @@ StepResult StepRunner::Run(LaunchedStep& step) {
   logits_.resize(num_rows * static_cast<size_t>(vocab_));
 
   // Masks of constrained rows, filled while the forward pass runs.
-  const size_t words = static_cast<size_t>((vocab_ + 31) / 32);
-  std::vector<std::vector<uint32_t>> masks(step.plan.seqs.size());
+  std::vector<TokenBitmask> masks(step.plan.seqs.size());
   std::vector<size_t> constrained;
   for (size_t i = 0; i < step.plan.seqs.size(); ++i) {
     SamplingContext* ctx = step.contexts[i].get();
     if (ctx == nullptr || !step.plan.seqs[i].samples) continue;
     SyncOutputs(step.plan.seqs[i], SampledPosition(step.plan.seqs[i]), *ctx);
     if (ctx->constraint) {
-      masks[i].assign(words, 0);
+      masks[i].Reset(static_cast<size_t>(vocab_));
       if (const int32_t finish = FinishSoonToken(*ctx); finish >= 0 && finish < vocab_) {
-        masks[i][static_cast<size_t>(finish) >> 5] |= 1u << (finish & 31);  // steer to a valid ending
+        masks[i].Set(finish);  // steer to a valid ending
       } else {
         constrained.push_back(i);
       }
@@ -108,7 +107,7 @@ StepResult StepRunner::Run(LaunchedStep& step) {
   std::future<void> mask_job;
   if (!constrained.empty()) {
     mask_job = std::async(std::launch::async, [&] {
-      for (size_t i : constrained) step.contexts[i]->constraint->FillAllowedMask(masks[i].data(), vocab_);
+      for (size_t i : constrained) step.contexts[i]->constraint->FillAllowedMask(&masks[i]);
     });
   }
   result.status = model_.Forward(batch, kv_, logits_.data());
@@ -131,7 +130,7 @@ StepResult StepRunner::Run(LaunchedStep& step) {
       result.rows.push_back(std::move(broken));
       continue;
     }
-    SampledRow sampled = SampleRow(seq, *ctx, logits, masks[i].empty() ? nullptr : masks[i].data());
+    SampledRow sampled = SampleRow(seq, *ctx, logits, masks[i].empty() ? nullptr : &masks[i]);
     SequenceOutput out{seq.request_id, {sampled.token}};
     out.tokens.insert(out.tokens.end(), sampled.forced.begin(), sampled.forced.end());
     out.num_forced = static_cast<int32_t>(sampled.forced.size());
@@ -142,19 +141,19 @@ StepResult StepRunner::Run(LaunchedStep& step) {
 }
 
 SampledRow StepRunner::SampleRow(const ScheduledSequence& seq, SamplingContext& ctx, const float* logits,
-                                 const uint32_t* mask) {
+                                 const TokenBitmask* mask) {
   SampledRow out;
   out.request_id = seq.request_id;
   const float* work = logits;
   if (mask != nullptr || HasLogitAdjustments(ctx.params)) {
     std::memcpy(scratch_.data(), logits, scratch_.size() * sizeof(float));
     ApplyLogitAdjustments(ctx.params, ctx.prompt_tokens, ctx.output_tokens, scratch_.data(), vocab_);
-    if (mask != nullptr) ApplyAllowedMask(mask, scratch_.data(), vocab_);
+    if (mask != nullptr) ApplyAllowedMask(*mask, scratch_.data());
     work = scratch_.data();
   }
   const int64_t position = SampledPosition(seq);
   out.token = SampleToken(work, vocab_, ctx.params, static_cast<uint64_t>(position), ctx.draw_stream);
-  if (mask != nullptr && !((mask[out.token >> 5] >> (out.token & 31)) & 1u)) {
+  if (mask != nullptr && !mask->Test(out.token)) {
     out.error = "structured output: the constraint allows no token at position " + std::to_string(position);
   }
   if (ctx.logprobs >= 0) {

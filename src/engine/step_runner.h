@@ -23,6 +23,7 @@
 #include "engine/engine.h"
 #include "engine/sampling_context.h"
 #include "model/model.h"
+#include "sampling/token_bitmask.h"
 #include "scheduler/step_plan.h"
 
 namespace deepinfer {
@@ -62,7 +63,7 @@ class StepRunner {
  private:
   void CopyBlocks(const std::vector<BlockCopy>& copies);
   SampledRow SampleRow(const ScheduledSequence& seq, SamplingContext& ctx, const float* logits,
-                       const uint32_t* mask);
+                       const TokenBitmask* mask);
 
   Model& model_;
   KvCache& kv_;

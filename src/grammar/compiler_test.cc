@@ -124,21 +124,17 @@ std::vector<std::string> SampleCompletions(const std::shared_ptr<const CompiledG
   std::mt19937 rng(seed);
   const Vocabulary& v = cg->vocab();
   std::vector<std::string> out;
-  std::vector<uint32_t> mask(v.mask_words());
+  TokenBitmask mask;
   for (int n = 0; n < count; ++n) {
     GrammarMatcher m(cg);
     std::string text;
     for (int step = 0; step < 400; ++step) {
-      m.FillNextTokenBitmask(mask.data());
+      m.FillNextTokenBitmask(&mask);
       std::vector<int32_t> allowed, closing;
-      for (size_t id = 0; id < v.size(); ++id) {
-        if (!((mask[id >> 5] >> (id & 31)) & 1)) continue;
-        allowed.push_back(static_cast<int32_t>(id));
-        const std::string& t = v.token(static_cast<int32_t>(id));
-        if (v.is_eos(static_cast<int32_t>(id)) || t.find_first_of("\"]}0") != std::string::npos) {
-          closing.push_back(static_cast<int32_t>(id));
-        }
-      }
+      mask.ForEachSet([&](int32_t id) {
+        allowed.push_back(id);
+        if (v.is_eos(id) || v.token(id).find_first_of("\"]}0") != std::string::npos) closing.push_back(id);
+      });
       if (allowed.empty()) {
         ADD_FAILURE() << "dead end after " << text;
         break;

@@ -140,18 +140,18 @@ int main(int argc, char** argv) {
     }
     compiles.push_back(compile_us);
     std::vector<int32_t> tokens = GreedyTokenize(**vocab, c.instance);
-    std::vector<uint32_t> mask((*vocab)->mask_words());
+    TokenBitmask mask((*vocab)->size());
     std::vector<double> runs[2];
     bool ok = true;
     for (int run = 0; run < 2; ++run) {
       GrammarMatcher m(*r);
       for (size_t i = 0; i <= tokens.size(); ++i) {
         double s = NowUs(), w = WallUs();
-        m.FillNextTokenBitmask(mask.data());
+        m.FillNextTokenBitmask(&mask);
         runs[run].push_back(NowUs() - s);
         if (run == 1) all_warm_wall.push_back(WallUs() - w);
         int32_t next = i < tokens.size() ? tokens[i] : (*vocab)->eos_ids()[0];
-        if (!((mask[next >> 5] >> (next & 31)) & 1) || !m.AcceptToken(next)) {
+        if (!mask.Test(next) || !m.AcceptToken(next)) {
           std::printf("%-12s token %zu ('%s') rejected\n", c.name, i, (*vocab)->token(next).c_str());
           ok = false;
           break;

@@ -1,31 +1,22 @@
 #include "grammar/grammar_constraint.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace deepinfer::grammar {
 
 GrammarConstraint::GrammarConstraint(std::shared_ptr<const CompiledGrammar> grammar)
     : grammar_(std::move(grammar)), matcher_(grammar_) {}
 
-void GrammarConstraint::FillAllowedMask(uint32_t* words, int64_t vocab) {
-  if (vocab <= 0) return;
+void GrammarConstraint::FillAllowedMask(TokenBitmask* mask) {
+  if (mask->empty()) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  const Vocabulary& v = grammar_->vocab();
-  const size_t out_words = static_cast<size_t>((vocab + 31) / 32);
-  if (static_cast<size_t>(vocab) == v.size()) {
-    matcher_.FillNextTokenBitmask(words);
+  if (mask->size() == grammar_->vocab().size()) {
+    matcher_.FillNextTokenBitmask(mask);
     return;
   }
   // Sizes differ: fill the vocabulary's mask, then copy the common ids.
-  scratch_.resize(v.mask_words());
-  matcher_.FillNextTokenBitmask(scratch_.data());
-  std::memset(words, 0, out_words * sizeof(uint32_t));
-  const size_t common = std::min<size_t>(static_cast<size_t>(vocab), v.size());
-  std::memcpy(words, scratch_.data(), (common / 32) * sizeof(uint32_t));
-  for (size_t id = (common / 32) * 32; id < common; ++id) {
-    if ((scratch_[id >> 5] >> (id & 31)) & 1u) words[id >> 5] |= 1u << (id & 31);
-  }
+  matcher_.FillNextTokenBitmask(&scratch_);
+  mask->CopyCommon(scratch_);
 }
 
 bool GrammarConstraint::Accept(int32_t token) {

@@ -25,7 +25,7 @@ class GrammarConstraint : public TokenConstraint {
  public:
   explicit GrammarConstraint(std::shared_ptr<const CompiledGrammar> grammar);
 
-  void FillAllowedMask(uint32_t* words, int64_t vocab) override;
+  void FillAllowedMask(TokenBitmask* mask) override;
   bool Accept(int32_t token) override;
   void Rollback(int n) override;
   bool IsComplete() const override;
@@ -44,7 +44,7 @@ class GrammarConstraint : public TokenConstraint {
   std::shared_ptr<const CompiledGrammar> grammar_;
   mutable std::mutex mutex_;
   GrammarMatcher matcher_;
-  std::vector<uint32_t> scratch_;  // full-vocabulary mask when sizes differ
+  TokenBitmask scratch_;  // the vocabulary-sized mask when the model's size differs
 };
 
 // Greedy longest-match split of `bytes` into maskable vocabulary tokens.

@@ -1,7 +1,6 @@
 #include "grammar/matcher.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "grammar/completion.h"
 
@@ -101,10 +100,9 @@ std::string GrammarMatcher::ShortestCompletion(size_t max_bytes) {
                                      max_bytes);
 }
 
-void GrammarMatcher::FillNextTokenBitmask(uint32_t* words) {
+void GrammarMatcher::FillNextTokenBitmask(TokenBitmask* mask) {
   const Vocabulary& vocab = grammar_->vocab();
-  const size_t num_words = vocab.mask_words();
-  std::memset(words, 0, num_words * sizeof(uint32_t));
+  mask->Reset(vocab.size());
   if (terminated_) return;
   const GrammarAutomaton& a = grammar_->automaton();
 
@@ -124,10 +122,9 @@ void GrammarMatcher::FillNextTokenBitmask(uint32_t* words) {
   for (uint32_t p : positions_) {
     const PositionMask& m = grammar_->MaskAt(p);
     if (!m.accepted_bits.empty()) {
-      const uint32_t* src = m.accepted_bits.data();
-      for (size_t w = 0; w < num_words; ++w) words[w] |= src[w];
+      mask->Union(m.accepted_bits);
     } else {
-      for (int32_t id : m.accepted_ids) words[id >> 5] |= 1u << (id & 31);
+      for (int32_t id : m.accepted_ids) mask->Set(id);
     }
     if (!m.uncertain.empty()) {
       ++lists;
@@ -136,21 +133,21 @@ void GrammarMatcher::FillNextTokenBitmask(uint32_t* words) {
     }
   }
   if (lists == 1) {
-    CheckCandidates(*single, words);
+    CheckCandidates(*single, mask);
   } else if (lists > 1) {
     std::sort(candidates_.begin(), candidates_.end());
     candidates_.erase(std::unique(candidates_.begin(), candidates_.end()), candidates_.end());
-    CheckCandidates(candidates_, words);
+    CheckCandidates(candidates_, mask);
   }
   if (parser_.CanEnd()) {
-    for (int32_t id : vocab.eos_ids()) words[id >> 5] |= 1u << (id & 31);
+    for (int32_t id : vocab.eos_ids()) mask->Set(id);
   }
 }
 
 // Real parse of each candidate on top of the current state, in trie order:
 // the parser keeps the sets of the previous candidate's common prefix, and a
 // byte that failed rejects every following candidate sharing it.
-void GrammarMatcher::CheckCandidates(const std::vector<uint32_t>& sorted_indices, uint32_t* words) {
+void GrammarMatcher::CheckCandidates(const std::vector<uint32_t>& sorted_indices, TokenBitmask* mask) {
   const Vocabulary& vocab = grammar_->vocab();
   const auto& ids = vocab.sorted_ids();
   const size_t base = parser_.num_sets();
@@ -160,7 +157,7 @@ void GrammarMatcher::CheckCandidates(const std::vector<uint32_t>& sorted_indices
   bool failed = false;
   for (uint32_t index : sorted_indices) {
     int32_t id = ids[index];
-    if (words[id >> 5] & (1u << (id & 31))) continue;  // already allowed
+    if (mask->Test(id)) continue;  // already allowed
     std::string_view tok = vocab.sorted_token(index);
     size_t shared = 0;
     if (has_prev) {
@@ -180,7 +177,7 @@ void GrammarMatcher::CheckCandidates(const std::vector<uint32_t>& sorted_indices
       }
       ++depth;
     }
-    if (!failed) words[id >> 5] |= 1u << (id & 31);
+    if (!failed) mask->Set(id);
   }
   parser_.PopTo(base);
 }

@@ -23,6 +23,7 @@
 
 #include "grammar/compiled_grammar.h"
 #include "grammar/earley.h"
+#include "sampling/token_bitmask.h"
 
 namespace deepinfer::grammar {
 
@@ -40,9 +41,9 @@ class GrammarMatcher {
   void Rollback(int num_tokens);
   void Reset();
 
-  // Writes vocab().mask_words() words: bit (id % 32) of word (id / 32) set
-  // iff token id is allowed next. A terminated matcher allows nothing.
-  void FillNextTokenBitmask(uint32_t* words);
+  // Overwrites *mask with the ids allowed next, resized to vocab().size().
+  // A terminated matcher allows nothing.
+  void FillNextTokenBitmask(TokenBitmask* mask);
 
   bool IsAccepting() const { return !terminated_ && parser_.CanEnd(); }
   bool IsTerminated() const { return terminated_; }
@@ -63,7 +64,7 @@ class GrammarMatcher {
 
  private:
   // Checks candidate tokens (sorted indices, ascending) by real parsing.
-  void CheckCandidates(const std::vector<uint32_t>& sorted_indices, uint32_t* words);
+  void CheckCandidates(const std::vector<uint32_t>& sorted_indices, TokenBitmask* mask);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   EarleyParser parser_;

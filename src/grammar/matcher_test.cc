@@ -92,9 +92,10 @@ TEST(MatcherTest, EosOnlyWhenAccepting) {
   EXPECT_TRUE(m.IsCompleted());
   EXPECT_TRUE(m.AcceptToken(eos));
   EXPECT_TRUE(m.IsTerminated());
-  std::vector<uint32_t> mask(vocab->mask_words(), 0xFFFFFFFFu);
-  m.FillNextTokenBitmask(mask.data());
-  for (uint32_t w : mask) EXPECT_EQ(w, 0u);
+  TokenBitmask mask(vocab->size());
+  mask.SetAll();
+  m.FillNextTokenBitmask(&mask);
+  EXPECT_EQ(mask.count(), 0u);
   m.Rollback(2);
   EXPECT_FALSE(m.IsTerminated());
   EXPECT_TRUE(m.IsAccepting());
@@ -119,9 +120,10 @@ TEST(MatcherTest, SpecialTokensNeverAllowed) {
                                             std::vector<int32_t>{}, std::vector<int32_t>{1});
   auto cg = CompileOrDie(g, vocab);
   GrammarMatcher m(cg);
-  std::vector<uint32_t> mask(1);
-  m.FillNextTokenBitmask(mask.data());
-  EXPECT_EQ(mask[0], 0b1001u);
+  TokenBitmask mask;
+  m.FillNextTokenBitmask(&mask);
+  ASSERT_EQ(mask.size(), 4u);
+  EXPECT_EQ(mask.words()[0], 0b1001u);
   EXPECT_FALSE(m.AcceptToken(1));
   EXPECT_FALSE(m.AcceptToken(2));
 }

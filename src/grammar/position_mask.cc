@@ -15,22 +15,24 @@ constexpr size_t kLoopCheckDepth = 3;
 class Classifier {
  public:
   explicit Classifier(const Vocabulary& vocab)
-      : vocab_(vocab), ids_(vocab.sorted_ids().data()), bits_(vocab.mask_words(), 0) {}
+      : vocab_(vocab), ids_(vocab.sorted_ids().data()), bits_(vocab.size()) {}
   void Accept(uint32_t sorted_index) {
     int32_t id = ids_[sorted_index];
-    num_accepted_ += !(bits_[id >> 5] & (1u << (id & 31)));
-    bits_[id >> 5] |= 1u << (id & 31);
+    num_accepted_ += !bits_.Test(id);
+    bits_.Set(id);
   }
   void Reject(uint32_t sorted_index) {
     int32_t id = ids_[sorted_index];
-    num_accepted_ -= (bits_[id >> 5] >> (id & 31)) & 1u;
-    bits_[id >> 5] &= ~(1u << (id & 31));
+    num_accepted_ -= bits_.Test(id);
+    bits_.Clear(id);
   }
-  // ORs in a token-id bitset (mask_words() words).
-  void AcceptBits(const std::vector<uint32_t>& bits) {
-    for (size_t w = 0; w < bits_.size(); ++w) {
-      num_accepted_ += __builtin_popcount(bits[w] & ~bits_[w]);
-      bits_[w] |= bits[w];
+  // ORs in a token-id bitset over the same vocabulary, counting the new ids.
+  void AcceptBits(const TokenBitmask& bits) {
+    uint32_t* dst = bits_.words();
+    const uint32_t* src = bits.words();
+    for (size_t w = 0, n = bits_.num_words(); w < n; ++w) {
+      num_accepted_ += __builtin_popcount(src[w] & ~dst[w]);
+      dst[w] |= src[w];
     }
   }
   void Uncertain(uint32_t sorted_index) { out_.uncertain.push_back(sorted_index); }
@@ -40,11 +42,7 @@ class Classifier {
       out_.accepted_bits = std::move(bits_);
     } else {
       out_.accepted_ids.reserve(num_accepted_);
-      for (size_t w = 0; w < bits_.size(); ++w) {
-        for (uint32_t m = bits_[w]; m != 0; m &= m - 1) {
-          out_.accepted_ids.push_back(static_cast<int32_t>(w * 32 + __builtin_ctz(m)));
-        }
-      }
+      bits_.ForEachSet([&](int32_t id) { out_.accepted_ids.push_back(id); });
     }
     return std::move(out_);
   }
@@ -52,7 +50,7 @@ class Classifier {
  private:
   const Vocabulary& vocab_;
   const int32_t* ids_;
-  std::vector<uint32_t> bits_;
+  TokenBitmask bits_;
   size_t num_accepted_ = 0;
   PositionMask out_;
 };

@@ -29,11 +29,12 @@
 #include "grammar/earley.h"
 #include "grammar/string_profile.h"
 #include "grammar/vocabulary.h"
+#include "sampling/token_bitmask.h"
 
 namespace deepinfer::grammar {
 
 struct PositionMask {
-  std::vector<uint32_t> accepted_bits;  // vocab.mask_words() words, or empty
+  TokenBitmask accepted_bits;           // over vocab.size() ids, or empty
   std::vector<int32_t> accepted_ids;    // used when accepted_bits is empty
   std::vector<uint32_t> uncertain;      // indices into vocab.sorted_ids(), ascending
 };

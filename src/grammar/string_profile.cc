@@ -226,26 +226,25 @@ const StringProfile& StringProfiles::Get(uint32_t u) const {
   }
   // The sets masks are assembled from.
   const auto& ids = v.sorted_ids();
-  const size_t words = v.mask_words();
-  profile->inside_upto.assign(StringProfile::kShortChars + 1, std::vector<uint32_t>(words, 0));
-  profile->accepted_any.assign(words, 0);
+  profile->inside_upto.assign(StringProfile::kShortChars + 1, TokenBitmask(v.size()));
+  profile->accepted_any = TokenBitmask(v.size());
   for (uint32_t i : live) {
     uint16_t e = (*out)[i];
     uint32_t c = e >> 2;
     int32_t id = ids[i];
     switch (e & 3) {
       case kRunInside:
-        profile->accepted_any[id >> 5] |= 1u << (id & 31);
+        profile->accepted_any.Set(id);
         if (c > StringProfile::kShortChars) {
           profile->inside_long.push_back(i);
         } else {
           for (uint32_t k = c; k <= StringProfile::kShortChars; ++k) {
-            profile->inside_upto[k][id >> 5] |= 1u << (id & 31);
+            profile->inside_upto[k].Set(id);
           }
         }
         break;
       case kRunClosesAtEnd:
-        profile->accepted_any[id >> 5] |= 1u << (id & 31);
+        profile->accepted_any.Set(id);
         profile->closes_at_end.push_back(i);
         break;
       case kRunClosesEarly:

@@ -45,6 +45,7 @@
 
 #include "grammar/automaton.h"
 #include "grammar/vocabulary.h"
+#include "sampling/token_bitmask.h"
 
 namespace deepinfer::grammar {
 
@@ -105,11 +106,11 @@ class JsonStringModel {
 struct StringProfile {
   static constexpr int kShortChars = 12;
   std::vector<uint16_t> entries;  // per sorted token: StringRun | chars << 2
-  // Token-id bitsets (Vocabulary::mask_words words): inside_upto[k] = the
+  // Token-id bitsets over the vocabulary's ids: inside_upto[k] = the
   // kRunInside tokens starting at most k characters (k <= kShortChars), so a
   // bounded-string mask starts from one copy instead of a vocabulary pass.
-  std::vector<std::vector<uint32_t>> inside_upto;
-  std::vector<uint32_t> accepted_any;  // id bitset: kRunInside or kRunClosesAtEnd, any count
+  std::vector<TokenBitmask> inside_upto;
+  TokenBitmask accepted_any;  // kRunInside or kRunClosesAtEnd, any count
   // Sorted indices, ascending.
   std::vector<uint32_t> inside_long;    // kRunInside with more than kShortChars characters
   std::vector<uint32_t> closes_at_end;  // kRunClosesAtEnd

@@ -34,7 +34,7 @@ int32_t IdOf(const std::vector<std::string>& v, const std::string& s) {
   return -1;
 }
 
-bool Bit(const std::vector<uint32_t>& m, int64_t id) { return (m[id >> 5] >> (id & 31)) & 1u; }
+bool Bit(const TokenBitmask& m, int64_t id) { return m.Test(static_cast<int32_t>(id)); }
 
 struct Fixture {
   std::vector<std::string> vocab = SmallVocab();
@@ -90,8 +90,9 @@ TEST(StructuredOutputTest, EosOnlyWhenCompleteAndPaddedVocab) {
   ASSERT_TRUE(c);
   // The model has 40 more logits than the tokenizer has tokens.
   const int64_t model_vocab = static_cast<int64_t>(f.vocab.size()) + 40;
-  std::vector<uint32_t> mask((model_vocab + 31) / 32, 0xFFFFFFFFu);
-  c->FillAllowedMask(mask.data(), model_vocab);
+  TokenBitmask mask(static_cast<size_t>(model_vocab));
+  mask.SetAll();  // FillAllowedMask overwrites every bit
+  c->FillAllowedMask(&mask);
   for (int64_t id = static_cast<int64_t>(f.vocab.size()); id < model_vocab; ++id) EXPECT_FALSE(Bit(mask, id));
   EXPECT_TRUE(Bit(mask, IdOf(f.vocab, "a")));
   EXPECT_TRUE(Bit(mask, IdOf(f.vocab, "ab")));
@@ -103,20 +104,21 @@ TEST(StructuredOutputTest, EosOnlyWhenCompleteAndPaddedVocab) {
   EXPECT_FALSE(c->Accept(static_cast<int32_t>(model_vocab - 1)));  // padded id
   ASSERT_TRUE(c->Accept(IdOf(f.vocab, "ab")));
   EXPECT_FALSE(c->IsComplete());  // "c" may still follow
-  c->FillAllowedMask(mask.data(), model_vocab);
+  c->FillAllowedMask(&mask);
   EXPECT_TRUE(Bit(mask, f.eos));
   EXPECT_TRUE(Bit(mask, IdOf(f.vocab, "c")));
   ASSERT_TRUE(c->Accept(IdOf(f.vocab, "c")));
   EXPECT_TRUE(c->IsComplete());
-  c->FillAllowedMask(mask.data(), model_vocab);
+  c->FillAllowedMask(&mask);
   for (int64_t id = 0; id < model_vocab; ++id) EXPECT_EQ(Bit(mask, id), id == f.eos) << id;
   c->Rollback(1);
   EXPECT_FALSE(c->IsComplete());
   // A smaller model vocabulary than the tokenizer's: only the common ids.
-  std::vector<uint32_t> small(2, 0xFFFFFFFFu);
-  c->FillAllowedMask(small.data(), 40);
+  TokenBitmask small(40);
+  small.SetAll();
+  c->FillAllowedMask(&small);
   for (int64_t id = 0; id < 40; ++id) EXPECT_EQ(Bit(small, id), f.vocab[id] == "c") << id;
-  EXPECT_EQ(small[1] >> 8, 0u);  // bits past 40 cleared
+  EXPECT_EQ(small.words()[1] >> 8, 0u);  // bits past 40 stay clear
 }
 
 TEST(StructuredOutputTest, ForcedTokensJumpForward) {
@@ -125,8 +127,8 @@ TEST(StructuredOutputTest, ForcedTokensJumpForward) {
                    R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},
                        "required":["name","age"],"additionalProperties":false})"});
   ASSERT_TRUE(c);
-  std::vector<uint32_t> before((f.vocab.size() + 31) / 32), after(before.size());
-  c->FillAllowedMask(before.data(), static_cast<int64_t>(f.vocab.size()));
+  TokenBitmask before(f.vocab.size()), after(f.vocab.size());
+  c->FillAllowedMask(&before);
   std::vector<int32_t> forced = c->ForcedTokens();
   std::string text;
   for (int32_t id : forced) text += f.vocab[id];
@@ -134,7 +136,7 @@ TEST(StructuredOutputTest, ForcedTokensJumpForward) {
   // Greedy longest match: "{\"" + "name" + "\":\"".
   EXPECT_EQ(forced,
             (std::vector<int32_t>{IdOf(f.vocab, "{\""), IdOf(f.vocab, "name"), IdOf(f.vocab, "\":\"")}));
-  c->FillAllowedMask(after.data(), static_cast<int64_t>(f.vocab.size()));
+  c->FillAllowedMask(&after);
   EXPECT_EQ(before, after);  // ForcedTokens did not move the state
   for (int32_t id : forced) ASSERT_TRUE(c->Accept(id));
   EXPECT_TRUE(c->ForcedTokens().empty());  // inside the string: a choice
@@ -162,15 +164,14 @@ TEST(StructuredOutputTest, FinishTokensCompleteTheOutput) {
                        "required":["name","age"],"additionalProperties":false})"});
   ASSERT_TRUE(c);
   ASSERT_TRUE(f.Feed(*c, "{\"name\":\"Bo"));
-  const int64_t n = static_cast<int64_t>(f.vocab.size());
-  std::vector<uint32_t> before((f.vocab.size() + 31) / 32), mask(before.size());
-  c->FillAllowedMask(before.data(), n);
+  TokenBitmask before(f.vocab.size()), mask(f.vocab.size());
+  c->FillAllowedMask(&before);
   std::vector<int32_t> finish = c->FinishTokens();
-  c->FillAllowedMask(mask.data(), n);
+  c->FillAllowedMask(&mask);
   EXPECT_EQ(before, mask);
   std::string text;
   for (int32_t id : finish) {
-    c->FillAllowedMask(mask.data(), n);
+    c->FillAllowedMask(&mask);
     ASSERT_TRUE(Bit(mask, id)) << "token '" << f.vocab[id] << "' not allowed after '" << text << "'";
     ASSERT_TRUE(c->Accept(id));
     text += f.vocab[id];
@@ -178,7 +179,7 @@ TEST(StructuredOutputTest, FinishTokensCompleteTheOutput) {
   EXPECT_EQ(text, "\",\"age\":0}");
   EXPECT_TRUE(c->IsComplete());
   EXPECT_TRUE(c->FinishTokens().empty());
-  c->FillAllowedMask(mask.data(), n);
+  c->FillAllowedMask(&mask);
   EXPECT_TRUE(Bit(mask, f.eos));
 }
 
@@ -207,12 +208,12 @@ TEST(StructuredOutputTest, EveryKind) {
     auto good = f.Make(k.spec);
     ASSERT_TRUE(good);
     EXPECT_TRUE(f.Feed(*good, k.good)) << k.spec.text << " / " << k.good;
-    std::vector<uint32_t> mask((f.vocab.size() + 31) / 32);
-    good->FillAllowedMask(mask.data(), static_cast<int64_t>(f.vocab.size()));
+    TokenBitmask mask(f.vocab.size());
+    good->FillAllowedMask(&mask);
     EXPECT_TRUE(Bit(mask, f.eos)) << k.spec.text << " / " << k.good;
     auto bad = f.Make(k.spec);
     bool all = f.Feed(*bad, k.bad);
-    bad->FillAllowedMask(mask.data(), static_cast<int64_t>(f.vocab.size()));
+    bad->FillAllowedMask(&mask);
     EXPECT_FALSE(all && Bit(mask, f.eos)) << k.spec.text << " / " << k.bad;
   }
 }
@@ -226,8 +227,8 @@ TEST(StructuredOutputTest, ConcurrentRequests) {
     threads.emplace_back([&, t] {
       auto c = f.so->MakeConstraint({StructuredOutputSpec::Kind::kJsonSchema, schema});
       if (!c.ok()) return;
-      std::vector<uint32_t> mask((f.vocab.size() + 31) / 32);
-      (*c)->FillAllowedMask(mask.data(), static_cast<int64_t>(f.vocab.size()));
+      TokenBitmask mask(f.vocab.size());
+      (*c)->FillAllowedMask(&mask);
       ok[t] = f.Feed(**c, "{\"x\":" + std::to_string(t) + "}") && (*c)->IsComplete() ? 1 : 0;
     });
   }
@@ -259,8 +260,8 @@ TEST(StructuredOutputTest, ValidatorSafeSpellings) {
     auto c = f.Make({StructuredOutputSpec::Kind::kJsonSchema, k.schema});
     ASSERT_TRUE(c);
     bool fed = f.Feed(*c, k.text);
-    std::vector<uint32_t> mask((f.vocab.size() + 31) / 32);
-    c->FillAllowedMask(mask.data(), static_cast<int64_t>(f.vocab.size()));
+    TokenBitmask mask(f.vocab.size());
+    c->FillAllowedMask(&mask);
     EXPECT_EQ(fed && Bit(mask, f.eos), k.ok) << k.schema << " " << k.text;
   }
 }

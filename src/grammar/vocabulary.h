@@ -28,8 +28,6 @@ class Vocabulary {
   bool is_eos(int32_t id) const { return id >= 0 && static_cast<size_t>(id) < size() && is_eos_[id]; }
   // Non-special, non-EOS token with at least one byte.
   bool is_maskable(int32_t id) const { return id >= 0 && static_cast<size_t>(id) < size() && maskable_[id]; }
-  // Number of uint32 words of a token bitmask (bit id%32 of word id/32).
-  size_t mask_words() const { return (size() + 31) / 32; }
 
   // Maskable tokens (non-special, non-empty) sorted by bytes: walking them
   // in this order with a stack of parser states shares common prefixes,

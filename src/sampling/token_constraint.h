@@ -12,15 +12,17 @@
 #include <cstdint>
 #include <vector>
 
+#include "sampling/token_bitmask.h"
+
 namespace deepinfer {
 
 class TokenConstraint {
  public:
   virtual ~TokenConstraint() = default;
-  // Writes ceil(vocab / 32) words: bit (id % 32) of word (id / 32) set iff
-  // token id may come next. End-of-generation ids are set only where the
-  // constraint is complete.
-  virtual void FillAllowedMask(uint32_t* words, int64_t vocab) = 0;
+  // Overwrites *mask (its size() is the model's vocabulary): bit id set iff
+  // token id may come next; ids the constraint's vocabulary lacks are clear.
+  // End-of-generation ids are set only where the constraint is complete.
+  virtual void FillAllowedMask(TokenBitmask* mask) = 0;
   // Advances past `token`. false if it was not allowed (state unchanged).
   virtual bool Accept(int32_t token) = 0;
   // Takes back the last n accepted tokens.
@@ -40,11 +42,12 @@ class TokenConstraint {
 
 namespace deepinfer {
 
-// Sets logits[id] = -inf for every id whose bit is clear in `words`
-// (ceil(vocab / 32) words, layout as FillAllowedMask).
-inline void ApplyAllowedMask(const uint32_t* words, float* logits, int64_t vocab) {
-  for (int64_t id = 0; id < vocab; ++id) {
-    if (!((words[id >> 5] >> (id & 31)) & 1u)) logits[id] = -__builtin_inff();
+// Sets logits[id] = -inf for every id whose bit is clear in `mask`
+// (logits holds mask.size() floats).
+inline void ApplyAllowedMask(const TokenBitmask& mask, float* logits) {
+  const auto vocab = static_cast<int32_t>(mask.size());
+  for (int32_t id = 0; id < vocab; ++id) {
+    if (!mask.Test(id)) logits[id] = -__builtin_inff();
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "server/generation_job.h"
 #include "server/metrics_text.h"
+#include "structured/tokenizer_vocabulary.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deepinfer::server {
@@ -134,16 +135,7 @@ StatusOr<std::vector<int32_t>> ApiService::TokenizeText(const std::string& text,
 StatusOr<StructuredOutput*> ApiService::GetStructuredOutput() {
   std::lock_guard<std::mutex> lock(structured_mu_);
   if (structured_) return structured_.get();
-  const Tokenizer& tok = engine_.tokenizer();
-  const int64_t vocab = engine_.model_config().vocab_size;
-  std::vector<std::string> token_bytes(static_cast<size_t>(vocab));
-  for (int64_t id = 0; id < vocab && id < tok.vocab_size(); ++id) {
-    token_bytes[static_cast<size_t>(id)] = tok.TokenBytes(static_cast<int32_t>(id));
-  }
-  std::vector<int32_t> eos;
-  if (tok.eos_id() >= 0) eos.push_back(tok.eos_id());
-  for (int32_t id : tok.data().extra_eos_ids) eos.push_back(id);
-  DI_ASSIGN_OR_RETURN(structured_, StructuredOutput::Create(std::move(token_bytes), std::move(eos)));
+  DI_ASSIGN_OR_RETURN(structured_, StructuredOutputFor(engine_.tokenizer(), engine_.model_config().vocab_size));
   return structured_.get();
 }
 

@@ -21,11 +21,7 @@ namespace deepinfer::grammar::testing {
 // The token ids a position mask accepts, whichever form it holds them in.
 inline std::set<int32_t> AcceptedIds(const PositionMask& m) {
   std::set<int32_t> out(m.accepted_ids.begin(), m.accepted_ids.end());
-  for (size_t w = 0; w < m.accepted_bits.size(); ++w) {
-    for (int b = 0; b < 32; ++b) {
-      if ((m.accepted_bits[w] >> b) & 1) out.insert(static_cast<int32_t>(w * 32 + b));
-    }
-  }
+  m.accepted_bits.ForEachSet([&](int32_t id) { out.insert(id); });
   return out;
 }
 
@@ -81,10 +77,10 @@ inline bool Matches(const std::shared_ptr<const CompiledGrammar>& g, const std::
 // the matcher is accepting.
 inline ::testing::AssertionResult MaskMatchesProbe(GrammarMatcher& m) {
   const Vocabulary& v = m.grammar().vocab();
-  std::vector<uint32_t> mask(v.mask_words());
-  m.FillNextTokenBitmask(mask.data());
+  TokenBitmask mask;
+  m.FillNextTokenBitmask(&mask);
   for (size_t id = 0; id < v.size(); ++id) {
-    bool in_mask = (mask[id >> 5] >> (id & 31)) & 1;
+    bool in_mask = mask.Test(static_cast<int32_t>(id));
     bool expect;
     if (v.is_eos(static_cast<int32_t>(id))) {
       expect = m.IsAccepting();
@@ -108,17 +104,15 @@ inline std::string RandomWalkChecked(const std::shared_ptr<const CompiledGrammar
   std::mt19937 rng(seed);
   GrammarMatcher m(g);
   const Vocabulary& v = g->vocab();
-  std::vector<std::vector<uint32_t>> masks;
+  std::vector<TokenBitmask> masks;
   std::string text;
   for (int step = 0; step < max_steps && !m.IsTerminated(); ++step) {
     EXPECT_TRUE(MaskMatchesProbe(m)) << "seed " << seed << " text '" << text << "'";
-    std::vector<uint32_t> mask(v.mask_words());
-    m.FillNextTokenBitmask(mask.data());
+    TokenBitmask mask;
+    m.FillNextTokenBitmask(&mask);
     masks.push_back(mask);
     std::vector<int32_t> allowed;
-    for (size_t id = 0; id < v.size(); ++id) {
-      if ((mask[id >> 5] >> (id & 31)) & 1) allowed.push_back(static_cast<int32_t>(id));
-    }
+    mask.ForEachSet([&](int32_t id) { allowed.push_back(id); });
     if (allowed.empty()) {
       ADD_FAILURE() << "dead end (no token allowed) after '" << text << "'";
       break;
@@ -132,8 +126,8 @@ inline std::string RandomWalkChecked(const std::shared_ptr<const CompiledGrammar
     size_t back = rng() % masks.size();
     size_t target = masks.size() - 1 - back;  // step index to return to
     m.Rollback(static_cast<int>(m.num_tokens() - target));
-    std::vector<uint32_t> mask(v.mask_words());
-    m.FillNextTokenBitmask(mask.data());
+    TokenBitmask mask;
+    m.FillNextTokenBitmask(&mask);
     EXPECT_EQ(mask, masks[target]) << "rollback to step " << target;
   }
   return text;

@@ -5,7 +5,7 @@
 namespace deepinfer {
 namespace {
 
-TEST(StepPlanTest, ToForwardBatchKeepsOrderAndChoosesLogitRows) {
+TEST(StepPlanTest, NumTokensCountsEverySequence) {
   StepPlan plan;
   plan.seqs.push_back(
       {.request_id = 1, .start_pos = 0, .tokens = {5, 6, 7}, .samples = false, .block_table = {0}});
@@ -18,22 +18,8 @@ TEST(StepPlanTest, ToForwardBatchKeepsOrderAndChoosesLogitRows) {
                        .samples = true,
                        .block_table = {3, 4}});
   EXPECT_EQ(plan.NumTokens(), 7);
-  ForwardBatch batch = ToForwardBatch(plan);
-  ASSERT_EQ(batch.seqs.size(), 3u);
-  EXPECT_EQ(batch.seqs[0].logits, SequenceChunk::Logits::kNone);
-  EXPECT_EQ(batch.seqs[1].logits, SequenceChunk::Logits::kLast);
-  EXPECT_EQ(batch.seqs[2].logits, SequenceChunk::Logits::kAll);
-  EXPECT_EQ(batch.seqs[1].start_pos, 9);
-  EXPECT_EQ(batch.seqs[1].block_table, (std::vector<int32_t>{1, 2}));
-  EXPECT_EQ(batch.NumTokens(), 7);
-  EXPECT_EQ(batch.NumLogitRows(), 1 + 3);
-}
-
-TEST(StepPlanDeathTest, UnresolvedPlaceholderIsABug) {
-  StepPlan plan;
-  plan.seqs.push_back(
-      {.request_id = 1, .start_pos = 3, .tokens = {kPlaceholderToken}, .samples = true, .block_table = {0}});
-  EXPECT_DEATH(ToForwardBatch(plan), "placeholder");
+  EXPECT_FALSE(plan.empty());
+  EXPECT_TRUE(StepPlan{}.empty());
 }
 
 }  // namespace

@@ -55,8 +55,9 @@ struct GenerateOptions {
 };
 
 StatusOr<GenerateOptions> ParseOptions(const Args& args) {
-  std::set<std::string> value_flags = {"model", "prompt", "prompt-file", "max-tokens", "temperature", "top-k",
-                                       "top-p", "min-p", "seed", "threads", "prefill-chunk"};
+  std::set<std::string> value_flags = {"model",       "prompt",  "prompt-file",  "max-tokens",
+                                       "temperature", "top-k",   "top-p",        "min-p",
+                                       "seed",        "threads", "prefill-chunk"};
   std::set<std::string> bool_flags = {"ignore-eos", "verbose", "help"};
   value_flags.insert(StructuredValueFlags().begin(), StructuredValueFlags().end());
   bool_flags.insert(StructuredBoolFlags().begin(), StructuredBoolFlags().end());
@@ -99,13 +100,15 @@ StatusOr<GenerateOptions> ParseOptions(const Args& args) {
   o.ignore_eos = flags.Has("ignore-eos");
   o.verbose = flags.Has("verbose");
   DI_ASSIGN_OR_RETURN(o.structured, ParseStructuredFlags(flags, &o.constrained));
-  if (o.constrained && o.ignore_eos) return InvalidArgument("--ignore-eos cannot be combined with a constraint");
+  if (o.constrained && o.ignore_eos)
+    return InvalidArgument("--ignore-eos cannot be combined with a constraint");
   return o;
 }
 
 // An engine for one request of up to `context` tokens: one sequence, prefill
 // steps of `prefill_chunk` tokens, a KV pool of exactly that context.
-StatusOr<std::unique_ptr<Engine>> OneRequestEngine(LoadedModel loaded, int64_t context, int64_t prefill_chunk) {
+StatusOr<std::unique_ptr<Engine>> OneRequestEngine(LoadedModel loaded, int64_t context,
+                                                   int64_t prefill_chunk) {
   EngineConfig config;
   config.scheduler.max_num_seqs = 1;
   config.scheduler.max_num_batched_tokens = prefill_chunk;
@@ -127,7 +130,8 @@ struct Completion {
 
 // True when `tokens` are a complete output of `constraint`: it is complete
 // or may end here (an end-of-generation id is allowed next).
-bool MatchesConstraint(TokenConstraint& constraint, const std::vector<int32_t>& tokens, const Tokenizer& tok) {
+bool MatchesConstraint(TokenConstraint& constraint, const std::vector<int32_t>& tokens,
+                       const Tokenizer& tok) {
   for (int32_t t : tokens) {
     if (!constraint.Accept(t)) return false;
   }
@@ -169,18 +173,16 @@ Status Generate(const GenerateOptions& o, LoadedModel loaded, std::unique_ptr<To
     request.constraint = std::move(constraint);
     // Events arrive in order on the engine's output thread; Shutdown(drain)
     // returns after the final one, so `done` is complete then.
-    DI_RETURN_IF_ERROR(engine
-                           ->Submit(std::move(request),
-                                    [&done](GenerationEvent ev) {
-                                      std::fwrite(ev.text.data(), 1, ev.text.size(), stdout);
-                                      std::fflush(stdout);
-                                      done.tokens.insert(done.tokens.end(), ev.token_ids.begin(), ev.token_ids.end());
-                                      if (ev.finish_reason != FinishReason::kNone) {
-                                        done.finish_reason = ev.finish_reason;
-                                        done.error = std::move(ev.error);
-                                      }
-                                    })
-                           .status());
+    auto on_event = [&done](GenerationEvent ev) {
+      std::fwrite(ev.text.data(), 1, ev.text.size(), stdout);
+      std::fflush(stdout);
+      done.tokens.insert(done.tokens.end(), ev.token_ids.begin(), ev.token_ids.end());
+      if (ev.finish_reason != FinishReason::kNone) {
+        done.finish_reason = ev.finish_reason;
+        done.error = std::move(ev.error);
+      }
+    };
+    DI_RETURN_IF_ERROR(engine->Submit(std::move(request), std::move(on_event)).status());
     engine->Shutdown(/*drain=*/true);
   }
   if (!done.error.empty()) return Internal(done.error);
@@ -211,7 +213,8 @@ int RunGenerate(const Args& args) {
   auto loaded = LoadModel(options->model_path, load);
   if (!loaded.ok()) return Fail("generate", loaded.status().message());
   if (!loaded->tokenizer) {
-    return Fail("generate", options->model_path + ": checkpoint has no tokenizer (tokenizer.json); use 'score' with token ids");
+    return Fail("generate", options->model_path +
+                                ": checkpoint has no tokenizer (tokenizer.json); use 'score' with token ids");
   }
   std::unique_ptr<TokenConstraint> constraint, checker;
   if (options->constrained) {

@@ -50,6 +50,20 @@ SamplingContext GreedyContext(std::vector<int32_t> prompt, int64_t budget) {
   return ctx;
 }
 
+// A greedy context constrained to the literal 3 4 5; *literal observes the constraint.
+SamplingContext LiteralContext(std::vector<int32_t> prompt, int64_t budget, LiteralConstraint** literal) {
+  SamplingContext ctx = GreedyContext(std::move(prompt), budget);
+  auto constraint = std::make_unique<LiteralConstraint>(std::vector<int32_t>{3, 4, 5});
+  *literal = constraint.get();
+  ctx.constraint = std::move(constraint);
+  return ctx;
+}
+
+// The prefill row of a whole prompt (sampling its first output).
+ScheduledSequence PrefillRow(std::vector<int32_t> prompt) {
+  return {.request_id = 1, .start_pos = 0, .tokens = std::move(prompt), .samples = true, .block_table = {0}};
+}
+
 // The decode row of a request whose last known token is `last` at `position`.
 ScheduledSequence DecodeRow(int64_t position, int32_t last) {
   return {.request_id = 1, .start_pos = position, .tokens = {last}, .samples = true, .block_table = {0}};
@@ -59,8 +73,7 @@ TEST(RowSamplerTest, UnconstrainedGreedyTakesTheArgmaxAndReportsLogprobs) {
   RowSampler sampler(kVocab, /*jump_forward=*/true);
   SamplingContext ctx = GreedyContext({1, 2}, 10);
   ctx.logprobs = 2;
-  const ScheduledSequence row{
-      .request_id = 1, .start_pos = 0, .tokens = {1, 2}, .samples = true, .block_table = {0}};
+  const ScheduledSequence row = PrefillRow({1, 2});
   std::vector<uint32_t> mask;
   EXPECT_FALSE(sampler.Prepare(row, ctx, &mask));
   EXPECT_TRUE(mask.empty());
@@ -76,12 +89,9 @@ TEST(RowSamplerTest, UnconstrainedGreedyTakesTheArgmaxAndReportsLogprobs) {
 TEST(RowSamplerTest, MaskSteersTheTokenAndJumpForwardAppendsForcedOnes) {
   for (bool jump : {true, false}) {
     RowSampler sampler(kVocab, jump);
-    SamplingContext ctx = GreedyContext({1, 2}, 100);
-    auto constraint = std::make_unique<LiteralConstraint>(std::vector<int32_t>{3, 4, 5});
-    LiteralConstraint* literal = constraint.get();
-    ctx.constraint = std::move(constraint);
-    const ScheduledSequence row{
-        .request_id = 1, .start_pos = 0, .tokens = {1, 2}, .samples = true, .block_table = {0}};
+    LiteralConstraint* literal = nullptr;
+    SamplingContext ctx = LiteralContext({1, 2}, 100, &literal);
+    const ScheduledSequence row = PrefillRow({1, 2});
     std::vector<uint32_t> mask;
     ASSERT_TRUE(sampler.Prepare(row, ctx, &mask));  // room left: the constraint fills the mask
     sampler.FillMask(ctx, &mask);
@@ -97,10 +107,10 @@ TEST(RowSamplerTest, MaskSteersTheTokenAndJumpForwardAppendsForcedOnes) {
 
 TEST(RowSamplerTest, FinishSoonAllowsOnlyTheShortestEndingsNextToken) {
   RowSampler sampler(kVocab, /*jump_forward=*/false);
-  SamplingContext ctx = GreedyContext({1}, /*budget=*/2);  // the ending needs 3 tokens
-  ctx.constraint = std::make_unique<LiteralConstraint>(std::vector<int32_t>{3, 4, 5});
-  const ScheduledSequence row{
-      .request_id = 1, .start_pos = 0, .tokens = {1}, .samples = true, .block_table = {0}};
+  LiteralConstraint* literal = nullptr;
+  SamplingContext ctx = LiteralContext({1}, /*budget=*/2, &literal);  // the ending needs 3 tokens
+  ASSERT_EQ(literal->FinishTokens().size(), 3u);
+  const ScheduledSequence row = PrefillRow({1});
   std::vector<uint32_t> mask;
   EXPECT_FALSE(sampler.Prepare(row, ctx, &mask));  // final: no FillMask
   ASSERT_EQ(mask.size(), static_cast<size_t>((kVocab + 31) / 32));
@@ -110,12 +120,9 @@ TEST(RowSamplerTest, FinishSoonAllowsOnlyTheShortestEndingsNextToken) {
 
 TEST(RowSamplerTest, PrepareRollsTheConstraintBackToTheRowsOutputs) {
   RowSampler sampler(kVocab, /*jump_forward=*/true);
-  SamplingContext ctx = GreedyContext({1, 2}, 100);
-  auto constraint = std::make_unique<LiteralConstraint>(std::vector<int32_t>{3, 4, 5});
-  LiteralConstraint* literal = constraint.get();
-  ctx.constraint = std::move(constraint);
-  const ScheduledSequence prefill{
-      .request_id = 1, .start_pos = 0, .tokens = {1, 2}, .samples = true, .block_table = {0}};
+  LiteralConstraint* literal = nullptr;
+  SamplingContext ctx = LiteralContext({1, 2}, 100, &literal);
+  const ScheduledSequence prefill = PrefillRow({1, 2});
   std::vector<uint32_t> mask;
   ASSERT_TRUE(sampler.Prepare(prefill, ctx, &mask));
   sampler.FillMask(ctx, &mask);

@@ -6,14 +6,14 @@
 #include <random>
 #include <sstream>
 
+#include "runner/step_runner.h"
+
 namespace deepinfer::tools {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double SecondsSince(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double SecondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -49,14 +49,12 @@ std::string GiB(int64_t bytes) {
   return os.str();
 }
 
-int32_t ArgMax(const float* row, int64_t n) {
-  return static_cast<int32_t>(std::max_element(row, row + n) - row);
-}
-
-// The sequences of one batch size: prompts and block tables.
+// The sequences of one batch size: prompts, block tables and the greedy
+// sampling contexts the runner samples them with (request id = index).
 struct Sequences {
   std::vector<std::vector<int32_t>> prompts;
   std::vector<std::vector<int32_t>> tables;
+  std::vector<std::shared_ptr<SamplingContext>> contexts;
 };
 
 Sequences MakeSequences(const BenchConfig& c, int64_t vocab, int64_t batch) {
@@ -76,8 +74,27 @@ Sequences MakeSequences(const BenchConfig& c, int64_t vocab, int64_t batch) {
     for (int64_t b = 0; b < shared; ++b) table.push_back(static_cast<int32_t>(b));
     for (int64_t b = 0; b < own; ++b) table.push_back(static_cast<int32_t>(shared + i * own + b));
     s.tables.push_back(std::move(table));
+    auto ctx = std::make_shared<SamplingContext>();
+    ctx->id = static_cast<RequestId>(i);
+    ctx->params.temperature = 0.0;
+    ctx->prompt_tokens = s.prompts.back();
+    ctx->output_budget = c.gen_tokens;
+    s.contexts.push_back(std::move(ctx));
   }
   return s;
+}
+
+// Runs one step of `rows` (request id = sequence index) through the runner:
+// the forward pass, then the greedy token of every sampling row.
+StatusOr<StepResult> RunStep(StepRunner& runner, const Sequences& seqs, std::vector<ScheduledSequence> rows) {
+  LaunchedStep step;
+  for (const ScheduledSequence& row : rows) {
+    step.contexts.push_back(row.samples ? seqs.contexts[static_cast<size_t>(row.request_id)] : nullptr);
+  }
+  step.plan.seqs = std::move(rows);
+  StepResult result = runner.Run(step);
+  DI_RETURN_IF_ERROR(result.status);
+  return result;
 }
 
 // A piece of prompt still to prefill: positions [pos, end) of sequence seq.
@@ -86,31 +103,31 @@ struct PendingPrefill {
   int64_t pos, end;
 };
 
-// Prefills the pieces in order, packing up to `chunk` tokens per Forward (a
+// Prefills the pieces in order, packing up to `chunk` tokens per step (a
 // long prompt spans several steps, short ones share a step), the way a
-// token-budget scheduler would. `on_step` is called after each Forward.
-Status Prefill(Model& model, KvCache& kv, const Sequences& seqs, std::vector<PendingPrefill> todo,
-               int64_t chunk, std::vector<float>& logits, const std::function<void()>& on_step) {
+// token-budget scheduler would. `on_step` is called after each step.
+Status Prefill(StepRunner& runner, const Sequences& seqs, std::vector<PendingPrefill> todo, int64_t chunk,
+               const std::function<void()>& on_step) {
   size_t next = 0;
   while (next < todo.size()) {
-    ForwardBatch batch;
+    std::vector<ScheduledSequence> rows;
     int64_t budget = chunk;
     while (next < todo.size() && budget > 0) {
       PendingPrefill& p = todo[next];
       const int64_t n = std::min(budget, p.end - p.pos);
-      SequenceChunk sc;
+      ScheduledSequence row;
+      row.request_id = static_cast<RequestId>(p.seq);
       const auto& prompt = seqs.prompts[p.seq];
-      sc.tokens.assign(prompt.begin() + p.pos, prompt.begin() + p.pos + n);
-      sc.start_pos = p.pos;
-      sc.block_table = seqs.tables[p.seq];
-      sc.logits = p.pos + n == p.end ? SequenceChunk::Logits::kLast : SequenceChunk::Logits::kNone;
-      batch.seqs.push_back(std::move(sc));
+      row.tokens.assign(prompt.begin() + p.pos, prompt.begin() + p.pos + n);
+      row.start_pos = p.pos;
+      row.block_table = seqs.tables[p.seq];
+      row.samples = p.pos + n == p.end;  // the first token, as a server would pick it
+      rows.push_back(std::move(row));
       p.pos += n;
       budget -= n;
       if (p.pos == p.end) ++next;
     }
-    logits.resize(static_cast<size_t>(std::max<int64_t>(1, batch.NumLogitRows()) * model.config().vocab_size));
-    DI_RETURN_IF_ERROR(model.Forward(batch, kv, logits.data()));
+    DI_RETURN_IF_ERROR(RunStep(runner, seqs, std::move(rows)).status());
     if (on_step) on_step();
   }
   return Status::Ok();
@@ -140,7 +157,8 @@ Status ValidateBenchConfig(const BenchConfig& c, const ModelConfig& m) {
   }
   if (c.batches.empty()) return InvalidArgument("--batch needs at least one batch size");
   for (int64_t b : c.batches) {
-    if (b < 1 || b > 4096) return InvalidArgument("--batch sizes must be in [1, 4096], got " + std::to_string(b));
+    if (b < 1 || b > 4096)
+      return InvalidArgument("--batch sizes must be in [1, 4096], got " + std::to_string(b));
   }
   if (c.prefill_chunk < 1 || c.rounds < 1 || c.block_size < 1) {
     return InvalidArgument("--prefill-chunk, --rounds and the block size must be >= 1");
@@ -168,25 +186,24 @@ StatusOr<BenchResult> RunBench(Model& model, const BenchConfig& c, const BenchPr
   DI_RETURN_IF_ERROR(ValidateBenchConfig(c, m));
   BenchResult r;
   KvCache kv(m, BenchKvBlocks(c), c.block_size);
+  StepRunner runner(model, kv);
   r.kv_cache_bytes = BenchKvBytes(c, m);
-  std::vector<float> logits;
   const auto report = [&](const std::string& phase, int64_t done, int64_t total) {
     if (progress) progress(phase, done, total);
   };
 
   // Warm-up: touches every weight page and wakes the thread pool.
   Sequences one = MakeSequences(c, m.vocab_size, 1);
-  DI_RETURN_IF_ERROR(Prefill(model, kv, one, {{0, 0, std::min<int64_t>(c.prompt_tokens, 16)}},
-                             c.prefill_chunk, logits, nullptr));
+  DI_RETURN_IF_ERROR(
+      Prefill(runner, one, {{0, 0, std::min<int64_t>(c.prompt_tokens, 16)}}, c.prefill_chunk, nullptr));
 
   // Prefill / time to first token: one prompt, from an empty cache each round.
   const int64_t prefill_steps = PrefillSteps(c.prompt_tokens, c.prefill_chunk);
   int64_t done = 0;
   for (int64_t round = 0; round < c.rounds; ++round) {
     const auto t0 = Clock::now();
-    DI_RETURN_IF_ERROR(Prefill(model, kv, one, {{0, 0, c.prompt_tokens}}, c.prefill_chunk, logits,
+    DI_RETURN_IF_ERROR(Prefill(runner, one, {{0, 0, c.prompt_tokens}}, c.prefill_chunk,
                                [&] { report("prefill", ++done, prefill_steps * c.rounds); }));
-    ArgMax(logits.data(), m.vocab_size);  // the first token, as a server would pick it
     r.prefill_seconds.push_back(SecondsSince(t0));
   }
 
@@ -204,27 +221,27 @@ StatusOr<BenchResult> RunBench(Model& model, const BenchConfig& c, const BenchPr
     const std::string name = "batch " + std::to_string(batch_size);
     const int64_t steps = PrefillSteps(todo_tokens, c.prefill_chunk);
     done = 0;
-    DI_RETURN_IF_ERROR(Prefill(model, kv, seqs, todo, c.prefill_chunk, logits,
-                               [&] { report(name + " prefill", ++done, steps); }));
+    DI_RETURN_IF_ERROR(
+        Prefill(runner, seqs, todo, c.prefill_chunk, [&] { report(name + " prefill", ++done, steps); }));
 
     done = 0;
     std::vector<double>& times = r.decode_seconds[batch_size];
-    logits.resize(static_cast<size_t>(batch_size * m.vocab_size));
     for (int64_t round = 0; round < c.rounds; ++round) {
       std::vector<int32_t> next(static_cast<size_t>(batch_size));
       for (int64_t s = 0; s < batch_size; ++s) next[s] = seqs.prompts[s].back();
       const auto t0 = Clock::now();
       for (int64_t g = 0; g < c.gen_tokens; ++g) {
-        ForwardBatch batch;
+        std::vector<ScheduledSequence> rows(static_cast<size_t>(batch_size));
         for (int64_t s = 0; s < batch_size; ++s) {
-          SequenceChunk sc;
-          sc.tokens = {next[s]};
-          sc.start_pos = c.prompt_tokens + g;
-          sc.block_table = seqs.tables[s];
-          batch.seqs.push_back(std::move(sc));
+          ScheduledSequence& row = rows[static_cast<size_t>(s)];
+          row.request_id = static_cast<RequestId>(s);
+          row.tokens = {next[s]};
+          row.start_pos = c.prompt_tokens + g;
+          row.block_table = seqs.tables[s];
+          row.samples = true;
         }
-        DI_RETURN_IF_ERROR(model.Forward(batch, kv, logits.data()));
-        for (int64_t s = 0; s < batch_size; ++s) next[s] = ArgMax(logits.data() + s * m.vocab_size, m.vocab_size);
+        DI_ASSIGN_OR_RETURN(StepResult step, RunStep(runner, seqs, std::move(rows)));
+        for (int64_t s = 0; s < batch_size; ++s) next[s] = step.rows[static_cast<size_t>(s)].token;
         report(name + " decode", ++done, c.gen_tokens * c.rounds);
       }
       times.push_back(SecondsSince(t0));

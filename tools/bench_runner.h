@@ -1,9 +1,10 @@
-// The measurement behind `deepinfer bench`: an offline benchmark of
-// Model::Forward with a paged KV cache, no scheduler and no sampler (the next
-// token is the argmax, so the work per step matches greedy decoding).
+// The measurement behind `deepinfer bench`: an offline benchmark of the
+// engine's step runner (runner/step_runner.h: the forward pass with a paged
+// KV cache, then the row sampler) with greedy sampling and no scheduler, so
+// the work per step is that of greedy decoding.
 //
 //   prefill: one P-token prompt, chunked like the engine (prefill_chunk tokens
-//            per Forward); its time is also the time to first token.
+//            per step); its time is also the time to first token.
 //   decode:  for each batch size B, B sequences get their own prompt prefilled
 //            (untimed, packed into prefill_chunk-token steps), then G steps of
 //            B tokens each are timed; throughput = B * G / time.

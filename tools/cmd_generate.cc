@@ -1,16 +1,18 @@
 // deepinfer generate: one prompt in, its completion out on stdout.
 //
-// The prompt is prefilled in chunks (bounded scratch memory), then tokens are
-// decoded one at a time with the sampler; text streams to stdout through the
-// incremental detokenizer, so a multi-byte character split across tokens is
-// never printed half-way. Diagnostics go to stderr.
+// The request decodes through the engine (one request, no prefix cache), so
+// sampling, seeds, penalties, structured-output masks, finish-soon and
+// jump-forward are the server's (runner/row_sampler.h): the prompt is
+// prefilled in --prefill-chunk token steps, then tokens are decoded one per
+// step. Text streams to stdout as the engine detokenizes it, so a multi-byte
+// character split across tokens is never printed half-way. Diagnostics go to
+// stderr.
 //
 // Structured output (--json-schema/--json-object/--regex/--grammar/--choice,
-// see tools/structured_flags.h): before each sampled token the constraint's
-// mask sets disallowed logits to -inf; when the constraint admits exactly one
-// continuation its tokens are appended without sampling (jump-forward, one
-// forward pass for all of them); EOS is allowed only where the output may
-// end, and generation stops as soon as nothing but EOS may follow.
+// see tools/structured_flags.h): EOS is allowed only where the output may
+// end; an output cut short by --max-tokens or the context is checked against
+// the constraint and a warning says when it does not match.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -19,7 +21,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "core/log.h"
-#include "model/model.h"
+#include "engine/engine.h"
 #include "sampling/sampler.h"
 #include "sampling/token_constraint.h"
 #include "structured/tokenizer_vocabulary.h"
@@ -38,7 +40,7 @@ constexpr const char* kUsage =
     "         [--json-schema F|JSON | --json-object | --regex R | --grammar F | --choice A,B]\n"
     "         [--any-whitespace]\n";
 
-constexpr int64_t kBlockSize = 16;
+constexpr int32_t kBlockSize = 16;
 
 struct GenerateOptions {
   std::string model_path;
@@ -54,8 +56,9 @@ struct GenerateOptions {
 };
 
 StatusOr<GenerateOptions> ParseOptions(const Args& args) {
-  std::set<std::string> value_flags = {"model", "prompt", "prompt-file", "max-tokens", "temperature", "top-k",
-                                       "top-p", "min-p", "seed", "threads", "prefill-chunk"};
+  std::set<std::string> value_flags = {"model",       "prompt",  "prompt-file",  "max-tokens",
+                                       "temperature", "top-k",   "top-p",        "min-p",
+                                       "seed",        "threads", "prefill-chunk"};
   std::set<std::string> bool_flags = {"ignore-eos", "verbose", "help"};
   value_flags.insert(StructuredValueFlags().begin(), StructuredValueFlags().end());
   bool_flags.insert(StructuredBoolFlags().begin(), StructuredBoolFlags().end());
@@ -98,112 +101,100 @@ StatusOr<GenerateOptions> ParseOptions(const Args& args) {
   o.ignore_eos = flags.Has("ignore-eos");
   o.verbose = flags.Has("verbose");
   DI_ASSIGN_OR_RETURN(o.structured, ParseStructuredFlags(flags, &o.constrained));
-  if (o.constrained && o.ignore_eos) return InvalidArgument("--ignore-eos cannot be combined with a constraint");
+  if (o.constrained && o.ignore_eos)
+    return InvalidArgument("--ignore-eos cannot be combined with a constraint");
   return o;
 }
 
-// Runs prefill + decode; streams text to stdout. Returns the number of
-// generated tokens.
-StatusOr<int64_t> Generate(const GenerateOptions& o, LoadedModel& loaded, TokenConstraint* constraint) {
-  Model& model = *loaded.model;
-  const Tokenizer& tok = *loaded.tokenizer;
-  const ModelConfig& cfg = model.config();
+// An engine for one request of up to `context` tokens: one sequence, prefill
+// steps of `prefill_chunk` tokens, a KV pool of exactly that context.
+StatusOr<std::unique_ptr<Engine>> OneRequestEngine(LoadedModel loaded, int64_t context,
+                                                   int64_t prefill_chunk) {
+  EngineConfig config;
+  config.scheduler.max_num_seqs = 1;
+  config.scheduler.max_num_batched_tokens = prefill_chunk;
+  config.scheduler.max_model_len = context;
+  config.enable_prefix_cache = false;
+  const int64_t bytes_per_token = KvCache(loaded.model->config(), 1, 1).BytesPerToken();
+  // Engine::Submit wants the sequence's blocks plus a copy-on-write block.
+  config.kv_cache_memory_bytes = ((context + kBlockSize - 1) / kBlockSize + 1) * kBlockSize * bytes_per_token;
+  config.block_size = kBlockSize;
+  return Engine::Create(std::move(loaded), config);
+}
 
+// What a finished request left for the caller.
+struct Completion {
+  std::vector<int32_t> tokens;
+  FinishReason finish_reason = FinishReason::kNone;
+  std::string error;
+};
+
+// True when `tokens` are a complete output of `constraint`: it is complete
+// or may end here (an end-of-generation id is allowed next).
+bool MatchesConstraint(TokenConstraint& constraint, const std::vector<int32_t>& tokens,
+                       const Tokenizer& tok) {
+  for (int32_t t : tokens) {
+    if (!constraint.Accept(t)) return false;
+  }
+  if (constraint.IsComplete()) return true;
+  TokenBitmask mask(static_cast<size_t>(tok.vocab_size()));
+  constraint.FillAllowedMask(&mask);
+  for (int32_t id = 0; id < tok.vocab_size(); ++id) {
+    if (tok.IsEndOfGeneration(id) && mask.Test(id)) return true;
+  }
+  return false;
+}
+
+// Runs the prompt through the engine; streams text to stdout. `checker` is a
+// second matcher of the request's constraint (null: unconstrained), used only
+// to judge an output cut short.
+Status Generate(const GenerateOptions& o, LoadedModel loaded, std::unique_ptr<TokenConstraint> constraint,
+                TokenConstraint* checker) {
+  const Tokenizer& tok = *loaded.tokenizer;
+  const int64_t max_position = loaded.model->config().max_position;
   std::vector<int32_t> prompt = tok.Encode(o.prompt, /*add_special=*/true, /*parse_special=*/true);
   if (prompt.empty()) return InvalidArgument("the prompt encodes to no tokens (and the model adds no BOS)");
-  const int64_t context = static_cast<int64_t>(prompt.size()) + o.max_tokens;
-  if (static_cast<int64_t>(prompt.size()) >= cfg.max_position) {
+  const auto num_prompt = static_cast<int64_t>(prompt.size());
+  if (num_prompt >= max_position) {
     return InvalidArgument("the prompt is " + std::to_string(prompt.size()) +
-                           " tokens; the model's context length is " + std::to_string(cfg.max_position));
+                           " tokens; the model's context length is " + std::to_string(max_position));
   }
-  const int64_t capacity = std::min(context, cfg.max_position);
-  const int64_t num_blocks = (capacity + kBlockSize - 1) / kBlockSize;
-  KvCache kv(cfg, num_blocks, kBlockSize);
-  std::vector<int32_t> block_table(num_blocks);
-  for (int64_t i = 0; i < num_blocks; ++i) block_table[i] = static_cast<int32_t>(i);
-
-  std::vector<float> logits(cfg.vocab_size);
-  // Prefill, chunk by chunk; only the last chunk needs logits.
-  for (size_t begin = 0; begin < prompt.size(); begin += o.prefill_chunk) {
-    size_t end = std::min(prompt.size(), begin + static_cast<size_t>(o.prefill_chunk));
-    ForwardBatch batch;
-    SequenceChunk chunk;
-    chunk.tokens.assign(prompt.begin() + begin, prompt.begin() + end);
-    chunk.start_pos = static_cast<int64_t>(begin);
-    chunk.block_table = block_table;
-    chunk.logits = end == prompt.size() ? SequenceChunk::Logits::kLast : SequenceChunk::Logits::kNone;
-    batch.seqs.push_back(std::move(chunk));
-    DI_RETURN_IF_ERROR(model.Forward(batch, kv, logits.data()));
-  }
-
-  IncrementalDetokenizer detok(tok);
-  int64_t pos = static_cast<int64_t>(prompt.size());
-  int64_t generated = 0;
-  TokenBitmask allowed(static_cast<size_t>(cfg.vocab_size));
-  while (generated < o.max_tokens) {
-    // Jump-forward: tokens the constraint forces are appended unsampled.
-    std::vector<int32_t> step_tokens;
-    if (constraint) step_tokens = constraint->ForcedTokens();
-    // Finish-soon: with the token budget about to fall short of the shortest
-    // valid ending, take that ending's next token (one token of slack).
-    const int64_t budget = std::min(o.max_tokens - generated, capacity - pos);
-    if (constraint && step_tokens.empty() && budget <= 64 && !constraint->IsComplete()) {
-      const std::vector<int32_t> finish = constraint->FinishTokens();
-      if (!finish.empty() && static_cast<int64_t>(finish.size()) + 1 >= budget) step_tokens = {finish.front()};
-    }
-    if (step_tokens.empty()) {
-      if (constraint) {
-        constraint->FillAllowedMask(&allowed);
-        ApplyAllowedMask(allowed, logits.data());
+  // Never past --max-tokens or the model's context.
+  const int64_t budget = std::min(o.max_tokens, max_position - num_prompt);
+  Completion done;
+  std::unique_ptr<Engine> engine;  // owns the model and `tok` from here on
+  if (budget > 0) {
+    DI_ASSIGN_OR_RETURN(engine, OneRequestEngine(std::move(loaded), num_prompt + budget, o.prefill_chunk));
+    GenerationRequest request;
+    request.prompt_tokens = std::move(prompt);
+    request.sampling = o.sampling;
+    request.seed = o.sampling.seed;
+    request.max_tokens = static_cast<int32_t>(budget);
+    request.ignore_eos = o.ignore_eos;
+    request.constraint = std::move(constraint);
+    // Events arrive in order on the engine's output thread; Shutdown(drain)
+    // returns after the final one, so `done` is complete then.
+    auto on_event = [&done](GenerationEvent ev) {
+      std::fwrite(ev.text.data(), 1, ev.text.size(), stdout);
+      std::fflush(stdout);
+      done.tokens.insert(done.tokens.end(), ev.token_ids.begin(), ev.token_ids.end());
+      if (ev.finish_reason != FinishReason::kNone) {
+        done.finish_reason = ev.finish_reason;
+        done.error = std::move(ev.error);
       }
-      step_tokens = {SampleToken(logits.data(), cfg.vocab_size, o.sampling, static_cast<uint64_t>(pos))};
-    }
-    // Never past max-tokens or the context.
-    const int64_t room = std::min(o.max_tokens - generated, capacity - pos);
-    if (static_cast<int64_t>(step_tokens.size()) > room) step_tokens.resize(static_cast<size_t>(std::max<int64_t>(room, 1)));
-    bool end = false;
-    for (int32_t next : step_tokens) {
-      if (constraint && !constraint->Accept(next)) {
-        return Internal("structured output: no token is allowed after " + std::to_string(generated) +
-                        " generated tokens");
-      }
-      if (!o.ignore_eos && tok.IsEndOfGeneration(next)) {
-        end = true;
-        break;
-      }
-      ++generated;
-      std::string piece = detok.Push(next);
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-    }
-    std::fflush(stdout);
-    if (end || (constraint && constraint->IsComplete())) break;
-    if (generated == o.max_tokens || pos + static_cast<int64_t>(step_tokens.size()) >= capacity) break;
-    ForwardBatch batch;
-    SequenceChunk step;
-    step.tokens = step_tokens;
-    step.start_pos = pos;
-    step.block_table = block_table;
-    step.logits = SequenceChunk::Logits::kLast;
-    batch.seqs.push_back(std::move(step));
-    DI_RETURN_IF_ERROR(model.Forward(batch, kv, logits.data()));
-    pos += static_cast<int64_t>(step_tokens.size());
+    };
+    DI_RETURN_IF_ERROR(engine->Submit(std::move(request), std::move(on_event)).status());
+    engine->Shutdown(/*drain=*/true);
   }
-  std::string tail = detok.Flush();
-  std::fwrite(tail.data(), 1, tail.size(), stdout);
-  std::fflush(stdout);
-  if (constraint && !constraint->IsComplete()) {
-    TokenBitmask mask(allowed.size());
-    constraint->FillAllowedMask(&mask);
-    bool may_end = false;
-    for (int32_t id = 0; id < cfg.vocab_size && !may_end; ++id) {
-      may_end = tok.IsEndOfGeneration(id) && mask.Test(id);
-    }
-    if (!may_end) DI_LOG_WARN("stopped before the output matched the constraint (raise --max-tokens)");
+  if (!done.error.empty()) return Internal(done.error);
+  if (done.finish_reason == FinishReason::kStop) return Status::Ok();  // end of generation: a complete output
+  if (checker != nullptr && !MatchesConstraint(*checker, done.tokens, tok)) {
+    DI_LOG_WARN("stopped before the output matched the constraint (raise --max-tokens)");
   }
-  if (generated < o.max_tokens && pos + 1 >= capacity) {
-    DI_LOG_WARN("stopped at the model's context length (%lld tokens)", static_cast<long long>(cfg.max_position));
+  if (budget < o.max_tokens && static_cast<int64_t>(done.tokens.size()) == budget) {
+    DI_LOG_WARN("stopped at the model's context length (%lld tokens)", static_cast<long long>(max_position));
   }
-  return generated;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -223,18 +214,22 @@ int RunGenerate(const Args& args) {
   auto loaded = LoadModel(options->model_path, load);
   if (!loaded.ok()) return Fail("generate", loaded.status().message());
   if (!loaded->tokenizer) {
-    return Fail("generate", options->model_path + ": checkpoint has no tokenizer (tokenizer.json); use 'score' with token ids");
+    return Fail("generate", options->model_path +
+                                ": checkpoint has no tokenizer (tokenizer.json); use 'score' with token ids");
   }
-  std::unique_ptr<TokenConstraint> constraint;
+  std::unique_ptr<TokenConstraint> constraint, checker;
   if (options->constrained) {
     auto so = StructuredOutputFor(*loaded->tokenizer, loaded->model->config().vocab_size);
     if (!so.ok()) return Fail("generate", so.status().message());
     auto made = (*so)->MakeConstraint(options->structured);
     if (!made.ok()) return Fail("generate", "bad constraint: " + made.status().message(), 2);
     constraint = std::move(*made);
+    auto second = (*so)->MakeConstraint(options->structured);  // compiled once: a cache hit
+    if (!second.ok()) return Fail("generate", second.status().message());
+    checker = std::move(*second);
   }
-  auto generated = Generate(*options, *loaded, constraint.get());
-  if (!generated.ok()) return Fail("generate", generated.status().message());
+  Status generated = Generate(*options, std::move(*loaded), std::move(constraint), checker.get());
+  if (!generated.ok()) return Fail("generate", generated.message());
   return 0;
 }
 

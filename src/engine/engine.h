@@ -33,6 +33,7 @@
 #include "checkpoint/checkpoint.h"
 #include "core/status.h"
 #include "model/model.h"
+#include "sampling/logprobs.h"
 #include "sampling/sampler.h"
 #include "sampling/token_constraint.h"
 #include "scheduler/request.h"
@@ -61,12 +62,6 @@ struct EngineConfig {
 };
 
 inline constexpr int32_t kMaxLogprobs = 20;  // like vLLM's default max_logprobs
-
-struct TokenLogprob {
-  int32_t token = 0;
-  float logprob = 0.0f;                          // log-softmax of the raw logits
-  std::vector<std::pair<int32_t, float>> top;    // top alternatives, best first
-};
 
 struct GenerationRequest {
   std::vector<int32_t> prompt_tokens;  // non-empty

@@ -2,7 +2,7 @@
 //
 // Threads:
 //   loop thread    — owns the step protocol: plan, launch, commit (Loop());
-//   executor       — runs each launched step (StepExecutor, step_runner.h);
+//   executor       — runs each launched step (StepExecutor, runner/step_runner.h);
 //   output thread  — detokenizes and calls the callbacks (OutputProcessor).
 // The Scheduler and the per-request contexts are guarded by mu_; Submit and
 // Abort take it briefly from the caller's thread, so their effects on the
@@ -21,8 +21,8 @@
 #include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
 #include "engine/output_processor.h"
-#include "engine/sampling_context.h"
-#include "engine/step_runner.h"
+#include "runner/sampling_context.h"
+#include "runner/step_runner.h"
 #include "scheduler/scheduler.h"
 
 namespace deepinfer {

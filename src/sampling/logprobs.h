@@ -14,6 +14,13 @@ struct LogprobResult {
   std::vector<std::pair<int32_t, float>> top;  // the top_k most likely, best first, ties by lower id
 };
 
+// One sampled token's entry of a response's logprobs.
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;                        // log-softmax of the raw logits
+  std::vector<std::pair<int32_t, float>> top;  // top alternatives, best first
+};
+
 // REQUIRES: 0 <= token < vocab, top_k >= 0. NaN logits count as -inf.
 LogprobResult ComputeLogprobs(const float* logits, int64_t vocab, int32_t token, int32_t top_k);
 

@@ -87,31 +87,31 @@ class FakeModel {
       }
     }
     for (const BlockCopy& c : plan.block_copies) kv_[c.dst] = kv_[c.src];
-    ForwardBatch batch = ToForwardBatch(plan);
-    for (const SequenceChunk& chunk : batch.seqs) {
-      EXPECT_GE(static_cast<int64_t>(chunk.block_table.size()) * block_size_,
-                chunk.start_pos + static_cast<int64_t>(chunk.tokens.size()));
-      for (size_t j = 0; j < chunk.tokens.size(); ++j)
-        Slot(chunk, chunk.start_pos + static_cast<int64_t>(j)) = chunk.tokens[j];
+    for (const ScheduledSequence& seq : plan.seqs) {
+      EXPECT_GE(static_cast<int64_t>(seq.block_table.size()) * block_size_,
+                seq.start_pos + static_cast<int64_t>(seq.tokens.size()));
+      for (size_t j = 0; j < seq.tokens.size(); ++j)
+        Slot(seq, seq.start_pos + static_cast<int64_t>(j)) = seq.tokens[j];
     }
     StepOutput out;
     out.step_id = plan.step_id;
-    for (size_t i = 0; i < batch.seqs.size(); ++i) {
-      const SequenceChunk& chunk = batch.seqs[i];
-      if (chunk.logits == SequenceChunk::Logits::kNone) continue;
-      const int64_t n = static_cast<int64_t>(chunk.tokens.size());
+    for (const ScheduledSequence& seq : plan.seqs) {
+      if (!seq.samples) continue;
+      const int64_t n = static_cast<int64_t>(seq.tokens.size());
       std::vector<int32_t> context;
-      for (int64_t p = 0; p < chunk.start_pos; ++p) context.push_back(Slot(chunk, p));
+      for (int64_t p = 0; p < seq.start_pos; ++p) context.push_back(Slot(seq, p));
       SequenceOutput so;
-      so.request_id = plan.seqs[i].request_id;
-      // Rows: only the last for kLast; all for kAll, stopping at the first rejected draft.
-      const int64_t first_row = chunk.logits == SequenceChunk::Logits::kLast ? n - 1 : 0;
+      so.request_id = seq.request_id;
+      // Rows (as the runner's ToForwardBatch asks for logits): only the last
+      // for a plain decode; all when verifying drafts, stopping at the first
+      // rejected draft.
+      const int64_t first_row = seq.num_draft_tokens > 0 ? 0 : n - 1;
       for (int64_t row = 0; row < n; ++row) {
-        context.push_back(Slot(chunk, chunk.start_pos + row));
+        context.push_back(Slot(seq, seq.start_pos + row));
         if (row < first_row) continue;
         int32_t predicted = NextToken(context, vocab_);
         so.tokens.push_back(predicted);
-        if (row + 1 < n && chunk.tokens[row + 1] != predicted) break;
+        if (row + 1 < n && seq.tokens[row + 1] != predicted) break;
       }
       last_sampled_[so.request_id] = so.tokens.back();
       out.seqs.push_back(std::move(so));
@@ -120,8 +120,8 @@ class FakeModel {
   }
 
  private:
-  int32_t& Slot(const SequenceChunk& chunk, int64_t pos) {
-    BlockId b = chunk.block_table.at(static_cast<size_t>(pos / block_size_));
+  int32_t& Slot(const ScheduledSequence& seq, int64_t pos) {
+    BlockId b = seq.block_table.at(static_cast<size_t>(pos / block_size_));
     return kv_.at(static_cast<size_t>(b)).at(static_cast<size_t>(pos % block_size_));
   }
 

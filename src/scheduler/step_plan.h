@@ -8,15 +8,13 @@
 // previous step is still running is kPlaceholderToken until that step is
 // committed; Scheduler::PrepareLaunch fills it in.
 //
-// Row order contract: ToForwardBatch keeps the plan's sequence order, so the
-// model's logit rows come in that order (ForwardBatch::NumLogitRows).
+// The model's view of a plan is runner/to_forward_batch.h (rows in plan order).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "kv/kv_types.h"
-#include "model/forward_batch.h"
 #include "scheduler/request.h"
 
 namespace deepinfer {
@@ -65,10 +63,5 @@ struct StepOutput {
   uint64_t step_id = 0;
   std::vector<SequenceOutput> seqs;  // any order; sequences dropped by the engine may be absent
 };
-
-// The model's view of a launched plan. REQUIRES: placeholders were resolved
-// (Scheduler::PrepareLaunch). Logits: kLast for a sampling row, kAll when
-// verifying drafts, kNone for a mid-prompt chunk.
-ForwardBatch ToForwardBatch(const StepPlan& plan);
 
 }  // namespace deepinfer

@@ -5,35 +5,15 @@
 namespace deepinfer {
 namespace {
 
-TEST(StepPlanTest, ToForwardBatchKeepsOrderAndChoosesLogitRows) {
+TEST(StepPlanTest, NumTokensCountsEverySequencesTokens) {
   StepPlan plan;
+  EXPECT_TRUE(plan.empty());
+  plan.block_copies.push_back({});
+  EXPECT_FALSE(plan.empty());  // a copy alone is work
   plan.seqs.push_back(
-      {.request_id = 1, .start_pos = 0, .tokens = {5, 6, 7}, .samples = false, .block_table = {0}});
-  plan.seqs.push_back(
-      {.request_id = 2, .start_pos = 9, .tokens = {8}, .samples = true, .block_table = {1, 2}});
-  plan.seqs.push_back({.request_id = 3,
-                       .start_pos = 4,
-                       .tokens = {1, 2, 3},
-                       .num_draft_tokens = 2,
-                       .samples = true,
-                       .block_table = {3, 4}});
-  EXPECT_EQ(plan.NumTokens(), 7);
-  ForwardBatch batch = ToForwardBatch(plan);
-  ASSERT_EQ(batch.seqs.size(), 3u);
-  EXPECT_EQ(batch.seqs[0].logits, SequenceChunk::Logits::kNone);
-  EXPECT_EQ(batch.seqs[1].logits, SequenceChunk::Logits::kLast);
-  EXPECT_EQ(batch.seqs[2].logits, SequenceChunk::Logits::kAll);
-  EXPECT_EQ(batch.seqs[1].start_pos, 9);
-  EXPECT_EQ(batch.seqs[1].block_table, (std::vector<int32_t>{1, 2}));
-  EXPECT_EQ(batch.NumTokens(), 7);
-  EXPECT_EQ(batch.NumLogitRows(), 1 + 3);
-}
-
-TEST(StepPlanDeathTest, UnresolvedPlaceholderIsABug) {
-  StepPlan plan;
-  plan.seqs.push_back(
-      {.request_id = 1, .start_pos = 3, .tokens = {kPlaceholderToken}, .samples = true, .block_table = {0}});
-  EXPECT_DEATH(ToForwardBatch(plan), "placeholder");
+      {.request_id = 7, .start_pos = 2, .tokens = {4, 4}, .samples = true, .block_table = {1}});
+  plan.seqs.push_back({.request_id = 8, .start_pos = 0, .tokens = {9, 9, 9, 9}, .block_table = {2}});
+  EXPECT_EQ(plan.NumTokens(), 6);
 }
 
 }  // namespace

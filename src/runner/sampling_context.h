@@ -33,7 +33,7 @@ struct SamplingContext {
   // Outputs the request may produce: min(max_tokens, max_model_len - prompt).
   // A constrained request steers to a shortest valid ending when it runs out.
   int64_t output_budget = 0;
-  bool cached_tokens_counted = false;           // engine thread: prefix hit added to metrics
+  bool cached_tokens_counted = false;  // engine thread: prefix hit added to metrics
 };
 
 }  // namespace deepinfer

@@ -2,11 +2,9 @@
 // forward pass, then sampling of every sampling row — and StepExecutor, the
 // runner thread that takes one step at a time from the engine loop.
 //
-// Per sampling row: constraint masks are filled on a helper thread while the
-// forward pass runs (their previous tokens are known at launch); after the
-// forward, log-probabilities come from the raw logits, then logit_bias,
-// penalties and the mask are applied to a copy and the token is drawn with
-// the request's (seed, position, draw_stream).
+// Per sampling row the RowSampler (row_sampler.h) chooses the token;
+// constraint masks are filled on a helper thread while the forward pass runs
+// (their previous tokens are known at launch).
 #pragma once
 
 #include <chrono>
@@ -20,10 +18,9 @@
 #include <vector>
 
 #include "core/status.h"
-#include "engine/engine.h"
-#include "engine/sampling_context.h"
 #include "model/model.h"
-#include "sampling/token_bitmask.h"
+#include "runner/row_sampler.h"
+#include "runner/sampling_context.h"
 #include "scheduler/step_plan.h"
 
 namespace deepinfer {
@@ -37,18 +34,10 @@ struct LaunchedStep {
   bool follows_previous_step = false;
 };
 
-struct SampledRow {
-  RequestId request_id = 0;
-  int32_t token = 0;
-  std::optional<TokenLogprob> logprob;  // when the request asked for logprobs
-  std::string error;                    // non-empty: the request cannot continue
-  std::vector<int32_t> forced;          // jump-forward tokens after `token` (the constraint accepted them)
-};
-
 struct StepResult {
   StepOutput output;  // for Scheduler::OnStepSampled
   std::vector<SampledRow> rows;
-  Status status;  // a failed forward pass: no tokens were sampled
+  Status status;                           // a failed forward pass: no tokens were sampled
   std::vector<RequestId> failed_requests;  // with status: the requests of the step
   double busy_seconds = 0.0;
   double idle_seconds = 0.0;  // since the previous step ended (when it followed one)
@@ -56,21 +45,21 @@ struct StepResult {
 
 class StepRunner {
  public:
-  // Both must outlive the runner.
+  // Both must outlive the runner. jump_forward: see RowSampler.
   StepRunner(Model& model, KvCache& kv, bool jump_forward = true);
+  // Block copies, the forward pass, then one SampledRow per sampling row
+  // with a context (in plan order). REQUIRES: step.contexts has one entry per
+  // plan.seqs entry; placeholders resolved.
   StepResult Run(LaunchedStep& step);
 
  private:
   void CopyBlocks(const std::vector<BlockCopy>& copies);
-  SampledRow SampleRow(const ScheduledSequence& seq, SamplingContext& ctx, const float* logits,
-                       const TokenBitmask* mask);
 
   Model& model_;
   KvCache& kv_;
   const int64_t vocab_;
-  const bool jump_forward_;
-  std::vector<float> logits_;   // [rows, vocab]
-  std::vector<float> scratch_;  // one adjusted row
+  RowSampler sampler_;
+  std::vector<float> logits_;  // f32 [rows, vocab]
 };
 
 // A thread running one step at a time: Launch hands a step over, Wait takes

@@ -1,0 +1,120 @@
+#include "runner/row_sampler.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "sampling/penalties.h"
+
+namespace deepinfer {
+namespace {
+
+// The position the row's sampled token will occupy.
+int64_t SampledPosition(const ScheduledSequence& seq) {
+  return seq.start_pos + static_cast<int64_t>(seq.tokens.size());
+}
+
+// Brings ctx.output_tokens (and the constraint) to exactly the outputs before
+// `position`, taking what the row itself carries (a recomputed prefill holds
+// the outputs again) and dropping any tail the scheduler no longer has.
+void SyncOutputs(const ScheduledSequence& seq, int64_t position, SamplingContext& ctx) {
+  const int64_t num_prompt = static_cast<int64_t>(ctx.prompt_tokens.size());
+  const int64_t want = std::max<int64_t>(0, position - num_prompt);
+  if (static_cast<int64_t>(ctx.output_tokens.size()) < want)
+    ctx.output_tokens.resize(static_cast<size_t>(want), 0);
+  for (size_t j = 0; j < seq.tokens.size(); ++j) {
+    const int64_t out_index = seq.start_pos + static_cast<int64_t>(j) - num_prompt;
+    if (out_index >= 0 && out_index < want) ctx.output_tokens[static_cast<size_t>(out_index)] = seq.tokens[j];
+  }
+  ctx.output_tokens.resize(static_cast<size_t>(want));
+  if (ctx.constraint) {
+    if (ctx.constraint_accepted > want) {
+      ctx.constraint->Rollback(static_cast<int>(ctx.constraint_accepted - want));
+      ctx.constraint_accepted = want;
+    }
+    while (ctx.constraint_accepted < want) {
+      ctx.constraint->Accept(ctx.output_tokens[static_cast<size_t>(ctx.constraint_accepted)]);
+      ++ctx.constraint_accepted;
+    }
+  }
+}
+
+// Finish-soon: when a constrained request's remaining output budget is about
+// to fall short of the shortest valid ending, the next token is that
+// ending's first (else an output cut at max_tokens would be invalid, e.g.
+// JSON with an unclosed string). -1 when there is room (or no ending is known).
+// The window bounds how often the completion search runs.
+int32_t FinishSoonToken(SamplingContext& ctx) {
+  constexpr int64_t kWindow = 64;
+  const int64_t remaining = ctx.output_budget - static_cast<int64_t>(ctx.output_tokens.size());
+  if (remaining > kWindow || ctx.constraint->IsComplete()) return -1;
+  const std::vector<int32_t> finish = ctx.constraint->FinishTokens();
+  // One token of slack: a path found in bytes may tokenize one token longer
+  // after the next step's choice.
+  if (finish.empty() || static_cast<int64_t>(finish.size()) + 1 < remaining) return -1;
+  return finish.front();
+}
+
+}  // namespace
+
+RowSampler::RowSampler(int64_t vocab, bool jump_forward)
+    : vocab_(vocab), jump_forward_(jump_forward), scratch_(static_cast<size_t>(vocab)) {}
+
+bool RowSampler::Prepare(const ScheduledSequence& seq, SamplingContext& ctx, TokenBitmask* mask) const {
+  SyncOutputs(seq, SampledPosition(seq), ctx);
+  mask->Reset(0);
+  if (!ctx.constraint) return false;
+  mask->Reset(static_cast<size_t>(vocab_));
+  if (const int32_t finish = FinishSoonToken(ctx); finish >= 0 && finish < vocab_) {
+    mask->Set(finish);  // steer to a valid ending
+    return false;
+  }
+  return true;
+}
+
+void RowSampler::FillMask(SamplingContext& ctx, TokenBitmask* mask) const {
+  ctx.constraint->FillAllowedMask(mask);
+}
+
+SampledRow RowSampler::Sample(const ScheduledSequence& seq, SamplingContext& ctx, const float* logits,
+                              const TokenBitmask* mask) {
+  SampledRow out;
+  out.request_id = seq.request_id;
+  const float* work = logits;
+  if (mask != nullptr || HasLogitAdjustments(ctx.params)) {
+    std::memcpy(scratch_.data(), logits, scratch_.size() * sizeof(float));
+    ApplyLogitAdjustments(ctx.params, ctx.prompt_tokens, ctx.output_tokens, scratch_.data(), vocab_);
+    if (mask != nullptr) ApplyAllowedMask(*mask, scratch_.data());
+    work = scratch_.data();
+  }
+  const int64_t position = SampledPosition(seq);
+  out.token = SampleToken(work, vocab_, ctx.params, static_cast<uint64_t>(position), ctx.draw_stream);
+  if (mask != nullptr && !mask->Test(out.token)) {
+    out.error = "structured output: the constraint allows no token at position " + std::to_string(position);
+  }
+  if (ctx.logprobs >= 0) {
+    LogprobResult lp = ComputeLogprobs(logits, vocab_, out.token, ctx.logprobs);
+    out.logprob = TokenLogprob{out.token, lp.logprob, std::move(lp.top)};
+  }
+  ctx.output_tokens.push_back(out.token);
+  if (ctx.constraint && out.error.empty()) {
+    if (ctx.constraint->Accept(out.token)) {
+      ++ctx.constraint_accepted;
+    } else {
+      out.error = "structured output: the constraint rejected token " + std::to_string(out.token);
+    }
+  }
+  if (jump_forward_ && ctx.constraint && out.error.empty() && ctx.logprobs < 0 &&
+      !ctx.constraint->IsComplete()) {
+    // The scheduler may drop these (SequenceOutput::num_forced); the next
+    // row's Prepare then rolls the constraint back to what it kept.
+    for (int32_t token : ctx.constraint->ForcedTokens()) {
+      if (!ctx.constraint->Accept(token)) break;
+      ++ctx.constraint_accepted;
+      ctx.output_tokens.push_back(token);
+      out.forced.push_back(token);
+    }
+  }
+  return out;
+}
+
+}  // namespace deepinfer

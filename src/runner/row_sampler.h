@@ -1,0 +1,66 @@
+// RowSampler: the one place a request's next token is chosen from its row of
+// logits — for the engine's steps and for every CLI path that decodes.
+//
+// Per sampling row, in two phases around the forward pass:
+//   Prepare (before): brings the request's SamplingContext to exactly the
+//     outputs before the row's sampled position, and decides its constraint
+//     mask: finish-soon (the output budget is about to fall short of the
+//     shortest valid ending, so the ending's next token is the only one
+//     allowed) or the constraint's allowed set, which the caller fills with
+//     FillMask — possibly on another thread while the forward pass runs.
+//   Sample (after): log-probabilities from the raw logits; logit_bias,
+//     penalties and the mask applied to a copy; the token drawn with the
+//     request's (seed, position, draw_stream); the constraint advanced; and
+//     jump-forward: the tokens the constraint then forces, appended unsampled.
+//
+// Thread-safety: one RowSampler per thread (Sample uses a scratch row).
+// Calls for one context must not overlap; FillMask of one context may run
+// while other contexts are prepared or sampled.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runner/sampling_context.h"
+#include "sampling/logprobs.h"
+#include "sampling/token_bitmask.h"
+#include "scheduler/step_plan.h"
+
+namespace deepinfer {
+
+struct SampledRow {
+  RequestId request_id = 0;
+  int32_t token = 0;
+  std::optional<TokenLogprob> logprob;  // when the request asked for logprobs
+  std::string error;                    // non-empty: the request cannot continue
+  std::vector<int32_t> forced;          // jump-forward tokens after `token` (the constraint accepted them)
+};
+
+class RowSampler {
+ public:
+  // jump_forward: append forced tokens after a sampled one (not for requests
+  // that ask for logprobs: forced tokens have none).
+  RowSampler(int64_t vocab, bool jump_forward);
+
+  // Before the forward pass of a sampling row. Leaves *mask empty for an
+  // unconstrained request; else sizes it to the vocabulary (one bit per id)
+  // and returns true when FillMask must still fill it, false when it is final
+  // (finish-soon already chose the token).
+  bool Prepare(const ScheduledSequence& seq, SamplingContext& ctx, TokenBitmask* mask) const;
+  // The constraint's allowed tokens into a mask Prepare asked to fill.
+  void FillMask(SamplingContext& ctx, TokenBitmask* mask) const;
+
+  // After the forward pass: the row's token (see the file comment). `logits`
+  // is the row's f32 [vocab]; `mask` is Prepare's (null when it left it empty).
+  SampledRow Sample(const ScheduledSequence& seq, SamplingContext& ctx, const float* logits,
+                    const TokenBitmask* mask);
+
+ private:
+  const int64_t vocab_;
+  const bool jump_forward_;
+  std::vector<float> scratch_;  // one adjusted row
+};
+
+}  // namespace deepinfer

@@ -1,0 +1,139 @@
+#include "runner/step_runner.h"
+
+#include <cstring>
+#include <future>
+
+#include "runner/to_forward_batch.h"
+
+namespace deepinfer {
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+StepRunner::StepRunner(Model& model, KvCache& kv, bool jump_forward)
+    : model_(model), kv_(kv), vocab_(model.config().vocab_size), sampler_(vocab_, jump_forward) {}
+
+void StepRunner::CopyBlocks(const std::vector<BlockCopy>& copies) {
+  // A block of one layer is block_size * kv_dim contiguous K floats and
+  // block_size * v_dim V floats (KvCache layout); MLA caches have no V (v_dim 0).
+  const size_t k_floats = static_cast<size_t>(kv_.block_size() * kv_.kv_dim());
+  const size_t v_floats = static_cast<size_t>(kv_.block_size() * kv_.v_dim());
+  for (const BlockCopy& c : copies) {
+    for (int64_t layer = 0; layer < kv_.num_layers(); ++layer) {
+      std::memcpy(kv_.K(layer, c.dst, 0), kv_.K(layer, c.src, 0), k_floats * sizeof(float));
+      if (v_floats > 0) std::memcpy(kv_.V(layer, c.dst, 0), kv_.V(layer, c.src, 0), v_floats * sizeof(float));
+    }
+  }
+}
+
+StepResult StepRunner::Run(LaunchedStep& step) {
+  StepResult result;
+  result.output.step_id = step.plan.step_id;
+  CopyBlocks(step.plan.block_copies);
+  if (step.plan.seqs.empty()) return result;
+
+  const ForwardBatch batch = ToForwardBatch(step.plan);
+  const auto num_rows = static_cast<size_t>(batch.NumLogitRows());
+  logits_.resize(num_rows * static_cast<size_t>(vocab_));
+
+  // Masks of constrained rows, filled while the forward pass runs.
+  std::vector<TokenBitmask> masks(step.plan.seqs.size());
+  std::vector<size_t> to_fill;
+  for (size_t i = 0; i < step.plan.seqs.size(); ++i) {
+    SamplingContext* ctx = step.contexts[i].get();
+    if (ctx == nullptr || !step.plan.seqs[i].samples) continue;
+    if (sampler_.Prepare(step.plan.seqs[i], *ctx, &masks[i])) to_fill.push_back(i);
+  }
+  std::future<void> mask_job;
+  if (!to_fill.empty()) {
+    mask_job = std::async(std::launch::async, [&] {
+      for (size_t i : to_fill) sampler_.FillMask(*step.contexts[i], &masks[i]);
+    });
+  }
+  result.status = model_.Forward(batch, kv_, logits_.data());
+  if (mask_job.valid()) mask_job.get();
+  if (!result.status.ok()) {
+    for (const ScheduledSequence& seq : step.plan.seqs) result.failed_requests.push_back(seq.request_id);
+    return result;
+  }
+
+  size_t row = 0;
+  for (size_t i = 0; i < step.plan.seqs.size(); ++i) {
+    const ScheduledSequence& seq = step.plan.seqs[i];
+    if (!seq.samples) continue;
+    const float* logits = logits_.data() + row * static_cast<size_t>(vocab_);
+    ++row;
+    SamplingContext* ctx = step.contexts[i].get();
+    if (ctx == nullptr) {  // cannot happen while contexts live exactly as long as requests
+      SampledRow broken{
+          seq.request_id, ArgMax(logits, vocab_), std::nullopt, "internal error: no sampling context", {}};
+      result.output.seqs.push_back({seq.request_id, {broken.token}});
+      result.rows.push_back(std::move(broken));
+      continue;
+    }
+    SampledRow sampled = sampler_.Sample(seq, *ctx, logits, masks[i].empty() ? nullptr : &masks[i]);
+    SequenceOutput out{seq.request_id, {sampled.token}};
+    out.tokens.insert(out.tokens.end(), sampled.forced.begin(), sampled.forced.end());
+    out.num_forced = static_cast<int32_t>(sampled.forced.size());
+    result.output.seqs.push_back(std::move(out));
+    result.rows.push_back(std::move(sampled));
+  }
+  return result;
+}
+
+StepExecutor::StepExecutor(StepRunner& runner) : runner_(runner), thread_([this] { Loop(); }) {}
+
+StepExecutor::~StepExecutor() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    quit_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void StepExecutor::Launch(LaunchedStep step) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_ = std::move(step);
+  }
+  cv_.notify_all();
+}
+
+StepResult StepExecutor::Wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return done_.has_value(); });
+  StepResult result = std::move(*done_);
+  done_.reset();
+  return result;
+}
+
+void StepExecutor::Loop() {
+  for (;;) {
+    LaunchedStep step;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return quit_ || pending_.has_value(); });
+      if (quit_) return;
+      step = std::move(*pending_);
+      pending_.reset();
+    }
+    const Clock::time_point start = Clock::now();
+    StepResult result = runner_.Run(step);
+    const Clock::time_point end = Clock::now();
+    result.busy_seconds = Seconds(end - start);
+    if (step.follows_previous_step && last_end_ != Clock::time_point{})
+      result.idle_seconds = Seconds(start - last_end_);
+    last_end_ = end;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = std::move(result);
+    }
+    cv_.notify_all();
+  }
+}
+
+}  // namespace deepinfer

@@ -5,7 +5,8 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ pkg-config      # build
-  clang libclang-rt-14-dev              # fuzz targets (libFuzzer)
+  clang libclang-rt-14-dev              # fuzz targets (libFuzzer), the thread-safety analysis
+  clang-format clang-tidy               # scripts/lint.sh
   googletest libgtest-dev               # unit tests
   nlohmann-json3-dev                    # config.json, tokenizer.json, safetensors headers
   libpcre2-dev                          # Unicode pre-tokenizer regexes

@@ -20,12 +20,8 @@
 #include "tokenizer/tokenizer.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
-#ifdef DI_HAVE_ENGINE
 #include "engine/engine.h"
-#endif
-#ifdef DI_HAVE_CHAT_TEMPLATE
 #include "tokenizer/chat_template.h"
-#endif
 
 namespace deepinfer::tools {
 namespace {
@@ -47,9 +43,7 @@ struct ServeOptions {
   std::string speculative_method;
   server::HttpServerOptions http;
   server::ServiceOptions service;
-#ifdef DI_HAVE_ENGINE
   EngineConfig engine;
-#endif
   bool verbose = false;
 };
 
@@ -113,7 +107,6 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
   if (!o.speculative_method.empty() && spec_tokens == 0) {
     return InvalidArgument("--speculative-method needs --num-speculative-tokens K (K >= 1)");
   }
-#ifdef DI_HAVE_ENGINE
   EngineConfig& e = o.engine;
   DI_ASSIGN_OR_RETURN(int64_t max_num_seqs, flags.GetInt("max-num-seqs", e.scheduler.max_num_seqs));
   if (max_num_seqs < 1 || max_num_seqs > (1 << 20)) return InvalidArgument("--max-num-seqs must be in [1, 1048576]");
@@ -138,11 +131,9 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
   DI_ASSIGN_OR_RETURN(int64_t max_waiting, flags.GetInt("max-waiting-requests", e.max_waiting_requests));
   if (max_waiting < 1 || max_waiting > (1 << 24)) return InvalidArgument("--max-waiting-requests must be >= 1");
   e.max_waiting_requests = static_cast<int32_t>(max_waiting);
-#endif
   return o;
 }
 
-#ifdef DI_HAVE_ENGINE
 StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound("cannot read '" + path + "'");
@@ -154,7 +145,6 @@ StatusOr<std::string> ReadFile(const std::string& path) {
 // The chat renderer: --chat-template FILE, else the checkpoint's template,
 // else the documented fallback format (with a notice).
 StatusOr<server::ChatPromptRenderer> MakeChatRenderer(const ServeOptions& o, const LoadedModel& loaded) {
-#ifdef DI_HAVE_CHAT_TEMPLATE
   std::optional<std::string> source;
   std::string origin;
   if (!o.chat_template_file.empty()) {
@@ -193,11 +183,6 @@ StatusOr<server::ChatPromptRenderer> MakeChatRenderer(const ServeOptions& o, con
   return server::ChatPromptRenderer([tmpl, render](const std::vector<ChatMessage>& messages) {
     return tmpl->Render(messages, render);
   });
-#else
-  if (!o.chat_template_file.empty()) return Unimplemented("--chat-template: chat templates are not in this build");
-  std::fprintf(stderr, "deepinfer serve: chat templates are not in this build; using the fallback chat format\n");
-  return server::ChatPromptRenderer();
-#endif
 }
 
 int Serve(ServeOptions o) {
@@ -241,7 +226,6 @@ int Serve(ServeOptions o) {
   http.Stop();
   return 0;
 }
-#endif
 
 }  // namespace
 
@@ -255,11 +239,7 @@ int RunServe(const Args& args) {
     return Fail("serve", options.status().message(), 2);
   }
   if (!options->verbose) SetLogLevel(LogLevel::kWarning);
-#ifdef DI_HAVE_ENGINE
   return Serve(std::move(*options));
-#else
-  return Fail("serve", "the serving engine is not in this build yet");
-#endif
 }
 
 }  // namespace deepinfer::tools

@@ -2,7 +2,6 @@
 
 #include <cstring>
 
-#include "backend/cpu/packed_weights.h"
 #include "model/moe.h"
 #include "model/ops.h"
 #include "model/token_plan.h"
@@ -29,7 +28,8 @@ class DecoderStackModel : public Model {
     return out;
   }
 
-  TensorView embedding, output;  // [vocab, hidden]
+  TensorView embedding;  // [vocab, hidden]
+  ops::Matrix output;    // [vocab, hidden]
   std::vector<float> output_norm;  // f32 [hidden]
   DecoderStackParts& parts() { return parts_; }
 
@@ -37,9 +37,9 @@ class DecoderStackModel : public Model {
   // kernels' layout (a no-op where the ISA has none; docs/kernels.md), as the
   // Llama model does. The embedding is read row-wise and never packed.
   void PackWeights() {
-    const MatrixVisitor pack = [this](TensorView& t) { t = packed_.Pack(t); };
+    const MatrixVisitor pack = [this](ops::Matrix& m) { backend_weights_.Prepare(m); };
     for (auto& layer : parts_.layers) layer->VisitMatrices(pack);
-    if (output.data != embedding.data) output = packed_.Pack(output);
+    if (output.data != embedding.data) backend_weights_.Prepare(output);
   }
 
  private:
@@ -49,7 +49,7 @@ class DecoderStackModel : public Model {
   ThreadPool pool_;
   TokenPlan plan_;
   std::vector<float> x_, xn_;  // f32 [T, hidden], [R, hidden]
-  cpu::PackedWeights packed_;  // owns the packed copies some views in parts_ and output point to
+  ops::BackendWeights backend_weights_;  // owns the packed copies some matrices in parts_ and output use
 };
 
 Status DecoderStackModel::ForwardWithHidden(const ForwardBatch& batch, KvCache& kv, float* logits_out,

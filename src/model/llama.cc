@@ -6,8 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/packed_weights.h"
-#include "model/attention.h"
 #include "model/config_loader.h"
 #include "model/ops.h"
 #include "model/rope.h"
@@ -24,18 +22,18 @@ namespace {
 
 struct LayerWeights {
   std::vector<float> attn_norm;       // f32 [hidden]
-  TensorView q, k, v, o;              // [q_dim, hidden], [kv_dim, hidden] x2, [hidden, q_dim]
+  ops::Matrix q, k, v, o;             // [q_dim, hidden], [kv_dim, hidden] x2, [hidden, q_dim]
   std::vector<float> q_bias, k_bias;  // f32 [q_dim], [kv_dim]; empty when absent
   std::vector<float> v_bias, o_bias;  // f32 [kv_dim], [hidden]; empty when absent
   std::vector<float> q_norm, k_norm;  // f32 [head_dim]; empty unless qk_norm
   std::vector<float> ffn_norm;        // f32 [hidden]
-  TensorView gate, up, down;          // [inter, hidden] x2, [hidden, inter]
+  ops::Matrix gate, up, down;         // [inter, hidden] x2, [hidden, inter]
 };
 
 struct LlamaWeights {
   TensorView token_embedding;            // [vocab, hidden]
   std::vector<float> output_norm;        // f32 [hidden]
-  TensorView output;                     // [vocab, hidden]; the embedding when tied
+  ops::Matrix output;                    // [vocab, hidden]; the embedding when tied
   std::vector<float> rope_freq_factors;  // f32 [rope_dim / 2]; empty when absent
   std::vector<LayerWeights> layers;
 };
@@ -165,9 +163,9 @@ class LlamaModel : public Model {
     // where the ISA has none; docs/kernels.md). The embedding is read row-wise
     // and is never packed, hence neither is a tied output matrix.
     for (LayerWeights& l : w_.layers) {
-      for (TensorView* t : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) *t = packed_.Pack(*t);
+      for (ops::Matrix* t : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) backend_weights_.Prepare(*t);
     }
-    if (w_.output.data != w_.token_embedding.data) w_.output = packed_.Pack(w_.output);
+    if (w_.output.data != w_.token_embedding.data) backend_weights_.Prepare(w_.output);
   }
 
   const ModelConfig& config() const override { return config_; }
@@ -189,7 +187,7 @@ class LlamaModel : public Model {
   LlamaWeights w_;
   Rope rope_;
   ThreadPool pool_;
-  cpu::PackedWeights packed_;  // owns the packed copies some views in w_ point to
+  ops::BackendWeights backend_weights_;  // owns the packed copies some matrices in w_ use
 
   // Per-step plan (T = tokens in the batch, R = logit rows).
   TokenPlan plan_;
@@ -270,7 +268,7 @@ void LlamaModel::AttentionBlock(int64_t l, const ForwardBatch& batch, KvCache& k
     }
   });
 
-  AttentionParams p;
+  ops::AttentionParams p;
   p.layer = l;
   p.num_heads = nh;
   p.num_kv_heads = nkv;
@@ -279,7 +277,7 @@ void LlamaModel::AttentionBlock(int64_t l, const ForwardBatch& batch, KvCache& k
   p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
   std::vector<const std::vector<int32_t>*> tables(static_cast<size_t>(n_tokens));
   for (int64_t t = 0; t < n_tokens; ++t) tables[t] = &batch.seqs[static_cast<size_t>(plan_.seq_of[t])].block_table;
-  PagedAttention(q_.data(), n_tokens, plan_.positions.data(), tables, kv, p, pool_, attn_.data());
+  ops::PagedAttention(q_.data(), n_tokens, plan_.positions.data(), tables, kv, p, pool_, attn_.data());
 
   ops::MatMul(w.o, attn_.data(), n_tokens, bias(w.o_bias), proj_.data(), pool_);
   for (int64_t i = 0; i < n_tokens * h; ++i) {

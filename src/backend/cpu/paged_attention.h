@@ -1,6 +1,6 @@
-// Causal attention over the paged K/V cache for a whole step's tokens, on
-// the flash-style kernel of backend/cpu/attention_kernel.h (online softmax,
-// no score matrix).
+// Causal attention over a paged K/V cache for a whole step's tokens, on the
+// flash-style kernel of attention_kernel.h (online softmax, no score
+// matrix). model/ops.h's PagedAttention describes the model's KvCache to it.
 //
 // Work is cut into (token, KV head, key split) items: the query heads that
 // share a KV head are processed together (GQA reads each K/V row once per
@@ -12,18 +12,26 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "core/thread_pool.h"
-#include "model/model.h"
 
-namespace deepinfer {
+namespace deepinfer::cpu {
 
 inline constexpr int64_t kAttentionSplitKeys = 256;
 
-struct AttentionParams {
-  int64_t layer = 0;
+// One layer of a paged K/V cache: head h of position p lives in block
+// b = table[p / block_size], slot s = p % block_size, at
+// k + b * k_block + h * k_head + s * k_slot floats (v likewise).
+struct PagedKvLayer {
+  const float* k = nullptr;
+  const float* v = nullptr;
+  int64_t block_size = 0;
+  int64_t k_block = 0, k_head = 0, k_slot = 0;
+  int64_t v_block = 0, v_head = 0, v_slot = 0;
+};
+
+struct AttentionShape {
   int64_t num_heads = 0;
   int64_t num_kv_heads = 0;  // query head h reads kv head h / (num_heads / num_kv_heads)
   int64_t head_dim = 0;
@@ -37,12 +45,12 @@ struct AttentionParams {
 // sequence's blocks are *block_tables[t]. q is f32 [n_tokens, num_heads * head_dim]
 // (RoPE applied); the tokens' own K/V must already be in the cache.
 void PagedAttention(const float* q, int64_t n_tokens, const int64_t* positions,
-                    const std::vector<const std::vector<int32_t>*>& block_tables, const KvCache& kv,
-                    const AttentionParams& p, ThreadPool& pool, float* out);
+                    const std::vector<const std::vector<int32_t>*>& block_tables, const PagedKvLayer& kv,
+                    const AttentionShape& p, ThreadPool& pool, float* out);
 
-// The same for one query head of one token (`scores` is unused scratch, kept
-// for existing callers); out is f32 [head_dim].
+// The same for one query head of one token; out is f32 [head_dim]. The same
+// key splits as PagedAttention, so the same bits.
 void AttendOneHead(const float* q, int64_t head, int64_t pos, const std::vector<int32_t>& block_table,
-                   const KvCache& kv, const AttentionParams& p, std::vector<float>& scores, float* out);
+                   const PagedKvLayer& kv, const AttentionShape& p, float* out);
 
-}  // namespace deepinfer
+}  // namespace deepinfer::cpu

@@ -118,7 +118,13 @@ TEST(PagedAttention, MatchesReferenceAcrossSplitsAndWindows) {
   std::vector<const std::vector<int32_t>*> tables;
   for (int k : seq) tables.push_back(&s.tables[k]);
   for (int64_t window : {0, 1, 100, 300}) {
-    ops::AttentionParams p{1, c.num_heads, c.num_kv_heads, c.head_dim, window, 0.17f};
+    ops::AttentionParams p;
+    p.layer = 1;
+    p.num_heads = c.num_heads;
+    p.num_kv_heads = c.num_kv_heads;
+    p.head_dim = c.head_dim;
+    p.window = window;
+    p.scale = 0.17f;
     std::vector<float> out(q.size());
     ThreadPool pool(2);
     ops::PagedAttention(q.data(), static_cast<int64_t>(positions.size()), positions.data(), tables, s.kv, p, pool,
@@ -150,7 +156,11 @@ TEST(PagedAttention, BitIdenticalForAnyThreadCountAndBatch) {
   const int64_t n = static_cast<int64_t>(positions.size());
   std::vector<float> q(n * qd);
   for (auto& x : q) x = std::normal_distribution<float>(0.0f, 1.0f)(rng);
-  const ops::AttentionParams p{0, c.num_heads, c.num_kv_heads, c.head_dim, 0, 0.15f};
+  ops::AttentionParams p;
+  p.num_heads = c.num_heads;
+  p.num_kv_heads = c.num_kv_heads;
+  p.head_dim = c.head_dim;
+  p.scale = 0.15f;
 
   std::vector<float> batched(q.size());
   ThreadPool one(1);

@@ -168,16 +168,15 @@ void MlaAttention::Forward(const ForwardBatch& batch, const TokenPlan& plan, con
     kv.WriteK(kv_layer, block, pos % bs, r);
   }
   attn_.resize(static_cast<size_t>(n * nh * vd));
-  ops::MlaAttentionParams p;
-  p.layer = kv_layer;
-  p.num_heads = nh;
-  p.nope = nope;
-  p.rope = rd;
-  p.v_dim = vd;
-  p.lora = lora;
-  p.window = window_;
-  p.scale = rope_->softmax_scale();
-  p.absorb = absorb_;
+  const ops::MlaAttentionParams p{.layer = kv_layer,
+                                  .num_heads = nh,
+                                  .nope = nope,
+                                  .rope = rd,
+                                  .v_dim = vd,
+                                  .lora = lora,
+                                  .window = window_,
+                                  .scale = rope_->softmax_scale(),
+                                  .absorb = absorb_};
   std::vector<const std::vector<int32_t>*> tables(static_cast<size_t>(n));
   for (int64_t t = 0; t < n; ++t) tables[static_cast<size_t>(t)] = &BlockTableOf(batch, plan, t);
   ops::MlaAttention(q_.data(), n, plan.positions.data(), tables, kv, w_.w_ukv.data(), p, pool, attn_.data());

@@ -10,7 +10,6 @@
 #include "backend/cpu/mla_attention.h"
 #include "backend/cpu/norm_kernel.h"
 #include "backend/cpu/packed_weights.h"
-#include "backend/cpu/paged_attention.h"
 #include "backend/cpu/parallel_for.h"
 #include "backend/cpu/rope_kernel.h"
 #include "backend/cpu/topk.h"
@@ -25,24 +24,21 @@ namespace {
 // block, head and slot).
 cpu::PagedKvLayer KvLayer(const KvCache& kv, int64_t layer) {
   cpu::PagedKvLayer l;
-  l.k = kv.K(layer, 0, 0);
-  l.block_size = kv.block_size();
+  cpu::PagedKvView& v = l.head0;
+  v.k = kv.K(layer, 0, 0);
+  v.block_size = kv.block_size();
   const KvCache::HeadStrides ks = kv.KStrides();
-  l.k_block = ks.block;
-  l.k_slot = ks.slot;
-  if (kv.num_heads() > 1) l.k_head = kv.K(layer, 0, 0, 1) - l.k;
+  v.block_stride = ks.block;
+  v.slot_stride = ks.slot;
+  if (kv.num_heads() > 1) l.k_head = kv.K(layer, 0, 0, 1) - v.k;
   if (kv.v_dim() > 0) {
-    l.v = kv.V(layer, 0, 0);
+    v.v = kv.V(layer, 0, 0);
     const KvCache::HeadStrides vs = kv.VStrides();
-    l.v_block = vs.block;
-    l.v_slot = vs.slot;
-    if (kv.num_heads() > 1) l.v_head = kv.V(layer, 0, 0, 1) - l.v;
+    v.v_block_stride = vs.block;
+    v.v_slot_stride = vs.slot;
+    if (kv.num_heads() > 1) l.v_head = kv.V(layer, 0, 0, 1) - v.v;
   }
   return l;
-}
-
-cpu::AttentionShape Shape(const AttentionParams& p) {
-  return {p.num_heads, p.num_kv_heads, p.head_dim, p.window, p.scale};
 }
 
 }  // namespace
@@ -93,12 +89,12 @@ void RopeRotate(float* x, int64_t n_heads, int64_t head_dim, const float* cos, c
 void PagedAttention(const float* q, int64_t n_tokens, const int64_t* positions,
                     const std::vector<const std::vector<int32_t>*>& block_tables, const KvCache& kv,
                     const AttentionParams& p, ThreadPool& pool, float* out) {
-  cpu::PagedAttention(q, n_tokens, positions, block_tables, KvLayer(kv, p.layer), Shape(p), pool, out);
+  cpu::PagedAttention(q, n_tokens, positions, block_tables, KvLayer(kv, p.layer), p, pool, out);
 }
 
 void AttendOneHead(const float* q, int64_t head, int64_t pos, const std::vector<int32_t>& block_table,
                    const KvCache& kv, const AttentionParams& p, float* out) {
-  cpu::AttendOneHead(q, head, pos, block_table, KvLayer(kv, p.layer), Shape(p), out);
+  cpu::AttendOneHead(q, head, pos, block_table, KvLayer(kv, p.layer), p, out);
 }
 
 void MlaAttention(const float* q, int64_t n_tokens, const int64_t* positions,

@@ -1,7 +1,8 @@
 // The model's only door to a backend: every kernel the forward pass runs
 // (matmuls, norms, activations, RoPE, softmax, top-k, GQA and MLA attention)
 // and the backend-owned copies of weight matrices. Model code includes this
-// header and never a backend/ one; ops.cc maps each op onto the CPU
+// header and never a backend/ one (this header names only the backend's
+// plain attention-shape struct); ops.cc maps each op onto the CPU
 // backend (src/backend/cpu, docs/kernels.md), so a second backend edits
 // ops.cc, not the model files.
 //
@@ -19,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/cpu/paged_attention.h"  // cpu::AttentionShape, a plain struct of attention sizes
 #include "core/thread_pool.h"
 #include "tensor/tensor_view.h"
 
@@ -114,14 +116,10 @@ void TopK(const float* scores, int64_t n, int64_t k, int32_t* ids);
 void RopeRotate(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin, int64_t half,
                 bool interleaved);
 
-// GQA attention over the paged K/V cache.
-struct AttentionParams {
+// GQA attention over the paged K/V cache: the heads, head_dim, window and
+// scale (cpu::AttentionShape, backend/cpu/paged_attention.h) and the cache layer.
+struct AttentionParams : cpu::AttentionShape {
   int64_t layer = 0;
-  int64_t num_heads = 0;
-  int64_t num_kv_heads = 0;  // query head h reads kv head h / (num_heads / num_kv_heads)
-  int64_t head_dim = 0;
-  int64_t window = 0;  // 0 = full; W > 0 = keys at positions > pos - W
-  float scale = 1.0f;  // usually 1 / sqrt(head_dim)
 };
 
 // out f32 [n_tokens, num_heads * head_dim]: for token t at position

@@ -12,9 +12,12 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
                   const std::vector<const std::vector<int32_t>*>& block_tables, const PagedKvLayer& kv,
                   const float* w_ukv, const MlaShape& s, ThreadPool& pool, float* out) {
   const int64_t nh = s.num_heads, nope = s.nope, rd = s.rope, vd = s.v_dim, lora = s.lora;
-  const int64_t qk = nope + rd, kvw = lora + rd, bw = nope + vd, bs = kv.block_size;
+  const int64_t qk = nope + rd, kvw = lora + rd, bw = nope + vd;
+  const PagedKvView& latent = kv.head0;
+  const int64_t bs = latent.block_size;
   const auto row = [&](const std::vector<int32_t>& table, int64_t j) {
-    return kv.k + table[static_cast<size_t>(j / bs)] * kv.k_block + (j % bs) * kv.k_slot;
+    return latent.k + table[static_cast<size_t>(j / bs)] * latent.block_stride +
+           (j % bs) * latent.slot_stride;
   };
   int64_t cost = 0;
   for (int64_t t = 0; t < n_tokens; ++t) cost += (positions[t] + 1) * nh * kvw * 2;

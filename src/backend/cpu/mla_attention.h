@@ -32,8 +32,8 @@ struct MlaShape {
 // (nope + rope)] (RoPE applied to each head's last `rope` floats): for token
 // t at positions[t], softmax over keys j in [lo, positions[t]] of its
 // sequence (blocks *block_tables[t]) of scale * (q_nope . W_uk c_j + q_pe .
-// k_pe_j), times W_uv c_j. kv: the latent rows (only k and its block / slot
-// strides are read); w_ukv f32 [num_heads * (nope + v_dim), lora]: per head
+// k_pe_j), times W_uv c_j. kv: the latent rows (only head0's k, block_size
+// and block / slot strides are read); w_ukv f32 [num_heads * (nope + v_dim), lora]: per head
 // nope rows of W_uk, then v_dim rows of W_uv.
 void MlaAttention(const float* q, int64_t n_tokens, const int64_t* positions,
                   const std::vector<const std::vector<int32_t>*>& block_tables, const PagedKvLayer& kv,

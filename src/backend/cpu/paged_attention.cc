@@ -11,15 +11,10 @@ namespace {
 
 // The K/V view of one KV head.
 PagedKvView KvHeadView(const PagedKvLayer& kv, int64_t kv_head, const std::vector<int32_t>& table) {
-  PagedKvView v;
-  v.k = kv.k + kv_head * kv.k_head;
-  v.v = kv.v + kv_head * kv.v_head;
+  PagedKvView v = kv.head0;
+  v.k += kv_head * kv.k_head;
+  if (v.v != nullptr) v.v += kv_head * kv.v_head;
   v.block_table = table.data();
-  v.block_size = kv.block_size;
-  v.slot_stride = kv.k_slot;
-  v.block_stride = kv.k_block;
-  v.v_slot_stride = kv.v_slot;
-  v.v_block_stride = kv.v_block;
   return v;
 }
 

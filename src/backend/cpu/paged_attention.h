@@ -14,21 +14,19 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/cpu/attention_kernel.h"
 #include "core/thread_pool.h"
 
 namespace deepinfer::cpu {
 
 inline constexpr int64_t kAttentionSplitKeys = 256;
 
-// One layer of a paged K/V cache: head h of position p lives in block
-// b = table[p / block_size], slot s = p % block_size, at
-// k + b * k_block + h * k_head + s * k_slot floats (v likewise).
+// One layer of a paged K/V cache: the view of its KV head 0 (block_table
+// unset: each token brings its own) and the floats between consecutive
+// heads (head h's rows start h * k_head / h * v_head floats further).
 struct PagedKvLayer {
-  const float* k = nullptr;
-  const float* v = nullptr;
-  int64_t block_size = 0;
-  int64_t k_block = 0, k_head = 0, k_slot = 0;
-  int64_t v_block = 0, v_head = 0, v_slot = 0;
+  PagedKvView head0;
+  int64_t k_head = 0, v_head = 0;
 };
 
 struct AttentionShape {
@@ -39,11 +37,9 @@ struct AttentionShape {
   float scale = 1.0f;  // usually 1 / sqrt(head_dim)
 };
 
-// out f32 [n_tokens, num_heads * head_dim]: for token t at position
-// positions[t], softmax(scale * q . K[j]) . V[j] over its sequence's key
-// positions j in [lo, positions[t]] (lo = 0, or pos - window + 1), where the
-// sequence's blocks are *block_tables[t]. q is f32 [n_tokens, num_heads * head_dim]
-// (RoPE applied); the tokens' own K/V must already be in the cache.
+// Causal attention of each token over its own sequence's keys (blocks
+// *block_tables[t], window `p.window`) in layer `kv`: the contract of
+// ops::PagedAttention (model/ops.h). q, out f32 [n_tokens, num_heads * head_dim].
 void PagedAttention(const float* q, int64_t n_tokens, const int64_t* positions,
                     const std::vector<const std::vector<int32_t>*>& block_tables, const PagedKvLayer& kv,
                     const AttentionShape& p, ThreadPool& pool, float* out);

@@ -35,7 +35,8 @@ void PrintUsage(FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // The backend's settings (DEEPINFER_ISA, DEEPINFER_AMX, DEEPINFER_HUGE_PAGES), read once, before any kernel.
+  // The backend's settings (DEEPINFER_ISA, DEEPINFER_AMX, DEEPINFER_HUGE_PAGES), read once, before any
+  // kernel.
   deepinfer::cpu::ApplyBackendConfig(deepinfer::cpu::BackendConfigFromEnv());
   if (argc < 2) {
     PrintUsage(stderr);

@@ -53,8 +53,8 @@ KvFixture MakeSetup(int64_t len, int64_t block_size, std::mt19937& rng) {
   return s;
 }
 
-std::vector<double> Reference(const KvFixture& s, const std::vector<int32_t>& table, const float* q, int64_t head,
-                              int64_t pos, const ops::AttentionParams& p) {
+std::vector<double> Reference(const KvFixture& s, const std::vector<int32_t>& table, const float* q,
+                              int64_t head, int64_t pos, const ops::AttentionParams& p) {
   const int64_t hd = p.head_dim, kvh = head / (p.num_heads / p.num_kv_heads), bs = s.kv.block_size();
   const int64_t lo = p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : 0;
   std::vector<double> w;
@@ -127,8 +127,8 @@ TEST(PagedAttention, MatchesReferenceAcrossSplitsAndWindows) {
     p.scale = 0.17f;
     std::vector<float> out(q.size());
     ThreadPool pool(2);
-    ops::PagedAttention(q.data(), static_cast<int64_t>(positions.size()), positions.data(), tables, s.kv, p, pool,
-                   out.data());
+    ops::PagedAttention(q.data(), static_cast<int64_t>(positions.size()), positions.data(), tables, s.kv, p,
+                        pool, out.data());
     for (size_t t = 0; t < positions.size(); ++t) {
       for (int64_t h = 0; h < c.num_heads; ++h) {
         const std::vector<double> ref =

@@ -28,8 +28,8 @@ class DecoderStackModel : public Model {
     return out;
   }
 
-  TensorView embedding;  // [vocab, hidden]
-  ops::Matrix output;    // [vocab, hidden]
+  TensorView embedding;            // [vocab, hidden]
+  ops::Matrix output;              // [vocab, hidden]
   std::vector<float> output_norm;  // f32 [hidden]
   DecoderStackParts& parts() { return parts_; }
 

@@ -40,7 +40,8 @@ struct Plan {
   MatMulArgs args;
 };
 
-Plan PlanFor(const KernelSet& kernels, const TensorView& w, const PackedLayout* packed, int64_t n_tokens, const float* bias, float* y) {
+Plan PlanFor(const KernelSet& kernels, const TensorView& w, const PackedLayout* packed, int64_t n_tokens,
+             const float* bias, float* y) {
   const int64_t n_rows = w.rows(), k = w.cols();
   DI_CHECK(CanDequantize(w.dtype));
   const int64_t row_bytes = RowBytes(w.dtype, k);
@@ -186,8 +187,8 @@ void MatMulShared(std::span<const MatMulTarget> targets, const float* x, int64_t
   MatMulSharedWithIsa(ActiveIsa(), targets, x, n_tokens, pool);
 }
 
-void MatMul(const TensorView& w, const PackedLayout* packed, const float* x, int64_t n_tokens, const float* bias,
-            float* y, ThreadPool& pool) {
+void MatMul(const TensorView& w, const PackedLayout* packed, const float* x, int64_t n_tokens,
+            const float* bias, float* y, ThreadPool& pool) {
   MatMulWithIsa(ActiveIsa(), w, packed, x, n_tokens, bias, y, pool);
 }
 

@@ -138,11 +138,12 @@ int main(int argc, char** argv) {
     PackedWeights packer;
     const PackedMatrix matrix = packed && isa == ActiveIsa() ? packer.Pack(view) : PackedMatrix{view};
     double gemv_cpu, gemm_cpu;
-    const double gemv = MedianSeconds([&] { MatMulWithIsa(isa, matrix.view, matrix.layout, x.data(), 1, nullptr, y.data(), pool); },
-                                      seconds, threads, &gemv_cpu);
+    const double gemv = MedianSeconds(
+        [&] { MatMulWithIsa(isa, matrix.view, matrix.layout, x.data(), 1, nullptr, y.data(), pool); },
+        seconds, threads, &gemv_cpu);
     const double gemm = MedianSeconds(
-        [&] { MatMulWithIsa(isa, matrix.view, matrix.layout, x.data(), tokens, nullptr, y.data(), pool); }, seconds, threads,
-        &gemm_cpu);
+        [&] { MatMulWithIsa(isa, matrix.view, matrix.layout, x.data(), tokens, nullptr, y.data(), pool); },
+        seconds, threads, &gemm_cpu);
     const double bytes = static_cast<double>(w.size()), flops = 2.0 * rows * k * tokens;
     std::printf("%-6s %10.3f %10.1f %10.1f %12.1f %12.1f\n", name.c_str(), gemv * 1e3, bytes / gemv / 1e9,
                 bytes / gemv_cpu / 1e9, flops / gemm / 1e9, flops / gemm_cpu / 1e9);

@@ -48,8 +48,8 @@ std::vector<Isa> SupportedIsas() {
 
 // Runs the targets through MatMulShared and through separate MatMul calls
 // and requires identical bytes.
-void ExpectSharedEqualsSeparate(Isa isa, const std::vector<PackedMatrix>& ws, int64_t n_tokens, ThreadPool& pool,
-                                std::mt19937& rng) {
+void ExpectSharedEqualsSeparate(Isa isa, const std::vector<PackedMatrix>& ws, int64_t n_tokens,
+                                ThreadPool& pool, std::mt19937& rng) {
   const int64_t k = ws[0].view.cols();
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(n_tokens * k));
@@ -66,7 +66,8 @@ void ExpectSharedEqualsSeparate(Isa isa, const std::vector<PackedMatrix>& ws, in
   }
   MatMulSharedWithIsa(isa, targets, x.data(), n_tokens, pool);
   for (size_t i = 0; i < ws.size(); ++i) {
-    MatMulWithIsa(isa, ws[i].view, ws[i].layout, x.data(), n_tokens, targets[i].bias, separate[i].data(), pool);
+    MatMulWithIsa(isa, ws[i].view, ws[i].layout, x.data(), n_tokens, targets[i].bias, separate[i].data(),
+                  pool);
     ASSERT_EQ(0, std::memcmp(shared[i].data(), separate[i].data(), shared[i].size() * sizeof(float)))
         << "isa " << IsaName(isa) << " type " << DTypeName(ws[i].view.dtype) << " target " << i << " tokens "
         << n_tokens;
@@ -101,7 +102,8 @@ TEST(MatMulSharedTest, MixedShapesAndTypesFallBackToSeparateCalls) {
   const Weights c = RandomWeights(rng, DType::kQ8_0, 16, 256);
   for (Isa isa : SupportedIsas()) {
     ExpectSharedEqualsSeparate(isa, {{a.view}, {b.view}, {c.view}}, 3, pool, rng);
-    ExpectSharedEqualsSeparate(isa, {{a.view}, {c.view}, {a.view}, {c.view}, {a.view}}, 2, pool, rng);  // > 4 targets
+    ExpectSharedEqualsSeparate(isa, {{a.view}, {c.view}, {a.view}, {c.view}, {a.view}}, 2, pool,
+                               rng);  // > 4 targets
   }
 }
 

@@ -314,7 +314,8 @@ TEST(MatMulTest, PackedWeightsMatchFileLayout) {
       ASSERT_NE(packed.layout, nullptr);
       ThreadPool pool(2);
       std::vector<float> y(expected.size());
-      MatMulWithIsa(ActiveIsa(), packed.view, packed.layout, x.data(), s.n_tokens, bias.data(), y.data(), pool);
+      MatMulWithIsa(ActiveIsa(), packed.view, packed.layout, x.data(), s.n_tokens, bias.data(), y.data(),
+                    pool);
       if (t == DType::kQ4_K) {
         ASSERT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * 4))
             << DTypeName(t) << " n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens;

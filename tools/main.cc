@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/backend_config.h"
 #include "tools/commands.h"
 
 namespace {
@@ -34,6 +35,9 @@ void PrintUsage(FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The backend's settings (DEEPINFER_ISA, DEEPINFER_AMX, DEEPINFER_HUGE_PAGES), read once, before any
+  // kernel.
+  deepinfer::cpu::ApplyBackendConfig(deepinfer::cpu::BackendConfigFromEnv());
   if (argc < 2) {
     PrintUsage(stderr);
     return 2;

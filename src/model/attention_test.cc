@@ -1,9 +1,7 @@
-// PagedAttention (the model-level driver: GQA groups, key splits, threads)
+// ops::PagedAttention (the paged driver over KvCache: GQA groups, key splits, threads)
 // against a naive per-head softmax in double, on contexts longer than the
 // split size and with a sliding window; and bit-identical results for any
 // thread count and any batch composition (batch invariance).
-#include "model/attention.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +9,9 @@
 #include <numeric>
 #include <random>
 #include <vector>
+
+#include "model/model.h"
+#include "model/ops.h"
 
 namespace deepinfer {
 namespace {
@@ -52,8 +53,8 @@ KvFixture MakeSetup(int64_t len, int64_t block_size, std::mt19937& rng) {
   return s;
 }
 
-std::vector<double> Reference(const KvFixture& s, const std::vector<int32_t>& table, const float* q, int64_t head,
-                              int64_t pos, const AttentionParams& p) {
+std::vector<double> Reference(const KvFixture& s, const std::vector<int32_t>& table, const float* q,
+                              int64_t head, int64_t pos, const ops::AttentionParams& p) {
   const int64_t hd = p.head_dim, kvh = head / (p.num_heads / p.num_kv_heads), bs = s.kv.block_size();
   const int64_t lo = p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : 0;
   std::vector<double> w;
@@ -117,11 +118,17 @@ TEST(PagedAttention, MatchesReferenceAcrossSplitsAndWindows) {
   std::vector<const std::vector<int32_t>*> tables;
   for (int k : seq) tables.push_back(&s.tables[k]);
   for (int64_t window : {0, 1, 100, 300}) {
-    AttentionParams p{1, c.num_heads, c.num_kv_heads, c.head_dim, window, 0.17f};
+    ops::AttentionParams p;
+    p.layer = 1;
+    p.num_heads = c.num_heads;
+    p.num_kv_heads = c.num_kv_heads;
+    p.head_dim = c.head_dim;
+    p.window = window;
+    p.scale = 0.17f;
     std::vector<float> out(q.size());
     ThreadPool pool(2);
-    PagedAttention(q.data(), static_cast<int64_t>(positions.size()), positions.data(), tables, s.kv, p, pool,
-                   out.data());
+    ops::PagedAttention(q.data(), static_cast<int64_t>(positions.size()), positions.data(), tables, s.kv, p,
+                        pool, out.data());
     for (size_t t = 0; t < positions.size(); ++t) {
       for (int64_t h = 0; h < c.num_heads; ++h) {
         const std::vector<double> ref =
@@ -149,26 +156,29 @@ TEST(PagedAttention, BitIdenticalForAnyThreadCountAndBatch) {
   const int64_t n = static_cast<int64_t>(positions.size());
   std::vector<float> q(n * qd);
   for (auto& x : q) x = std::normal_distribution<float>(0.0f, 1.0f)(rng);
-  const AttentionParams p{0, c.num_heads, c.num_kv_heads, c.head_dim, 0, 0.15f};
+  ops::AttentionParams p;
+  p.num_heads = c.num_heads;
+  p.num_kv_heads = c.num_kv_heads;
+  p.head_dim = c.head_dim;
+  p.scale = 0.15f;
 
   std::vector<float> batched(q.size());
   ThreadPool one(1);
-  PagedAttention(q.data(), n, positions.data(), tables, s.kv, p, one, batched.data());
+  ops::PagedAttention(q.data(), n, positions.data(), tables, s.kv, p, one, batched.data());
   for (int threads : {2, 3}) {
     ThreadPool pool(threads);
     std::vector<float> other(q.size());
-    PagedAttention(q.data(), n, positions.data(), tables, s.kv, p, pool, other.data());
+    ops::PagedAttention(q.data(), n, positions.data(), tables, s.kv, p, pool, other.data());
     EXPECT_EQ(0, std::memcmp(batched.data(), other.data(), other.size() * sizeof(float))) << threads << " threads";
   }
   // Each token alone (and through AttendOneHead) gives the same bits as in the batch.
   ThreadPool pool(2);
-  std::vector<float> scores;
   for (int64_t t = 0; t < n; ++t) {
     std::vector<float> alone(qd);
-    PagedAttention(q.data() + t * qd, 1, &positions[t], {tables[t]}, s.kv, p, pool, alone.data());
+    ops::PagedAttention(q.data() + t * qd, 1, &positions[t], {tables[t]}, s.kv, p, pool, alone.data());
     ASSERT_EQ(0, std::memcmp(alone.data(), batched.data() + t * qd, qd * sizeof(float))) << "token " << t;
     std::vector<float> head(c.head_dim);
-    AttendOneHead(q.data() + t * qd + 5 * c.head_dim, 5, positions[t], *tables[t], s.kv, p, scores, head.data());
+    ops::AttendOneHead(q.data() + t * qd + 5 * c.head_dim, 5, positions[t], *tables[t], s.kv, p, head.data());
     ASSERT_EQ(0, std::memcmp(head.data(), batched.data() + t * qd + 5 * c.head_dim, c.head_dim * sizeof(float)));
   }
 }

@@ -26,7 +26,7 @@ class GqaDecoderLayer : public DecoderLayer {
     for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
   }
   void VisitMatrices(const MatrixVisitor& visit) override {
-    for (TensorView* t : {&attn.q, &attn.k, &attn.v, &attn.o}) visit(*t);
+    for (ops::Matrix* t : {&attn.q, &attn.k, &attn.v, &attn.o}) visit(*t);
     ffn->VisitMatrices(visit);
   }
 
@@ -43,7 +43,7 @@ class GqaDecoderLayer : public DecoderLayer {
 }  // namespace
 
 void VisitSwiglu(SwigluWeights& w, const MatrixVisitor& visit) {
-  for (TensorView* t : {&w.gate, &w.up, &w.down}) {
+  for (ops::Matrix* t : {&w.gate, &w.up, &w.down}) {
     if (t->data != nullptr) visit(*t);
   }
 }

@@ -16,6 +16,7 @@
 #include "model/forward_batch.h"
 #include "model/gqa_attention.h"
 #include "model/model.h"
+#include "model/ops.h"
 #include "model/rope.h"
 #include "model/swiglu_mlp.h"
 #include "model/token_plan.h"
@@ -24,8 +25,8 @@
 namespace deepinfer {
 
 // Visits the weight matrices a part reads only through ops::MatMul, so the
-// caller may replace each view with a packed copy (cpu::PackedWeights).
-using MatrixVisitor = std::function<void(TensorView&)>;
+// caller may hand each to the backend (ops::BackendWeights::Prepare).
+using MatrixVisitor = std::function<void(ops::Matrix&)>;
 
 // gate, up, down (a view with null data, an absent part, is skipped).
 void VisitSwiglu(SwigluWeights& w, const MatrixVisitor& visit);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backend/cpu/packed_weights.h"
 #include "model/moe.h"
 #include "model/ops.h"
 #include "model/token_plan.h"
@@ -30,7 +29,8 @@ class DecoderStackModel : public Model {
     return out;
   }
 
-  TensorView embedding, output;  // [vocab, hidden]
+  TensorView embedding;            // [vocab, hidden]
+  ops::Matrix output;              // [vocab, hidden]
   std::vector<float> output_norm;  // f32 [hidden]
   DecoderStackParts& parts() { return parts_; }
 
@@ -38,9 +38,9 @@ class DecoderStackModel : public Model {
   // kernels' layout (a no-op where the ISA has none; docs/kernels.md). The
   // embedding is read row-wise and never packed.
   void PackWeights() {
-    const MatrixVisitor pack = [this](TensorView& t) { t = packed_.Pack(t); };
+    const MatrixVisitor pack = [this](ops::Matrix& m) { backend_weights_.Prepare(m); };
     for (auto& layer : parts_.layers) layer->VisitMatrices(pack);
-    if (output.data != embedding.data) output = packed_.Pack(output);
+    if (output.data != embedding.data) backend_weights_.Prepare(output);
   }
 
  private:
@@ -53,7 +53,7 @@ class DecoderStackModel : public Model {
   TokenPlan plan_;
   LayerScratch scratch_;       // shared by the layers, which run one after another
   std::vector<float> x_, xn_;  // f32 [T, hidden], [R, hidden]
-  cpu::PackedWeights packed_;  // owns the packed copies some views in parts_ and output point to
+  ops::BackendWeights backend_weights_;  // owns the packed copies some matrices in parts_ and output use
 };
 
 Status DecoderStackModel::CheckShapes(const ForwardBatch& batch, const KvCache& kv) const {

@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "model/attention.h"
 #include "model/ops.h"
 
 namespace deepinfer {
@@ -61,7 +60,7 @@ void GqaAttentionForward(const ModelConfig& c, const GqaAttentionWeights& w, con
     }
   });
 
-  AttentionParams p;
+  ops::AttentionParams p;
   p.layer = kv_layer;
   p.num_heads = nh;
   p.num_kv_heads = nkv;
@@ -70,7 +69,7 @@ void GqaAttentionForward(const ModelConfig& c, const GqaAttentionWeights& w, con
   p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
   std::vector<const std::vector<int32_t>*> tables(static_cast<size_t>(n_tokens));
   for (int64_t t = 0; t < n_tokens; ++t) tables[static_cast<size_t>(t)] = &BlockTableOf(batch, plan, t);
-  PagedAttention(s.q.data(), n_tokens, plan.positions.data(), tables, kv, p, pool, s.attn.data());
+  ops::PagedAttention(s.q.data(), n_tokens, plan.positions.data(), tables, kv, p, pool, s.attn.data());
   ops::MatMul(w.o, s.attn.data(), n_tokens, bias(w.o_bias), out, pool);
 }
 

@@ -10,6 +10,7 @@
 #include "core/thread_pool.h"
 #include "model/forward_batch.h"
 #include "model/model.h"
+#include "model/ops.h"
 #include "model/rope.h"
 #include "model/token_plan.h"
 #include "model/weight_binder.h"
@@ -17,7 +18,7 @@
 namespace deepinfer {
 
 struct GqaAttentionWeights {
-  TensorView q, k, v, o;              // [q_dim, hidden], [kv_dim, hidden] x2, [hidden, q_dim]
+  ops::Matrix q, k, v, o;             // [q_dim, hidden], [kv_dim, hidden] x2, [hidden, q_dim]
   std::vector<float> q_bias, k_bias;  // f32 [q_dim], [kv_dim]; empty when absent
   std::vector<float> v_bias, o_bias;  // f32 [kv_dim], [hidden]; empty when absent
   std::vector<float> q_norm, k_norm;  // f32 [head_dim]; empty unless config.qk_norm

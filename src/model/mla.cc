@@ -142,7 +142,7 @@ void MlaAttention::Forward(const ForwardBatch& batch, const TokenPlan& plan, con
   const MlaConfig& m = c_.mla;
   const int64_t n = plan.num_tokens(), nh = c_.num_heads;
   const int64_t nope = m.qk_nope_head_dim, rd = m.qk_rope_head_dim, vd = m.v_head_dim, lora = m.kv_lora_rank;
-  const int64_t qk = nope + rd, kvw = lora + rd, bw = nope + vd;
+  const int64_t qk = nope + rd, kvw = lora + rd;
   q_.resize(static_cast<size_t>(n * nh * qk));
   kva_.resize(static_cast<size_t>(n * kvw));
   // The query's first projection and kv_a both read xn: one shared call.
@@ -168,70 +168,18 @@ void MlaAttention::Forward(const ForwardBatch& batch, const TokenPlan& plan, con
     kv.WriteK(kv_layer, block, pos % bs, r);
   }
   attn_.resize(static_cast<size_t>(n * nh * vd));
-  const float scale = rope_->softmax_scale();
-  int64_t cost = 0;
-  for (int64_t t = 0; t < n; ++t) cost += (plan.positions[static_cast<size_t>(t)] + 1) * nh * kvw * 2;
-  ops::ParallelForCost(pool, n * nh, cost, [&](int64_t begin, int64_t end, int) {
-    thread_local std::vector<float> scores, q_lat, o_lat, k_nope;
-    q_lat.resize(static_cast<size_t>(lora));
-    o_lat.resize(static_cast<size_t>(lora));
-    k_nope.resize(static_cast<size_t>(nope));
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t t = i / nh, head = i % nh;
-      const float* q = &q_[static_cast<size_t>(t * nh * qk + head * qk)];
-      const float* w_uk = &w_.w_ukv[static_cast<size_t>(head * bw * lora)];
-      const float* w_uv = w_uk + nope * lora;
-      const int64_t pos = plan.positions[static_cast<size_t>(t)];
-      const int64_t lo = window_ > 0 ? std::max<int64_t>(0, pos - window_ + 1) : 0;
-      const std::vector<int32_t>& table = BlockTableOf(batch, plan, t);
-      scores.resize(static_cast<size_t>(pos - lo + 1));
-      if (absorb_) {  // q_lat = W_uk^T q_nope
-        std::fill(q_lat.begin(), q_lat.end(), 0.0f);
-        for (int64_t d = 0; d < nope; ++d) {
-          const float qd = q[d];
-          const float* row = w_uk + d * lora;
-          for (int64_t r = 0; r < lora; ++r) q_lat[static_cast<size_t>(r)] += qd * row[r];
-        }
-      }
-      float max_score = -INFINITY;
-      for (int64_t j = lo; j <= pos; ++j) {
-        const float* cached = kv.K(kv_layer, table[static_cast<size_t>(j / bs)], j % bs);
-        float s;
-        if (absorb_) {
-          s = ops::Dot(q_lat.data(), cached, lora);
-        } else {
-          for (int64_t d = 0; d < nope; ++d) k_nope[static_cast<size_t>(d)] = ops::Dot(w_uk + d * lora, cached, lora);
-          s = ops::Dot(q, k_nope.data(), nope);
-        }
-        s = (s + ops::Dot(q + nope, cached + lora, rd)) * scale;
-        scores[static_cast<size_t>(j - lo)] = s;
-        max_score = std::max(max_score, s);
-      }
-      double sum = 0;
-      for (float& s : scores) {
-        s = std::exp(s - max_score);
-        sum += s;
-      }
-      const float inv = static_cast<float>(1.0 / sum);
-      float* o = &attn_[static_cast<size_t>(t * nh * vd + head * vd)];
-      std::fill(o, o + vd, 0.0f);
-      if (absorb_) {  // o = W_uv (sum_j p_j c_j)
-        std::fill(o_lat.begin(), o_lat.end(), 0.0f);
-        for (int64_t j = lo; j <= pos; ++j) {
-          const float* cached = kv.K(kv_layer, table[static_cast<size_t>(j / bs)], j % bs);
-          const float p = scores[static_cast<size_t>(j - lo)] * inv;
-          for (int64_t r = 0; r < lora; ++r) o_lat[static_cast<size_t>(r)] += p * cached[r];
-        }
-        for (int64_t d = 0; d < vd; ++d) o[d] = ops::Dot(w_uv + d * lora, o_lat.data(), lora);
-      } else {
-        for (int64_t j = lo; j <= pos; ++j) {
-          const float* cached = kv.K(kv_layer, table[static_cast<size_t>(j / bs)], j % bs);
-          const float p = scores[static_cast<size_t>(j - lo)] * inv;
-          for (int64_t d = 0; d < vd; ++d) o[d] += p * ops::Dot(w_uv + d * lora, cached, lora);
-        }
-      }
-    }
-  });
+  const ops::MlaAttentionParams p{.layer = kv_layer,
+                                  .num_heads = nh,
+                                  .nope = nope,
+                                  .rope = rd,
+                                  .v_dim = vd,
+                                  .lora = lora,
+                                  .window = window_,
+                                  .scale = rope_->softmax_scale(),
+                                  .absorb = absorb_};
+  std::vector<const std::vector<int32_t>*> tables(static_cast<size_t>(n));
+  for (int64_t t = 0; t < n; ++t) tables[static_cast<size_t>(t)] = &BlockTableOf(batch, plan, t);
+  ops::MlaAttention(q_.data(), n, plan.positions.data(), tables, kv, w_.w_ukv.data(), p, pool, attn_.data());
   ops::MatMul(w_.o, attn_.data(), n, nullptr, out, pool);
 }
 

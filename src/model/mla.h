@@ -26,22 +26,23 @@
 #include "core/thread_pool.h"
 #include "model/forward_batch.h"
 #include "model/model.h"
+#include "model/ops.h"
 #include "model/token_plan.h"
 #include "model/weight_binder.h"
 
 namespace deepinfer {
 
 struct MlaWeights {
-  TensorView q;                   // [heads * qk_head_dim, hidden] (q_lora_rank == 0)
-  TensorView q_a;                 // [q_lora_rank, hidden]
+  ops::Matrix q;                  // [heads * qk_head_dim, hidden] (q_lora_rank == 0)
+  ops::Matrix q_a;                // [q_lora_rank, hidden]
   std::vector<float> q_a_norm;    // f32 [q_lora_rank]
-  TensorView q_b;                 // [heads * qk_head_dim, q_lora_rank]
-  TensorView kv_a;                // [kv_lora_rank + qk_rope_head_dim, hidden]
+  ops::Matrix q_b;                // [heads * qk_head_dim, q_lora_rank]
+  ops::Matrix kv_a;               // [kv_lora_rank + qk_rope_head_dim, hidden]
   std::vector<float> kv_a_norm;   // f32 [kv_lora_rank]
   // kv_b_proj expanded to f32 once at bind time: per head, qk_nope_head_dim
   // rows of W_uk then v_head_dim rows of W_uv, each of kv_lora_rank.
   std::vector<float> w_ukv;       // f32 [heads * (qk_nope_head_dim + v_head_dim), kv_lora_rank]
-  TensorView o;                   // [hidden, heads * v_head_dim]
+  ops::Matrix o;                  // [hidden, heads * v_head_dim]
 };
 
 // HF `self_attn.*` names; GGUF llama.cpp deepseek2 names (attn_q, attn_q_a,
@@ -75,8 +76,8 @@ class MlaAttention {
                ThreadPool& pool, float* out);
   void set_absorb(bool absorb) { absorb_ = absorb; }
   // q or q_a / q_b, kv_a and o (W_uk / W_uv are f32 copies, never packed).
-  void VisitMatrices(const std::function<void(TensorView&)>& visit) {
-    for (TensorView* t : {&w_.q, &w_.q_a, &w_.q_b, &w_.kv_a, &w_.o}) {
+  void VisitMatrices(const std::function<void(ops::Matrix&)>& visit) {
+    for (ops::Matrix* t : {&w_.q, &w_.q_a, &w_.q_b, &w_.kv_a, &w_.o}) {
       if (t->data != nullptr) visit(*t);
     }
   }

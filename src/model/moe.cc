@@ -11,26 +11,18 @@ namespace deepinfer {
 
 namespace {
 
-// The best `k` indices of `v` (restricted to allowed[i] when given), larger
-// value first, lower index first on ties.
-void TopK(const float* v, int64_t n, int64_t k, const std::vector<char>* allowed, int32_t* out) {
-  int64_t filled = 0;
+// ops::TopK restricted to the indices with allowed[i] set: the allowed
+// scores are gathered in index order, so ties still go to the lower index.
+void AllowedTopK(const float* v, int64_t n, int64_t k, const std::vector<char>& allowed, int32_t* out) {
+  std::vector<float> values;
+  std::vector<int32_t> index;
   for (int64_t i = 0; i < n; ++i) {
-    if (allowed != nullptr && !(*allowed)[static_cast<size_t>(i)]) continue;
-    int64_t j;
-    if (filled == k) {
-      if (!(v[i] > v[out[k - 1]])) continue;  // an equal value keeps the lower index
-      j = k - 1;
-    } else {
-      j = filled++;
-    }
-    // Insertion into the sorted prefix; k is small (at most a few dozen).
-    while (j > 0 && v[i] > v[out[j - 1]]) {
-      out[j] = out[j - 1];
-      --j;
-    }
-    out[j] = static_cast<int32_t>(i);
+    if (!allowed[static_cast<size_t>(i)]) continue;
+    values.push_back(v[i]);
+    index.push_back(static_cast<int32_t>(i));
   }
+  ops::TopK(values.data(), static_cast<int64_t>(values.size()), k, out);
+  for (int64_t j = 0; j < k; ++j) out[j] = index[static_cast<size_t>(out[j])];
 }
 
 }  // namespace
@@ -44,14 +36,8 @@ void RouteToken(const float* logits, const float* bias, const MoeConfig& m, int3
   if (m.sigmoid_scoring) {
     for (int64_t i = 0; i < e; ++i) scores[i] = 1.0f / (1.0f + std::exp(-logits[i]));
   } else {
-    const float mx = *std::max_element(logits, logits + e);
-    double sum = 0;
-    for (int64_t i = 0; i < e; ++i) {
-      scores[i] = std::exp(logits[i] - mx);
-      sum += scores[i];
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    for (int64_t i = 0; i < e; ++i) scores[i] *= inv;
+    std::copy(logits, logits + e, scores);
+    ops::Softmax(scores, e);
   }
   for (int64_t i = 0; i < e; ++i) choice[i] = scores[i] + (bias != nullptr ? bias[i] : 0.0f);
 
@@ -63,18 +49,22 @@ void RouteToken(const float* logits, const float* bias, const MoeConfig& m, int3
       const float* c = choice + g * per;
       if (bias != nullptr) {  // DeepSeek-V3: sum of the group's two best
         int32_t top2[2] = {0, 0};
-        TopK(c, per, std::min<int64_t>(2, per), nullptr, top2);
+        ops::TopK(c, per, std::min<int64_t>(2, per), top2);
         group_score[static_cast<size_t>(g)] = c[top2[0]] + (per > 1 ? c[top2[1]] : 0.0f);
       } else {  // DeepSeek-V2: the group's best
         group_score[static_cast<size_t>(g)] = *std::max_element(c, c + per);
       }
     }
     std::vector<int32_t> groups(static_cast<size_t>(m.topk_group));
-    TopK(group_score.data(), m.n_group, m.topk_group, nullptr, groups.data());
+    ops::TopK(group_score.data(), m.n_group, m.topk_group, groups.data());
     allowed.assign(static_cast<size_t>(e), 0);
     for (int32_t g : groups) std::fill(allowed.begin() + g * per, allowed.begin() + (g + 1) * per, 1);
   }
-  TopK(choice, e, k, allowed.empty() ? nullptr : &allowed, ids);
+  if (allowed.empty()) {
+    ops::TopK(choice, e, k, ids);
+  } else {
+    AllowedTopK(choice, e, k, allowed, ids);
+  }
   double sum = 0;
   for (int64_t j = 0; j < k; ++j) {
     weights[j] = scores[ids[j]];

@@ -63,8 +63,8 @@ class MtpDraft {
   std::shared_ptr<const WeightStore> store_;
   ThreadPool pool_;
   TensorView embedding_;                                // [vocab, hidden]
-  TensorView head_;                                     // [vocab, hidden]
-  TensorView eh_proj_;                                  // [hidden, 2 * hidden]
+  ops::Matrix head_;                                    // [vocab, hidden]
+  ops::Matrix eh_proj_;                                 // [hidden, 2 * hidden]
   std::vector<float> enorm_, hnorm_, shared_head_norm_;  // f32 [hidden]
   std::unique_ptr<DecoderLayer> block_;
 

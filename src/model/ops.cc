@@ -1,67 +1,67 @@
+// model/ops.h on the CPU backend: each op forwards to its kernel; the K/V
+// cache is described to the attention kernels by its strides.
 #include "model/ops.h"
 
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
 #include <span>
-#include <vector>
 
 #include "backend/cpu/activation_kernels.h"
+#include "backend/cpu/dot.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/mla_attention.h"
 #include "backend/cpu/norm_kernel.h"
+#include "backend/cpu/packed_weights.h"
+#include "backend/cpu/parallel_for.h"
+#include "backend/cpu/rope_kernel.h"
+#include "backend/cpu/topk.h"
 #include "core/check.h"
-#include "tensor/dequant.h"
+#include "model/model.h"
 
 namespace deepinfer::ops {
 
 namespace {
 
-constexpr int kDotLanes = 16;
-// Below this many multiply-adds, waking the pool costs more than it saves.
-constexpr int64_t kMinParallelCost = 1 << 15;
+// Layer `layer` of `kv` as the backend's paged view (KvCache::K is affine in
+// block, head and slot).
+cpu::PagedKvLayer KvLayer(const KvCache& kv, int64_t layer) {
+  cpu::PagedKvLayer l;
+  cpu::PagedKvView& v = l.head0;
+  v.k = kv.K(layer, 0, 0);
+  v.block_size = kv.block_size();
+  const KvCache::HeadStrides ks = kv.KStrides();
+  v.block_stride = ks.block;
+  v.slot_stride = ks.slot;
+  if (kv.num_heads() > 1) l.k_head = kv.K(layer, 0, 0, 1) - v.k;
+  if (kv.v_dim() > 0) {
+    v.v = kv.V(layer, 0, 0);
+    const KvCache::HeadStrides vs = kv.VStrides();
+    v.v_block_stride = vs.block;
+    v.v_slot_stride = vs.slot;
+    if (kv.num_heads() > 1) l.v_head = kv.V(layer, 0, 0, 1) - v.v;
+  }
+  return l;
+}
 
 }  // namespace
 
-float Dot(const float* a, const float* b, int64_t n) {
-  float acc[kDotLanes] = {};
-  int64_t i = 0;
-  for (; i + kDotLanes <= n; i += kDotLanes) {
-    for (int l = 0; l < kDotLanes; ++l) {
-      acc[l] += a[i + l] * b[i + l];
-    }
-  }
-  // Pairwise combine: 16 -> 8 -> 4 -> 2 -> 1.
-  for (int width = kDotLanes / 2; width >= 1; width /= 2) {
-    for (int l = 0; l < width; ++l) {
-      acc[l] += acc[l + width];
-    }
-  }
-  float tail = 0.0f;
-  for (; i < n; ++i) {
-    tail += a[i] * b[i];
-  }
-  return acc[0] + tail;
+BackendWeights::BackendWeights() : packed_(std::make_unique<cpu::PackedWeights>()) {}
+BackendWeights::~BackendWeights() = default;
+
+void BackendWeights::Prepare(Matrix& m) {
+  const cpu::PackedMatrix packed = packed_->Pack(m);
+  if (packed.layout == nullptr) return;
+  static_cast<TensorView&>(m) = packed.view;
+  m.packed = packed.layout;
 }
+
+float Dot(const float* a, const float* b, int64_t n) { return cpu::Dot(a, b, n); }
 
 void RmsNorm(const float* x, const float* weight, int64_t n, double eps, float* out) {
-  cpu::RmsNorm(x, weight, n, eps, out);  // backend/cpu/norm_kernel.h: SIMD, scalar reference
+  cpu::RmsNorm(x, weight, n, eps, out);
 }
 
-void ParallelForCost(ThreadPool& pool, int64_t n, int64_t cost,
-                     const std::function<void(int64_t, int64_t, int)>& body) {
-  if (n <= 0) {
-    return;
-  }
-  if (cost < kMinParallelCost || pool.num_threads() == 1) {
-    body(0, n, 0);
-  } else {
-    pool.ParallelFor(n, body);
-  }
-}
-
-void MatMul(const TensorView& w, const float* x, int64_t n_tokens, const float* bias, float* y,
+void MatMul(const Matrix& w, const float* x, int64_t n_tokens, const float* bias, float* y,
             ThreadPool& pool) {
-  cpu::MatMul(w, x, n_tokens, bias, y, pool);
+  cpu::MatMul(w, w.packed, x, n_tokens, bias, y, pool);
 }
 
 void SharedInputMatMul(std::initializer_list<Projection> projections, const float* x, int64_t n_tokens,
@@ -71,12 +71,42 @@ void SharedInputMatMul(std::initializer_list<Projection> projections, const floa
   DI_CHECK(projections.size() <= kMaxProjections);
   cpu::MatMulTarget targets[kMaxProjections];
   size_t n = 0;
-  for (const Projection& p : projections) targets[n++] = {p.w, p.bias, p.y};
+  for (const Projection& p : projections) targets[n++] = {p.w, p.w->packed, p.bias, p.y};
   cpu::MatMulShared(std::span<const cpu::MatMulTarget>(targets, n), x, n_tokens, pool);
 }
 
-void SiluMul(float* gate, const float* up, int64_t n) {
-  cpu::SiluMul(gate, up, n);  // backend/cpu/activation_kernels.h
+void SiluMul(float* gate, const float* up, int64_t n) { cpu::SiluMul(gate, up, n); }
+
+void Softmax(float* x, int64_t n) { cpu::Softmax(x, n); }
+
+void TopK(const float* scores, int64_t n, int64_t k, int32_t* ids) { cpu::TopK(scores, n, k, ids, nullptr); }
+
+void RopeRotate(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin, int64_t half,
+                bool interleaved) {
+  cpu::RopeRotate(x, n_heads, head_dim, cpu::RopeRotation{cos, sin, half, interleaved});
+}
+
+void PagedAttention(const float* q, int64_t n_tokens, const int64_t* positions,
+                    const std::vector<const std::vector<int32_t>*>& block_tables, const KvCache& kv,
+                    const AttentionParams& p, ThreadPool& pool, float* out) {
+  cpu::PagedAttention(q, n_tokens, positions, block_tables, KvLayer(kv, p.layer), p, pool, out);
+}
+
+void AttendOneHead(const float* q, int64_t head, int64_t pos, const std::vector<int32_t>& block_table,
+                   const KvCache& kv, const AttentionParams& p, float* out) {
+  cpu::AttendOneHead(q, head, pos, block_table, KvLayer(kv, p.layer), p, out);
+}
+
+void MlaAttention(const float* q, int64_t n_tokens, const int64_t* positions,
+                  const std::vector<const std::vector<int32_t>*>& block_tables, const KvCache& kv,
+                  const float* w_ukv, const MlaAttentionParams& p, ThreadPool& pool, float* out) {
+  const cpu::MlaShape shape{p.num_heads, p.nope, p.rope, p.v_dim, p.lora, p.window, p.scale, p.absorb};
+  cpu::MlaAttention(q, n_tokens, positions, block_tables, KvLayer(kv, p.layer), w_ukv, shape, pool, out);
+}
+
+void ParallelForCost(ThreadPool& pool, int64_t n, int64_t cost,
+                     const std::function<void(int64_t, int64_t, int)>& body) {
+  cpu::ParallelForCost(pool, n, cost, body);
 }
 
 }  // namespace deepinfer::ops

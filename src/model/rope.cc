@@ -3,7 +3,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "backend/cpu/rope_kernel.h"
+#include "model/ops.h"
 
 namespace deepinfer {
 
@@ -71,9 +71,8 @@ void Rope::Apply(float* x, int64_t n_heads, int64_t head_dim, int64_t pos) const
     cos_sin[i] = static_cast<float>(std::cos(angle));
     cos_sin[half + i] = static_cast<float>(std::sin(angle));
   }
-  const cpu::RopeRotation rotation{cos_sin.data(), cos_sin.data() + half, half,
-                                   style_ == RopeStyle::kInterleaved};
-  cpu::RopeRotate(x, n_heads, head_dim, rotation);
+  ops::RopeRotate(x, n_heads, head_dim, cos_sin.data(), cos_sin.data() + half, half,
+                  style_ == RopeStyle::kInterleaved);
 }
 
 }  // namespace deepinfer

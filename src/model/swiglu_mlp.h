@@ -8,13 +8,14 @@
 
 #include "core/status.h"
 #include "core/thread_pool.h"
+#include "model/ops.h"
 #include "model/weight_binder.h"
 
 namespace deepinfer {
 
 struct SwigluWeights {
-  TensorView gate, up;  // [ffn, hidden]
-  TensorView down;      // [hidden, ffn]
+  ops::Matrix gate, up;  // [ffn, hidden]
+  ops::Matrix down;      // [hidden, ffn]
   int64_t ffn() const { return gate.shape.empty() ? 0 : gate.shape[0]; }
 };
 

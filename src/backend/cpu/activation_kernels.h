@@ -13,9 +13,11 @@ void SiluMul(float* gate, const float* up, int64_t n);  // active ISA
 void SiluMulScalar(float* gate, const float* up, int64_t n);
 void SiluMulAvx512(float* gate, const float* up, int64_t n);
 
-// x[i] = exp(x[i] - max) / sum_j exp(x[j] - max), in place (n >= 1).
-void Softmax(float* x, int64_t n);  // active ISA
-void SoftmaxScalar(float* x, int64_t n);
-void SoftmaxAvx512(float* x, int64_t n);
+// x[i] = exp(x[i] - max) / sum_j exp(x[j] - max), in place (n >= 1): f32
+// exp, the sum in double in index order, then one f32 multiply by
+// float(1 / sum). One portable implementation on every ISA (its callers,
+// MoE routing over a few dozen experts, are not worth a SIMD copy whose
+// bits would differ).
+void Softmax(float* x, int64_t n);
 
 }  // namespace deepinfer::cpu

@@ -20,7 +20,7 @@ void SiluMulScalar(float* gate, const float* up, int64_t n) {
   }
 }
 
-void SoftmaxScalar(float* x, int64_t n) {
+void Softmax(float* x, int64_t n) {
   const float m = *std::max_element(x, x + n);
   double sum = 0.0;
   for (int64_t i = 0; i < n; ++i) {
@@ -36,14 +36,6 @@ void SiluMul(float* gate, const float* up, int64_t n) {
     SiluMulAvx512(gate, up, n);
   } else {
     SiluMulScalar(gate, up, n);
-  }
-}
-
-void Softmax(float* x, int64_t n) {
-  if (UseAvx512()) {
-    SoftmaxAvx512(x, n);
-  } else {
-    SoftmaxScalar(x, n);
   }
 }
 

@@ -1,9 +1,8 @@
 #include "backend/cpu/amx.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 
+#include "backend/cpu/backend_config.h"
 #include "backend/cpu/isa.h"
 #include "core/log.h"
 
@@ -79,10 +78,9 @@ namespace {
 bool AmxOn() {
   int s = Setting().load(std::memory_order_acquire);
   if (s < 0) {
-    const char* env = std::getenv("DEEPINFER_AMX");
-    const bool off = env != nullptr && std::strcmp(env, "0") == 0;
     int expected = -1;
-    Setting().compare_exchange_strong(expected, !off && Supported() ? 1 : 0, std::memory_order_acq_rel);
+    Setting().compare_exchange_strong(expected, ActiveBackendConfig().amx && Supported() ? 1 : 0,
+                                      std::memory_order_acq_rel);
     s = Setting().load(std::memory_order_acquire);
   }
   return s == 1;

@@ -14,8 +14,8 @@ namespace deepinfer::cpu {
 
 // True when the AMX int8 kernel may run in this process: the CPU has
 // AMX-TILE and AMX-INT8, the AVX-512 level is active, the OS enables the
-// tile state, the permission request succeeded, and DEEPINFER_AMX is not
-// "0". Decided on first call (the permission request happens then), then
+// tile state, the permission request succeeded, and BackendConfig::amx is
+// set (DEEPINFER_AMX is not "0"). Decided on first call (the permission request happens then), then
 // constant unless SetAmxEnabled changes it. Thread-safe.
 bool AmxInt8Enabled();
 // The same for the BF16 kernel (AMX-BF16 instead of AMX-INT8).
@@ -30,7 +30,7 @@ bool AmxBf16Enabled();
 bool SetAmxEnabled(bool on);
 
 // True when the CPU and OS could run the AMX int8 / bf16 kernel at all
-// (ignores DEEPINFER_AMX and SetAmxEnabled).
+// (ignores BackendConfig::amx and SetAmxEnabled).
 bool AmxInt8Supported();
 bool AmxBf16Supported();
 

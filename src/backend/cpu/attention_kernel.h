@@ -9,7 +9,7 @@
 // counted from `begin`; the arithmetic therefore depends only on the query,
 // the key range and the ISA, never on the batch or the thread split. Callers
 // keep the result batch-invariant by choosing ranges from positions alone
-// (model/attention.h splits at multiples of a fixed key count).
+// (paged_attention.h splits at multiples of a fixed key count).
 //
 // Thread-safety: pure functions of their arguments; no shared state.
 #pragma once

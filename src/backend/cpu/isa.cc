@@ -1,8 +1,9 @@
 #include "backend/cpu/isa.h"
 
-#include <cstdlib>
+#include <atomic>
 #include <string>
 
+#include "backend/cpu/backend_config.h"
 #include "core/log.h"
 
 namespace deepinfer::cpu {
@@ -49,29 +50,37 @@ Isa BestSupportedIsa() {
   return Isa::kScalar;
 }
 
-namespace {
-
-Isa ChooseIsa() {
+Isa ResolveIsa(std::optional<Isa> wanted) {
   const Isa best = BestSupportedIsa();
-  const char* env = std::getenv("DEEPINFER_ISA");
-  if (env == nullptr || *env == '\0') return best;
-  const std::optional<Isa> forced = IsaFromName(env);
-  if (!forced) {
-    DI_LOG_WARN("DEEPINFER_ISA=%s is not one of scalar|avx2|avx512; using %s", env, IsaName(best));
+  if (!wanted) return best;
+  if (!CpuSupports(*wanted)) {
+    DI_LOG_WARN("ISA level %s is not supported by this CPU; using %s", IsaName(*wanted), IsaName(best));
     return best;
   }
-  if (!CpuSupports(*forced)) {
-    DI_LOG_WARN("DEEPINFER_ISA=%s is not supported by this CPU; using %s", env, IsaName(best));
-    return best;
-  }
-  return *forced;
+  return *wanted;
 }
 
+namespace {
+std::atomic<int>& Decided() {  // -1: not decided yet, else the Isa
+  static std::atomic<int> decided{-1};
+  return decided;
+}
 }  // namespace
 
 Isa ActiveIsa() {
-  static const Isa isa = ChooseIsa();  // thread-safe static init
-  return isa;
+  int isa = Decided().load(std::memory_order_acquire);
+  if (isa < 0) {
+    int expected = -1;
+    Decided().compare_exchange_strong(expected, static_cast<int>(ResolveIsa(ActiveBackendConfig().isa)),
+                                      std::memory_order_acq_rel);
+    isa = Decided().load(std::memory_order_acquire);
+  }
+  return static_cast<Isa>(isa);
+}
+
+std::optional<Isa> DecidedIsa() {
+  const int isa = Decided().load(std::memory_order_acquire);
+  return isa < 0 ? std::nullopt : std::optional<Isa>(static_cast<Isa>(isa));
 }
 
 }  // namespace deepinfer::cpu

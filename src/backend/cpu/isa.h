@@ -1,9 +1,10 @@
 // Which SIMD instruction set the CPU kernels use.
 //
-// The level is chosen once per process: the best the CPU supports (CPUID via
-// __builtin_cpu_supports), or the one named by DEEPINFER_ISA=scalar|avx2|avx512
-// (for tests and benchmarks). A forced level the CPU lacks falls back to the
-// best supported one, with a warning. Thread-safe.
+// The level is chosen once per process, on the first kernel call: the best
+// the CPU supports (CPUID via __builtin_cpu_supports), or the one
+// BackendConfig::isa names (DEEPINFER_ISA, for tests and benchmarks). A
+// forced level the CPU lacks falls back to the best supported one, with a
+// warning. Thread-safe.
 #pragma once
 
 #include <optional>
@@ -26,8 +27,15 @@ bool CpuSupports(Isa isa);
 // The best level this CPU supports.
 Isa BestSupportedIsa();
 
-// The level the engine uses: DEEPINFER_ISA if set (and supported), else
-// BestSupportedIsa(). Computed on first call, then constant.
+// The level `wanted` gives on this CPU: itself when supported, else (and for
+// nullopt) BestSupportedIsa(); warns on a fallback.
+Isa ResolveIsa(std::optional<Isa> wanted);
+
+// The level the engine uses: ResolveIsa(ActiveBackendConfig().isa),
+// computed on first call, then constant.
 Isa ActiveIsa();
+
+// ActiveIsa() once it has been computed, else nullopt.
+std::optional<Isa> DecidedIsa();
 
 }  // namespace deepinfer::cpu

@@ -40,7 +40,8 @@ struct Plan {
   MatMulArgs args;
 };
 
-Plan PlanFor(const KernelSet& kernels, const TensorView& w, int64_t n_tokens, const float* bias, float* y) {
+Plan PlanFor(const KernelSet& kernels, const TensorView& w, const PackedLayout* packed, int64_t n_tokens,
+             const float* bias, float* y) {
   const int64_t n_rows = w.rows(), k = w.cols();
   DI_CHECK(CanDequantize(w.dtype));
   const int64_t row_bytes = RowBytes(w.dtype, k);
@@ -52,7 +53,7 @@ Plan PlanFor(const KernelSet& kernels, const TensorView& w, int64_t n_tokens, co
   args.dtype = w.dtype;
   args.w = static_cast<const uint8_t*>(w.data);
   args.row_bytes = row_bytes;
-  if (const std::optional<PackedLayout> packed = FindPackedLayout(w.data)) {
+  if (packed != nullptr) {
     DI_CHECK(packed->dtype == w.dtype && packed->rows == n_rows && packed->k == k);
     kernel = kernels.ForPacked(w.dtype);
     DI_CHECK_MSG(kernel != nullptr, "packed weights used with an ISA level that cannot read them");
@@ -122,9 +123,9 @@ void PrepareActivations(const KernelSet& kernels, const float* x, int64_t n_toke
 
 bool HasFastKernel(Isa isa, DType t) { return KernelsFor(isa).For(t) != nullptr; }
 
-void MatMulWithIsa(Isa isa, const TensorView& w, const float* x, int64_t n_tokens, const float* bias,
-                   float* y, ThreadPool& pool) {
-  const MatMulTarget target{&w, bias, y};
+void MatMulWithIsa(Isa isa, const TensorView& w, const PackedLayout* packed, const float* x, int64_t n_tokens,
+                   const float* bias, float* y, ThreadPool& pool) {
+  const MatMulTarget target{&w, packed, bias, y};
   MatMulSharedWithIsa(isa, std::span<const MatMulTarget>(&target, 1), x, n_tokens, pool);
 }
 
@@ -150,7 +151,7 @@ void MatMulSharedWithIsa(Isa isa, std::span<const MatMulTarget> targets, const f
   const size_t n = targets.size();
   int64_t cost = 0;
   for (size_t i = 0; i < n; ++i) {
-    plans[i] = PlanFor(kernels, *targets[i].w, n_tokens, targets[i].bias, targets[i].y);
+    plans[i] = PlanFor(kernels, *targets[i].w, targets[i].packed, n_tokens, targets[i].bias, targets[i].y);
     first_task[i + 1] = first_task[i] + (plans[i].args.n_rows + kRowsPerTask - 1) / kRowsPerTask;
     cost += plans[i].args.n_rows * plans[i].args.k * n_tokens;
   }
@@ -186,9 +187,9 @@ void MatMulShared(std::span<const MatMulTarget> targets, const float* x, int64_t
   MatMulSharedWithIsa(ActiveIsa(), targets, x, n_tokens, pool);
 }
 
-void MatMul(const TensorView& w, const float* x, int64_t n_tokens, const float* bias, float* y,
-            ThreadPool& pool) {
-  MatMulWithIsa(ActiveIsa(), w, x, n_tokens, bias, y, pool);
+void MatMul(const TensorView& w, const PackedLayout* packed, const float* x, int64_t n_tokens,
+            const float* bias, float* y, ThreadPool& pool) {
+  MatMulWithIsa(ActiveIsa(), w, packed, x, n_tokens, bias, y, pool);
 }
 
 }  // namespace deepinfer::cpu

@@ -16,22 +16,26 @@
 
 namespace deepinfer::cpu {
 
+struct PackedLayout;  // packed_weights.h
+
 // y[t * N + r] = dot(W[r, :], x[t * K : (t+1) * K]) (+ bias[r]) for t < n_tokens,
 // r < N, where W = w is [N, K] in any type DequantizeRow accepts (file
-// layout, any alignment) and x is f32 [n_tokens, K]. bias may be null. y must
-// not alias x. Parallel over weight rows on `pool`. Preconditions (checked):
-// w is 2-D-shaped with K a whole number of blocks. Not re-entrant on one pool.
-void MatMul(const TensorView& w, const float* x, int64_t n_tokens, const float* bias, float* y,
-            ThreadPool& pool);
+// layout, any alignment) and x is f32 [n_tokens, K]; or, with `packed` set,
+// w is a packed copy (packed_weights.h: PackedWeights::Pack's view and
+// layout). bias may be null. y must not alias x. Parallel over weight rows on `pool`. Preconditions
+// (checked): w is 2-D-shaped with K a whole number of blocks. Not re-entrant on one pool.
+void MatMul(const TensorView& w, const PackedLayout* packed, const float* x, int64_t n_tokens,
+            const float* bias, float* y, ThreadPool& pool);
 
 // The same with an explicit ISA level (tests, benchmarks); `isa` must be
 // supported by the CPU (checked).
-void MatMulWithIsa(Isa isa, const TensorView& w, const float* x, int64_t n_tokens, const float* bias,
-                   float* y, ThreadPool& pool);
+void MatMulWithIsa(Isa isa, const TensorView& w, const PackedLayout* packed, const float* x, int64_t n_tokens,
+                   const float* bias, float* y, ThreadPool& pool);
 
 // One matrix of MatMulShared: y = W x (+ bias), as in MatMul.
 struct MatMulTarget {
   const TensorView* w = nullptr;
+  const PackedLayout* packed = nullptr;  // null: w in file layout
   const float* bias = nullptr;
   float* y = nullptr;
 };

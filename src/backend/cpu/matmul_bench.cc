@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/backend_config.h"
 #include "backend/cpu/isa.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/packed_weights.h"
@@ -82,6 +83,7 @@ double MedianSeconds(F f, double budget, int threads, double* cpu_per_call) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ApplyBackendConfig(BackendConfigFromEnv());
   int64_t rows = 5632, k = 2048, tokens = 64;
   int threads = 1;
   double seconds = 1.0;
@@ -134,13 +136,14 @@ int main(int argc, char** argv) {
     view.data = w.data();
     view.nbytes = static_cast<int64_t>(w.size());
     PackedWeights packer;
-    if (packed && isa == ActiveIsa()) view = packer.Pack(view);
+    const PackedMatrix matrix = packed && isa == ActiveIsa() ? packer.Pack(view) : PackedMatrix{view};
     double gemv_cpu, gemm_cpu;
-    const double gemv = MedianSeconds([&] { MatMulWithIsa(isa, view, x.data(), 1, nullptr, y.data(), pool); },
-                                      seconds, threads, &gemv_cpu);
+    const double gemv = MedianSeconds(
+        [&] { MatMulWithIsa(isa, matrix.view, matrix.layout, x.data(), 1, nullptr, y.data(), pool); },
+        seconds, threads, &gemv_cpu);
     const double gemm = MedianSeconds(
-        [&] { MatMulWithIsa(isa, view, x.data(), tokens, nullptr, y.data(), pool); }, seconds, threads,
-        &gemm_cpu);
+        [&] { MatMulWithIsa(isa, matrix.view, matrix.layout, x.data(), tokens, nullptr, y.data(), pool); },
+        seconds, threads, &gemm_cpu);
     const double bytes = static_cast<double>(w.size()), flops = 2.0 * rows * k * tokens;
     std::printf("%-6s %10.3f %10.1f %10.1f %12.1f %12.1f\n", name.c_str(), gemv * 1e3, bytes / gemv / 1e9,
                 bytes / gemv_cpu / 1e9, flops / gemm / 1e9, flops / gemm_cpu / 1e9);

@@ -48,27 +48,28 @@ std::vector<Isa> SupportedIsas() {
 
 // Runs the targets through MatMulShared and through separate MatMul calls
 // and requires identical bytes.
-void ExpectSharedEqualsSeparate(Isa isa, const std::vector<TensorView>& ws, int64_t n_tokens, ThreadPool& pool,
-                                std::mt19937& rng) {
-  const int64_t k = ws[0].cols();
+void ExpectSharedEqualsSeparate(Isa isa, const std::vector<PackedMatrix>& ws, int64_t n_tokens,
+                                ThreadPool& pool, std::mt19937& rng) {
+  const int64_t k = ws[0].view.cols();
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(n_tokens * k));
   for (float& f : x) f = dist(rng);
   std::vector<std::vector<float>> bias(ws.size()), shared(ws.size()), separate(ws.size());
   std::vector<MatMulTarget> targets;
   for (size_t i = 0; i < ws.size(); ++i) {
-    bias[i].resize(static_cast<size_t>(ws[i].rows()));
+    bias[i].resize(static_cast<size_t>(ws[i].view.rows()));
     for (float& f : bias[i]) f = dist(rng);
-    shared[i].assign(static_cast<size_t>(n_tokens * ws[i].rows()), -1.0f);
-    separate[i].assign(static_cast<size_t>(n_tokens * ws[i].rows()), -2.0f);
+    shared[i].assign(static_cast<size_t>(n_tokens * ws[i].view.rows()), -1.0f);
+    separate[i].assign(static_cast<size_t>(n_tokens * ws[i].view.rows()), -2.0f);
     // Every other target has a bias, so both paths of the kernels run.
-    targets.push_back({&ws[i], i % 2 == 0 ? bias[i].data() : nullptr, shared[i].data()});
+    targets.push_back({&ws[i].view, ws[i].layout, i % 2 == 0 ? bias[i].data() : nullptr, shared[i].data()});
   }
   MatMulSharedWithIsa(isa, targets, x.data(), n_tokens, pool);
   for (size_t i = 0; i < ws.size(); ++i) {
-    MatMulWithIsa(isa, ws[i], x.data(), n_tokens, targets[i].bias, separate[i].data(), pool);
+    MatMulWithIsa(isa, ws[i].view, ws[i].layout, x.data(), n_tokens, targets[i].bias, separate[i].data(),
+                  pool);
     ASSERT_EQ(0, std::memcmp(shared[i].data(), separate[i].data(), shared[i].size() * sizeof(float)))
-        << "isa " << IsaName(isa) << " type " << DTypeName(ws[i].dtype) << " target " << i << " tokens "
+        << "isa " << IsaName(isa) << " type " << DTypeName(ws[i].view.dtype) << " target " << i << " tokens "
         << n_tokens;
   }
 }
@@ -85,8 +86,8 @@ TEST(MatMulSharedTest, EqualsOneMatMulPerTarget) {
       PackedWeights packer;  // packs only where `isa` would (the active level)
       for (bool packed : {false, true}) {
         if (packed && (isa != ActiveIsa() || !PacksType(isa, t))) continue;
-        std::vector<TensorView> ws;
-        for (const Weights& w : owned) ws.push_back(packed ? packer.Pack(w.view) : w.view);
+        std::vector<PackedMatrix> ws;
+        for (const Weights& w : owned) ws.push_back(packed ? packer.Pack(w.view) : PackedMatrix{w.view});
         for (int64_t n_tokens : {1, 5, 40}) ExpectSharedEqualsSeparate(isa, ws, n_tokens, pool, rng);
       }
     }
@@ -100,8 +101,9 @@ TEST(MatMulSharedTest, MixedShapesAndTypesFallBackToSeparateCalls) {
   const Weights b = RandomWeights(rng, DType::kQ4_0, 24, 256);   // other type
   const Weights c = RandomWeights(rng, DType::kQ8_0, 16, 256);
   for (Isa isa : SupportedIsas()) {
-    ExpectSharedEqualsSeparate(isa, {a.view, b.view, c.view}, 3, pool, rng);
-    ExpectSharedEqualsSeparate(isa, {a.view, c.view, a.view, c.view, a.view}, 2, pool, rng);  // > 4 targets
+    ExpectSharedEqualsSeparate(isa, {{a.view}, {b.view}, {c.view}}, 3, pool, rng);
+    ExpectSharedEqualsSeparate(isa, {{a.view}, {c.view}, {a.view}, {c.view}, {a.view}}, 2, pool,
+                               rng);  // > 4 targets
   }
 }
 

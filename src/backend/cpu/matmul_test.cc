@@ -28,7 +28,8 @@ struct Shape {
 
 struct Matrix {
   std::vector<uint8_t> bytes;
-  TensorView view;
+  TensorView view;                       // the file layout, or (after UsePacked) the packed copy
+  const PackedLayout* packed = nullptr;  // the packed copy's layout, else null
   std::vector<float> dense;  // dequantized, [n_rows, k]
   // Q4_K: a bound on the per-row minimum term dmin * m (0 for other types),
   // which enters the error scale because it can cancel against d * sc * q.
@@ -129,11 +130,18 @@ std::vector<Isa> SupportedIsas() {
   return out;
 }
 
+// Replaces m's view with a packed copy owned by `packer` (m.packed: its layout).
+void UsePacked(PackedWeights& packer, Matrix& m) {
+  const PackedMatrix packed = packer.Pack(m.view);
+  m.view = packed.view;
+  m.packed = packed.layout;
+}
+
 std::vector<float> RunMatMul(Isa isa, const Matrix& m, const std::vector<float>& x, int64_t n_tokens,
                        const float* bias, int threads) {
   ThreadPool pool(threads);
   std::vector<float> y(static_cast<size_t>(n_tokens * m.view.rows()), -1.0f);
-  MatMulWithIsa(isa, m.view, x.data(), n_tokens, bias, y.data(), pool);
+  MatMulWithIsa(isa, m.view, m.packed, x.data(), n_tokens, bias, y.data(), pool);
   return y;
 }
 
@@ -301,12 +309,13 @@ TEST(MatMulTest, PackedWeightsMatchFileLayout) {
       const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
       const std::vector<float> expected = RunMatMul(ActiveIsa(), m, x, s.n_tokens, bias.data(), 2);
       PackedWeights packer;
-      const TensorView packed = packer.Pack(m.view);
-      ASSERT_NE(packed.data, m.view.data);
-      ASSERT_TRUE(FindPackedLayout(packed.data).has_value());
+      const PackedMatrix packed = packer.Pack(m.view);
+      ASSERT_NE(packed.view.data, m.view.data);
+      ASSERT_NE(packed.layout, nullptr);
       ThreadPool pool(2);
       std::vector<float> y(expected.size());
-      MatMulWithIsa(ActiveIsa(), packed, x.data(), s.n_tokens, bias.data(), y.data(), pool);
+      MatMulWithIsa(ActiveIsa(), packed.view, packed.layout, x.data(), s.n_tokens, bias.data(), y.data(),
+                    pool);
       if (t == DType::kQ4_K) {
         ASSERT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * 4))
             << DTypeName(t) << " n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens;
@@ -388,10 +397,11 @@ TEST(MatMulTest, PackedBf16MatchesScalar) {
     const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
     const std::vector<float> ref = RunMatMul(Isa::kScalar, m, x, s.n_tokens, bias.data(), 1);
     PackedWeights packer;
-    const TensorView packed = packer.Pack(m.view);
-    ASSERT_NE(packed.data, m.view.data);
+    const PackedMatrix packed = packer.Pack(m.view);
+    ASSERT_NE(packed.view.data, m.view.data);
+    ASSERT_NE(packed.layout, nullptr);
     std::vector<float> y(ref.size(), -1.0f);
-    MatMulWithIsa(ActiveIsa(), packed, x.data(), s.n_tokens, bias.data(), y.data(), pool);
+    MatMulWithIsa(ActiveIsa(), packed.view, packed.layout, x.data(), s.n_tokens, bias.data(), y.data(), pool);
     for (int64_t tok = 0; tok < s.n_tokens; ++tok) {
       for (int64_t r = 0; r < s.n_rows; ++r) {
         double magnitude = std::fabs(bias[r]);
@@ -424,8 +434,8 @@ TEST(MatMulTest, PackedResultsAreBatchAndThreadInvariant) {
       const int64_t n_rows = 37;
       Matrix m = RandomMatrix(rng, t, n_rows, k);
       PackedWeights packer;
-      m.view = packer.Pack(m.view);
-      ASSERT_TRUE(FindPackedLayout(m.view.data).has_value());
+      UsePacked(packer, m);
+      ASSERT_NE(m.packed, nullptr);
       const std::vector<float> x = RandomFloats(rng, n_tokens * k, 1.0f);
       const std::vector<float> batched = RunMatMul(ActiveIsa(), m, x, n_tokens, nullptr, 1);
       const std::vector<float> threaded = RunMatMul(ActiveIsa(), m, x, n_tokens, nullptr, 3);
@@ -457,8 +467,8 @@ TEST(MatMulTest, AmxMatchesAvx512BitForBit) {
     for (const Shape& s : shapes) {
       Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);
       PackedWeights packer;
-      m.view = packer.Pack(m.view);
-      ASSERT_TRUE(FindPackedLayout(m.view.data).has_value());
+      UsePacked(packer, m);
+      ASSERT_NE(m.packed, nullptr);
       const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
       const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
       for (int threads : {1, 3}) {

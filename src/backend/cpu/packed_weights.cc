@@ -2,9 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
-#include <shared_mutex>
-#include <unordered_map>
 
 #include "backend/cpu/activations.h"
 #include "backend/cpu/kernels.h"
@@ -13,15 +10,6 @@
 
 namespace deepinfer::cpu {
 namespace {
-
-std::shared_mutex& RegistryMutex() {
-  static std::shared_mutex mu;
-  return mu;
-}
-std::unordered_map<const void*, PackedLayout>& Registry() {
-  static auto* registry = new std::unordered_map<const void*, PackedLayout>();
-  return *registry;
-}
 
 float LoadF16(const uint8_t* p) { return F16ToF32(static_cast<uint16_t>(p[0] | (p[1] << 8))); }
 
@@ -160,35 +148,16 @@ void PackMatrix(const TensorView& w, const PackedLayout& layout, uint8_t* dst) {
   }
 }
 
-TensorView PackedWeights::Pack(const TensorView& w) {
-  if (!PacksType(ActiveIsa(), w.dtype) || w.shape.size() != 2 || RowBytes(w.dtype, w.cols()) <= 0) return w;
-  const PackedLayout layout = PackedLayoutFor(w.dtype, w.rows(), w.cols());
+PackedMatrix PackedWeights::Pack(const TensorView& w) {
+  if (!PacksType(ActiveIsa(), w.dtype) || w.shape.size() != 2 || RowBytes(w.dtype, w.cols()) <= 0) return {w};
+  const PackedLayout& layout = layouts_.emplace_back(PackedLayoutFor(w.dtype, w.rows(), w.cols()));
   uint8_t* data = arena_.Allocate(static_cast<size_t>(layout.bytes));
   PackMatrix(w, layout, data);
-  TensorView packed = w;
-  packed.data = data;
-  packed.nbytes = layout.bytes;
-  {
-    std::unique_lock<std::shared_mutex> lock(RegistryMutex());
-    Registry()[data] = layout;
-  }
-  packed_bytes_ += packed.nbytes;
-  copies_.push_back(data);
+  PackedMatrix packed{w, &layout};
+  packed.view.data = data;
+  packed.view.nbytes = layout.bytes;
+  packed_bytes_ += layout.bytes;
   return packed;
-}
-
-PackedWeights::~PackedWeights() {
-  std::unique_lock<std::shared_mutex> lock(RegistryMutex());
-  for (const uint8_t* data : copies_) Registry().erase(data);
-}
-
-std::optional<PackedLayout> FindPackedLayout(const void* data) {
-  std::shared_lock<std::shared_mutex> lock(RegistryMutex());
-  const auto& registry = Registry();
-  if (registry.empty()) return std::nullopt;
-  auto it = registry.find(data);
-  if (it == registry.end()) return std::nullopt;
-  return it->second;
 }
 
 }  // namespace deepinfer::cpu

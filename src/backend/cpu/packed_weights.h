@@ -44,9 +44,7 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
-#include <optional>
-#include <vector>
+#include <deque>
 
 #include "backend/cpu/activations.h"
 #include "backend/cpu/isa.h"
@@ -62,31 +60,34 @@ struct PackedLayout {
   int64_t bytes = 0;       // the whole packed copy (BF16: padded panels included)
 };
 
-// Owns packed copies; each is registered (by address) while its owner lives,
-// so cpu::MatMul recognizes a view of one and runs the packed kernel.
+// One packed matrix: a view of the copy's bytes (same name, dtype and shape
+// as the file's matrix) and its layout, both owned by the PackedWeights that
+// made it. `layout` null: `view` is the file's matrix itself (no packed
+// kernel for its type at the active ISA level).
+struct PackedMatrix {
+  TensorView view;
+  const PackedLayout* layout = nullptr;
+};
+
+// Owns packed copies and their layouts. MatMul is handed the layout with
+// the view (MatMulTarget::packed) - there is no lookup by address.
 class PackedWeights {
  public:
   PackedWeights() = default;
-  ~PackedWeights();  // unregisters every copy
   PackedWeights(const PackedWeights&) = delete;
   PackedWeights& operator=(const PackedWeights&) = delete;
 
-  // A view of a packed copy of w (same name, dtype and shape; data owned by
-  // *this) when the active ISA has a packed kernel for w.dtype, else w itself.
-  // Use the result only with MatMul. Not thread-safe; call at load time.
-  TensorView Pack(const TensorView& w);
+  // A packed copy of w when the active ISA has a packed kernel for w.dtype,
+  // else {w, nullptr}. Valid while *this lives. Not thread-safe; call at load time.
+  PackedMatrix Pack(const TensorView& w);
 
   int64_t packed_bytes() const { return packed_bytes_; }
 
  private:
   WeightArena arena_;
-  std::vector<const uint8_t*> copies_;  // registered addresses
+  std::deque<PackedLayout> layouts_;  // a deque: the addresses handed out stay valid
   int64_t packed_bytes_ = 0;
 };
-
-// The layout of the packed copy at `data`, or nullopt when data is not one.
-// Thread-safe.
-std::optional<PackedLayout> FindPackedLayout(const void* data);
 
 // True when `isa`'s kernel set reads packed matrices of type t.
 bool PacksType(Isa isa, DType t);

@@ -3,9 +3,9 @@
 #include <sys/mman.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <new>
+
+#include "backend/cpu/backend_config.h"
 
 namespace deepinfer::cpu {
 namespace {
@@ -19,11 +19,6 @@ constexpr size_t kAlignment = 64;
 size_t RoundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
 }  // namespace
-
-bool HugePagesWanted() {
-  const char* v = std::getenv("DEEPINFER_HUGE_PAGES");
-  return v == nullptr || std::strcmp(v, "0") != 0;
-}
 
 WeightArena::~WeightArena() {
   for (const Chunk& c : chunks_) munmap(c.map, c.map_size);
@@ -41,7 +36,7 @@ uint8_t* WeightArena::Allocate(size_t bytes) {
     if (c.map == MAP_FAILED) throw std::bad_alloc();
     c.base = reinterpret_cast<uint8_t*>(RoundUp(reinterpret_cast<uintptr_t>(c.map), kHugePage));
     // Advisory: without THP support this fails and 4 KiB pages are used.
-    if (HugePagesWanted()) madvise(c.base, c.size, MADV_HUGEPAGE);
+    if (ActiveBackendConfig().huge_pages) madvise(c.base, c.size, MADV_HUGEPAGE);
     chunks_.push_back(c);
   }
   Chunk& c = chunks_.back();

@@ -6,8 +6,8 @@
 // prefetchers stop at each page boundary. 2 MiB pages remove both. The
 // pages are requested with madvise(MADV_HUGEPAGE) (the "madvise" THP mode
 // common on servers) on a few large mappings, so the only memory lost is
-// the untouched tail of the last chunk. DEEPINFER_HUGE_PAGES=0 turns it off
-// (plain 4 KiB pages, same layout).
+// the untouched tail of the last chunk. BackendConfig::huge_pages = false
+// (DEEPINFER_HUGE_PAGES=0) turns it off (plain 4 KiB pages, same layout).
 #pragma once
 
 #include <cstddef>
@@ -39,8 +39,5 @@ class WeightArena {
   };
   std::vector<Chunk> chunks_;
 };
-
-// True unless DEEPINFER_HUGE_PAGES=0 is set.
-bool HugePagesWanted();
 
 }  // namespace deepinfer::cpu

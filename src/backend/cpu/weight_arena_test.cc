@@ -40,14 +40,5 @@ TEST(WeightArenaTest, AllocationsAreAlignedZeroedAndDisjoint) {
   EXPECT_GE(arena.mapped_bytes(), (size_t{300} << 20) + (size_t{256} << 20));
 }
 
-TEST(WeightArenaTest, HugePagesCanBeTurnedOff) {
-  setenv("DEEPINFER_HUGE_PAGES", "0", 1);
-  EXPECT_FALSE(HugePagesWanted());
-  setenv("DEEPINFER_HUGE_PAGES", "1", 1);
-  EXPECT_TRUE(HugePagesWanted());
-  unsetenv("DEEPINFER_HUGE_PAGES");
-  EXPECT_TRUE(HugePagesWanted());
-}
-
 }  // namespace
 }  // namespace deepinfer::cpu

@@ -1,0 +1,88 @@
+#include "backend/cpu/mla_attention.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cpu/dot.h"
+#include "backend/cpu/parallel_for.h"
+
+namespace deepinfer::cpu {
+
+void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions,
+                  const std::vector<const std::vector<int32_t>*>& block_tables, const PagedKvLayer& kv,
+                  const float* w_ukv, const MlaShape& s, ThreadPool& pool, float* out) {
+  const int64_t nh = s.num_heads, nope = s.nope, rd = s.rope, vd = s.v_dim, lora = s.lora;
+  const int64_t qk = nope + rd, kvw = lora + rd, bw = nope + vd;
+  const PagedKvView& latent = kv.head0;
+  const int64_t bs = latent.block_size;
+  const auto row = [&](const std::vector<int32_t>& table, int64_t j) {
+    return latent.k + table[static_cast<size_t>(j / bs)] * latent.block_stride +
+           (j % bs) * latent.slot_stride;
+  };
+  int64_t cost = 0;
+  for (int64_t t = 0; t < n_tokens; ++t) cost += (positions[t] + 1) * nh * kvw * 2;
+  ParallelForCost(pool, n_tokens * nh, cost, [&](int64_t begin, int64_t end, int) {
+    thread_local std::vector<float> scores, q_lat, o_lat, k_nope;
+    q_lat.resize(static_cast<size_t>(lora));
+    o_lat.resize(static_cast<size_t>(lora));
+    k_nope.resize(static_cast<size_t>(nope));
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t t = i / nh, head = i % nh;
+      const float* q = q_all + t * nh * qk + head * qk;
+      const float* w_uk = w_ukv + head * bw * lora;
+      const float* w_uv = w_uk + nope * lora;
+      const int64_t pos = positions[t];
+      const int64_t lo = s.window > 0 ? std::max<int64_t>(0, pos - s.window + 1) : 0;
+      const std::vector<int32_t>& table = *block_tables[static_cast<size_t>(t)];
+      scores.resize(static_cast<size_t>(pos - lo + 1));
+      if (s.absorb) {  // q_lat = W_uk^T q_nope
+        std::fill(q_lat.begin(), q_lat.end(), 0.0f);
+        for (int64_t d = 0; d < nope; ++d) {
+          const float qd = q[d];
+          const float* w_row = w_uk + d * lora;
+          for (int64_t r = 0; r < lora; ++r) q_lat[static_cast<size_t>(r)] += qd * w_row[r];
+        }
+      }
+      float max_score = -INFINITY;
+      for (int64_t j = lo; j <= pos; ++j) {
+        const float* cached = row(table, j);
+        float score;
+        if (s.absorb) {
+          score = Dot(q_lat.data(), cached, lora);
+        } else {
+          for (int64_t d = 0; d < nope; ++d)
+            k_nope[static_cast<size_t>(d)] = Dot(w_uk + d * lora, cached, lora);
+          score = Dot(q, k_nope.data(), nope);
+        }
+        score = (score + Dot(q + nope, cached + lora, rd)) * s.scale;
+        scores[static_cast<size_t>(j - lo)] = score;
+        max_score = std::max(max_score, score);
+      }
+      double sum = 0;
+      for (float& score : scores) {
+        score = std::exp(score - max_score);
+        sum += score;
+      }
+      const float inv = static_cast<float>(1.0 / sum);
+      float* o = out + t * nh * vd + head * vd;
+      std::fill(o, o + vd, 0.0f);
+      if (s.absorb) {  // o = W_uv (sum_j p_j c_j)
+        std::fill(o_lat.begin(), o_lat.end(), 0.0f);
+        for (int64_t j = lo; j <= pos; ++j) {
+          const float* cached = row(table, j);
+          const float p = scores[static_cast<size_t>(j - lo)] * inv;
+          for (int64_t r = 0; r < lora; ++r) o_lat[static_cast<size_t>(r)] += p * cached[r];
+        }
+        for (int64_t d = 0; d < vd; ++d) o[d] = Dot(w_uv + d * lora, o_lat.data(), lora);
+      } else {
+        for (int64_t j = lo; j <= pos; ++j) {
+          const float* cached = row(table, j);
+          const float p = scores[static_cast<size_t>(j - lo)] * inv;
+          for (int64_t d = 0; d < vd; ++d) o[d] += p * Dot(w_uv + d * lora, cached, lora);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace deepinfer::cpu

@@ -1,0 +1,42 @@
+// Multi-head latent attention (DeepSeek-V2/V3) over a cache that holds per
+// token one row [c_kv (lora floats) | k_pe (rope floats)] (model/mla.h has
+// the math). Scores and the softmax are plain loops per (token, head) - a
+// score vector per head, max, exp, a double sum - with every dot product
+// the fixed-order Dot (dot.h): a (token, head)'s result depends only on its
+// own query and keys, never on the batch or the thread split.
+// Thread-safety: pure apart from per-thread scratch.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/cpu/paged_attention.h"
+#include "core/thread_pool.h"
+
+namespace deepinfer::cpu {
+
+struct MlaShape {
+  int64_t num_heads = 0;
+  int64_t nope = 0;    // qk_nope_head_dim
+  int64_t rope = 0;    // qk_rope_head_dim
+  int64_t v_dim = 0;   // v_head_dim
+  int64_t lora = 0;    // kv_lora_rank
+  int64_t window = 0;  // 0 = full; W > 0 = keys at positions > pos - W
+  float scale = 1.0f;  // softmax scale
+  // Absorbed form: scores and values in the latent space (W_uk^T q, then
+  // W_uv (sum_j p_j c_j)); otherwise keys and values expanded per key.
+  bool absorb = true;
+};
+
+// out f32 [n_tokens, num_heads * v_dim] from q f32 [n_tokens, num_heads *
+// (nope + rope)] (RoPE applied to each head's last `rope` floats): for token
+// t at positions[t], softmax over keys j in [lo, positions[t]] of its
+// sequence (blocks *block_tables[t]) of scale * (q_nope . W_uk c_j + q_pe .
+// k_pe_j), times W_uv c_j. kv: the latent rows (only head0's k, block_size
+// and block / slot strides are read); w_ukv f32 [num_heads * (nope + v_dim), lora]: per head
+// nope rows of W_uk, then v_dim rows of W_uv.
+void MlaAttention(const float* q, int64_t n_tokens, const int64_t* positions,
+                  const std::vector<const std::vector<int32_t>*>& block_tables, const PagedKvLayer& kv,
+                  const float* w_ukv, const MlaShape& s, ThreadPool& pool, float* out);
+
+}  // namespace deepinfer::cpu

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/backend_config.h"
 #include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
 #include "synth/synth.h"
@@ -153,4 +154,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace deepinfer
 
-int main(int argc, char** argv) { return deepinfer::Main(argc, argv); }
+int main(int argc, char** argv) {
+  deepinfer::cpu::ApplyBackendConfig(deepinfer::cpu::BackendConfigFromEnv());  // DEEPINFER_ISA etc., as the CLI
+  return deepinfer::Main(argc, argv);
+}

@@ -26,9 +26,12 @@ const GgufValue* GgufFile::Find(const std::string& key) const {
   return it == metadata_.end() ? nullptr : &it->second;
 }
 
+// `v` is the name being declared: it cannot be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define DI_FIND_OR_NOT_FOUND(v, key) \
   const GgufValue* v = Find(key);    \
   if (v == nullptr) return NotFound(path_ + ": metadata key '" + key + "' not found")
+// NOLINTEND(bugprone-macro-parentheses)
 
 StatusOr<std::string> GgufFile::GetString(const std::string& key) const {
   DI_FIND_OR_NOT_FOUND(v, key);

@@ -36,10 +36,11 @@ int JsonDepth(const char* p, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     const char c = p[i];
     if (in_string) {
-      if (c == '\\')
+      if (c == '\\') {
         ++i;
-      else if (c == '"')
+      } else if (c == '"') {
         in_string = false;
+      }
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {

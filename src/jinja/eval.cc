@@ -25,10 +25,13 @@ Status At(const Node& n, const Status& s) { return At(n.line, n.column, s); }
   } while (0)
 
 #define DI_JINJA_ASSIGN(where, lhs, expr) DI_JINJA_ASSIGN_IMPL(DI_CONCAT(di_jo_, __LINE__), where, lhs, expr)
+// `tmp` is a name and `lhs` a declaration: neither can be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define DI_JINJA_ASSIGN_IMPL(tmp, where, lhs, expr) \
   auto tmp = (expr);                                \
   if (!tmp.ok()) return At(where, tmp.status());    \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 enum class Flow { kNormal, kBreak, kContinue };
 
@@ -47,8 +50,9 @@ class Evaluator {
   StatusOr<std::string> Run(const Body& body) {
     std::string out;
     out_ = &out;
-    DI_ASSIGN_OR_RETURN(Flow flow, Exec(body));
-    (void)flow;  // break/continue outside a loop are rejected by the parser
+    StatusOr<Flow> flow = Exec(body);  // break/continue outside a loop are rejected by the parser
+    out_ = nullptr;                    // `out` dies with this frame
+    if (!flow.ok()) return flow.status();
     return out;
   }
 

@@ -170,7 +170,7 @@ std::string PyQuote(const std::string& s) {
   const char q = has_single && !has_double ? '"' : '\'';
   std::string out(1, q);
   for (unsigned char c : s) {
-    if (c == q || c == '\\') {
+    if (c == static_cast<unsigned char>(q) || c == '\\') {
       out += '\\';
       out += static_cast<char>(c);
     } else if (c == '\n') {

@@ -12,26 +12,26 @@ constexpr uint32_t kNoGgml = 0xffffffffu;
 
 struct DTypeInfo {
   DType type;
+  uint32_t ggml_type;
   const char* name;
   int64_t block_elems;
   int64_t block_bytes;
-  uint32_t ggml_type;
 };
 
 constexpr DTypeInfo kInfo[] = {
-    {DType::kF32, "f32", 1, 4, 0},
-    {DType::kF16, "f16", 1, 2, 1},
-    {DType::kBF16, "bf16", 1, 2, 30},
-    {DType::kQ8_0, "q8_0", 32, 2 + 32, 8},
-    {DType::kQ4_0, "q4_0", 32, 2 + 16, 2},
+    {DType::kF32, 0, "f32", 1, 4},
+    {DType::kF16, 1, "f16", 1, 2},
+    {DType::kBF16, 30, "bf16", 1, 2},
+    {DType::kQ8_0, 8, "q8_0", 32, 2 + 32},
+    {DType::kQ4_0, 2, "q4_0", 32, 2 + 16},
     // Q4_K: f16 d, f16 dmin, 12 bytes of packed 6-bit scales/mins, 128 bytes of nibbles.
-    {DType::kQ4_K, "q4_k", 256, 2 + 2 + 12 + 128, 12},
+    {DType::kQ4_K, 12, "q4_k", 256, 2 + 2 + 12 + 128},
     // Q6_K: 128 bytes low nibbles, 64 bytes high 2-bit pairs, 16 int8 scales, f16 d.
-    {DType::kQ6_K, "q6_k", 256, 128 + 64 + 16 + 2, 14},
-    {DType::kI32, "i32", 1, 4, 26},
-    {DType::kI64, "i64", 1, 8, 27},
-    {DType::kI8, "i8", 1, 1, 24},
-    {DType::kU8, "u8", 1, 1, kNoGgml},
+    {DType::kQ6_K, 14, "q6_k", 256, 128 + 64 + 16 + 2},
+    {DType::kI32, 26, "i32", 1, 4},
+    {DType::kI64, 27, "i64", 1, 8},
+    {DType::kI8, 24, "i8", 1, 1},
+    {DType::kU8, kNoGgml, "u8", 1, 1},
 };
 
 const DTypeInfo& Info(DType t) {

@@ -130,7 +130,6 @@ inline __m512 ScalePair(const float* scales, int64_t p) {
 
 struct PackedQ4_KFormat {
   static constexpr bool kHasMin = true;
-  static constexpr int kOffset = Q4_KFormat::kOffset;
   static const float* Scales(const uint8_t* row, int64_t pairs) {
     return reinterpret_cast<const float*>(row + pairs * 32);
   }

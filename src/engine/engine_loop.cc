@@ -20,7 +20,7 @@ void EngineImpl::Loop() {
     std::optional<StepPlan> next;
     std::optional<LaunchedStep> launch;
     if (!in_flight || config_.async_scheduling) {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (!in_flight) {
         if (!scheduler_->HasUnfinishedRequests()) follows_step = false;  // the executor idles for lack of work
         if (!WaitForWork(lock)) break;
@@ -33,7 +33,10 @@ void EngineImpl::Loop() {
           // Nothing runnable (the scheduler is waiting on nothing in flight):
           // sleep until Submit/Abort/Shutdown changes something.
           const uint64_t epoch = work_epoch_;
-          work_cv_.wait_for(lock, std::chrono::milliseconds(5), [&] { return work_epoch_ != epoch; });
+          const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(5);
+          while (work_epoch_ == epoch) {
+            if (work_cv_.wait_until(lock.native(), deadline) == std::cv_status::timeout) break;
+          }
           follows_step = false;
           continue;
         }
@@ -41,7 +44,7 @@ void EngineImpl::Loop() {
     }
     if (in_flight) {
       StepResult result = executor_.Wait();
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       CommitLocked(result);
       in_flight = false;
       if (next) launch = PrepareLocked(std::move(*next));
@@ -55,8 +58,8 @@ void EngineImpl::Loop() {
   }
 }
 
-bool EngineImpl::WaitForWork(std::unique_lock<std::mutex>& lock) {
-  work_cv_.wait(lock, [&] { return scheduler_->HasUnfinishedRequests() || exit_when_idle_; });
+bool EngineImpl::WaitForWork(MutexLock& lock) {
+  while (!scheduler_->HasUnfinishedRequests() && !exit_when_idle_) work_cv_.wait(lock.native());
   return scheduler_->HasUnfinishedRequests();
 }
 

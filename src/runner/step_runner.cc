@@ -88,7 +88,7 @@ StepExecutor::StepExecutor(StepRunner& runner) : runner_(runner), thread_([this]
 
 StepExecutor::~StepExecutor() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     quit_ = true;
   }
   cv_.notify_all();
@@ -97,15 +97,15 @@ StepExecutor::~StepExecutor() {
 
 void StepExecutor::Launch(LaunchedStep step) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     pending_ = std::move(step);
   }
   cv_.notify_all();
 }
 
 StepResult StepExecutor::Wait() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return done_.has_value(); });
+  MutexLock lock(mu_);
+  while (!done_.has_value()) cv_.wait(lock.native());
   StepResult result = std::move(*done_);
   done_.reset();
   return result;
@@ -115,8 +115,8 @@ void StepExecutor::Loop() {
   for (;;) {
     LaunchedStep step;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return quit_ || pending_.has_value(); });
+      MutexLock lock(mu_);
+      while (!quit_ && !pending_.has_value()) cv_.wait(lock.native());
       if (quit_) return;
       step = std::move(*pending_);
       pending_.reset();
@@ -129,7 +129,7 @@ void StepExecutor::Loop() {
       result.idle_seconds = Seconds(start - last_end_);
     last_end_ = end;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       done_ = std::move(result);
     }
     cv_.notify_all();

@@ -11,13 +11,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/status.h"
+#include "core/thread_annotations.h"
 #include "model/model.h"
 #include "runner/row_sampler.h"
 #include "runner/sampling_context.h"
@@ -68,19 +69,19 @@ class StepExecutor {
  public:
   explicit StepExecutor(StepRunner& runner);
   ~StepExecutor();  // joins the thread
-  void Launch(LaunchedStep step);
-  StepResult Wait();
+  void Launch(LaunchedStep step) EXCLUDES(mu_);
+  StepResult Wait() EXCLUDES(mu_);
 
  private:
-  void Loop();
+  void Loop() EXCLUDES(mu_);
 
   StepRunner& runner_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::optional<LaunchedStep> pending_;
-  std::optional<StepResult> done_;
-  bool quit_ = false;
-  std::chrono::steady_clock::time_point last_end_{};
+  std::optional<LaunchedStep> pending_ GUARDED_BY(mu_);
+  std::optional<StepResult> done_ GUARDED_BY(mu_);
+  bool quit_ GUARDED_BY(mu_) = false;
+  std::chrono::steady_clock::time_point last_end_{};  // executor thread only
   std::thread thread_;
 };
 

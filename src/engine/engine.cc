@@ -226,12 +226,12 @@ EngineMetrics EngineImpl::Metrics() const {
     m.requests_finished_total = requests_finished_total_;
     m.num_preemptions_total = s.num_preemptions;
     m.steps_total = steps_total_;
-    m.executor_idle_seconds_total = idle_seconds_;
-    m.executor_busy_seconds_total = busy_seconds_;
     m.spec_draft_tokens_total = s.spec_draft_tokens;
     m.spec_accepted_tokens_total = s.spec_accepted_tokens;
     m.expert_tokens_total = expert_load_;
   }
+  m.executor_idle_seconds_total = executor_.idle_seconds();
+  m.executor_busy_seconds_total = executor_.busy_seconds();
   m.time_to_first_token_seconds = output_.TimeToFirstToken();
   m.time_per_output_token_seconds = output_.TimePerOutputToken();
   return m;

@@ -10,6 +10,7 @@
 // holds mu_ while a step runs.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -44,10 +45,22 @@ class EngineImpl final : public Engine {
 
  private:
   Status ValidateRequest(const GenerationRequest& request) const;
-  // The loop: plan (overlapping the running step when async), commit, launch.
-  void Loop();
+  // The loop thread: plan -> launch -> (plan ahead) -> wait -> commit, see engine_loop.cc.
+  void Loop() EXCLUDES(mu_);
+  // With nothing in flight: waits for work, then plans and prepares a step
+  // into *step (left empty when nothing is runnable, after a short wait for a
+  // change). False when the loop should exit (Shutdown, no request left).
+  bool PlanWhenIdle(std::optional<LaunchedStep>* step) EXCLUDES(mu_);
+  // Async scheduling: the plan of the next step, made while the current one
+  // runs (its placeholders resolve at commit). Sync: none.
+  std::optional<StepPlan> PlanAhead() EXCLUDES(mu_);
+  // Commits a finished step, then prepares the plan made ahead (if any). The
+  // step to launch next, or none: the loop then re-plans from idle.
+  std::optional<LaunchedStep> Commit(StepResult& result, std::optional<StepPlan> next) EXCLUDES(mu_);
   // Waits until there is work; false when the loop should exit.
   bool WaitForWork(MutexLock& lock) REQUIRES(mu_);
+  // Waits until Submit/Abort/Shutdown bumps work_epoch_, at most `timeout`.
+  void WaitForChangeLocked(MutexLock& lock, std::chrono::milliseconds timeout) REQUIRES(mu_);
   // PrepareLaunch + contexts. An empty result needs no launch.
   std::optional<LaunchedStep> PrepareLocked(StepPlan plan) REQUIRES(mu_);
   void CommitLocked(StepResult& result) REQUIRES(mu_);
@@ -74,7 +87,6 @@ class EngineImpl final : public Engine {
   int64_t steps_total_ GUARDED_BY(mu_) = 0;
   int64_t requests_finished_total_ GUARDED_BY(mu_) = 0;
   int64_t cached_prompt_tokens_total_ GUARDED_BY(mu_) = 0;
-  double idle_seconds_ GUARDED_BY(mu_) = 0.0, busy_seconds_ GUARDED_BY(mu_) = 0.0;
   // Model::ExpertLoad() after the last commit.
   std::vector<std::vector<int64_t>> expert_load_ GUARDED_BY(mu_);
 

@@ -99,6 +99,8 @@ void StepExecutor::Launch(LaunchedStep step) {
   {
     MutexLock lock(mu_);
     pending_ = std::move(step);
+    pending_follows_step_ = !idle_wait_since_launch_;
+    idle_wait_since_launch_ = false;
   }
   cv_.notify_all();
 }
@@ -111,26 +113,43 @@ StepResult StepExecutor::Wait() {
   return result;
 }
 
+void StepExecutor::NoteIdleWait() {
+  MutexLock lock(mu_);
+  idle_wait_since_launch_ = true;
+}
+
+double StepExecutor::busy_seconds() const {
+  MutexLock lock(mu_);
+  return busy_seconds_;
+}
+
+double StepExecutor::idle_seconds() const {
+  MutexLock lock(mu_);
+  return idle_seconds_;
+}
+
 void StepExecutor::Loop() {
   for (;;) {
     LaunchedStep step;
+    bool follows_step = false;
     {
       MutexLock lock(mu_);
       while (!quit_ && !pending_.has_value()) cv_.wait(lock.native());
       if (quit_) return;
       step = std::move(*pending_);
       pending_.reset();
+      follows_step = pending_follows_step_;
     }
     const Clock::time_point start = Clock::now();
     StepResult result = runner_.Run(step);
     const Clock::time_point end = Clock::now();
-    result.busy_seconds = Seconds(end - start);
-    if (step.follows_previous_step && last_end_ != Clock::time_point{})
-      result.idle_seconds = Seconds(start - last_end_);
+    const double idle = follows_step && last_end_ != Clock::time_point{} ? Seconds(start - last_end_) : 0.0;
     last_end_ = end;
     {
       MutexLock lock(mu_);
       done_ = std::move(result);
+      busy_seconds_ += Seconds(end - start);
+      idle_seconds_ += idle;
     }
     cv_.notify_all();
   }

@@ -1,7 +1,6 @@
 #include "runner/step_runner.h"
 
 #include <cstring>
-#include <future>
 
 #include "runner/to_forward_batch.h"
 
@@ -47,14 +46,13 @@ StepResult StepRunner::Run(LaunchedStep& step) {
     if (ctx == nullptr || !step.plan.seqs[i].samples) continue;
     if (sampler_.Prepare(step.plan.seqs[i], *ctx, &masks[i])) to_fill.push_back(i);
   }
-  std::future<void> mask_job;
   if (!to_fill.empty()) {
-    mask_job = std::async(std::launch::async, [&] {
+    mask_worker_.Start([&] {
       for (size_t i : to_fill) sampler_.FillMask(*step.contexts[i], &masks[i]);
     });
   }
   result.status = model_.Forward(batch, kv_, logits_.data());
-  if (mask_job.valid()) mask_job.get();
+  mask_worker_.Join();
   if (!result.status.ok()) {
     for (const ScheduledSequence& seq : step.plan.seqs) result.failed_requests.push_back(seq.request_id);
     return result;

@@ -3,8 +3,9 @@
 // runner thread that takes one step at a time from the engine loop.
 //
 // Per sampling row the RowSampler (row_sampler.h) chooses the token;
-// constraint masks are filled on a helper thread while the forward pass runs
-// (their previous tokens are known at launch).
+// constraint masks are filled on the runner's TaskWorker (one persistent
+// thread, task_worker.h) while the forward pass runs (their previous tokens
+// are known at launch).
 #pragma once
 
 #include <chrono>
@@ -22,6 +23,7 @@
 #include "model/model.h"
 #include "runner/row_sampler.h"
 #include "runner/sampling_context.h"
+#include "runner/task_worker.h"
 #include "scheduler/step_plan.h"
 
 namespace deepinfer {
@@ -56,6 +58,7 @@ class StepRunner {
   const int64_t vocab_;
   RowSampler sampler_;
   std::vector<float> logits_;  // f32 [rows, vocab]
+  TaskWorker mask_worker_;     // fills constraint masks during the forward pass
 };
 
 // A thread running one step at a time: Launch hands a step over, Wait takes

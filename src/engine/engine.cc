@@ -55,7 +55,7 @@ EngineImpl::EngineImpl(LoadedModel model, const EngineConfig& config, int32_t nu
           KvConfig{.num_blocks = num_blocks, .block_size = config.block_size,
                    .enable_prefix_cache = config.enable_prefix_cache})),
       output_(loaded_.tokenizer.get(), [this](RequestId id) {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         AbortLocked(id, FinishReason::kStop);
       }),
       executor_(runner_) {
@@ -142,7 +142,7 @@ StatusOr<RequestId> EngineImpl::Submit(GenerationRequest request, EventCallback 
   }
   params.priority = request.priority;
 
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!accepting_ || broken_) return Unavailable("the engine is shutting down");
   if (scheduler_->NumWaiting() >= config_.max_waiting_requests) {
     return ResourceExhausted("too many waiting requests (" + std::to_string(config_.max_waiting_requests) + ")");
@@ -167,7 +167,7 @@ StatusOr<RequestId> EngineImpl::Submit(GenerationRequest request, EventCallback 
 }
 
 void EngineImpl::Abort(RequestId id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   AbortLocked(id, FinishReason::kAbort);
 }
 
@@ -195,9 +195,9 @@ void EngineImpl::AbortAllLocked(const std::string& error) {
 }
 
 void EngineImpl::Shutdown(bool drain) {
-  std::lock_guard<std::mutex> once(shutdown_mu_);
+  MutexLock once(shutdown_mu_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     accepting_ = false;
     if (!drain) AbortAllLocked("");
     exit_when_idle_ = true;
@@ -211,7 +211,7 @@ void EngineImpl::Shutdown(bool drain) {
 EngineMetrics EngineImpl::Metrics() const {
   EngineMetrics m;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const KvManager& kv = scheduler_->kv();
     const SchedulerStats& s = scheduler_->stats();
     m.num_requests_running = scheduler_->NumRunning();
@@ -226,12 +226,12 @@ EngineMetrics EngineImpl::Metrics() const {
     m.requests_finished_total = requests_finished_total_;
     m.num_preemptions_total = s.num_preemptions;
     m.steps_total = steps_total_;
-    m.executor_idle_seconds_total = idle_seconds_;
-    m.executor_busy_seconds_total = busy_seconds_;
     m.spec_draft_tokens_total = s.spec_draft_tokens;
     m.spec_accepted_tokens_total = s.spec_accepted_tokens;
     m.expert_tokens_total = expert_load_;
   }
+  m.executor_idle_seconds_total = executor_.idle_seconds();
+  m.executor_busy_seconds_total = executor_.busy_seconds();
   m.time_to_first_token_seconds = output_.TimeToFirstToken();
   m.time_per_output_token_seconds = output_.TimePerOutputToken();
   return m;

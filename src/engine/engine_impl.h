@@ -10,15 +10,17 @@
 // holds mu_ while a step runs.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "core/mutex.h"
+#include "core/thread_annotations.h"
 #include "engine/engine.h"
 #include "engine/output_processor.h"
 #include "runner/sampling_context.h"
@@ -32,10 +34,10 @@ class EngineImpl final : public Engine {
   EngineImpl(LoadedModel model, const EngineConfig& config, int32_t num_blocks);
   ~EngineImpl() override;
 
-  StatusOr<RequestId> Submit(GenerationRequest request, EventCallback on_event) override;
-  void Abort(RequestId id) override;
-  EngineMetrics Metrics() const override;
-  void Shutdown(bool drain) override;
+  StatusOr<RequestId> Submit(GenerationRequest request, EventCallback on_event) override EXCLUDES(mu_);
+  void Abort(RequestId id) override EXCLUDES(mu_);
+  EngineMetrics Metrics() const override EXCLUDES(mu_);
+  void Shutdown(bool drain) override EXCLUDES(mu_, shutdown_mu_);
 
   const ModelConfig& model_config() const override { return loaded_.model->config(); }
   const Tokenizer& tokenizer() const override;
@@ -43,16 +45,28 @@ class EngineImpl final : public Engine {
 
  private:
   Status ValidateRequest(const GenerationRequest& request) const;
-  // The loop: plan (overlapping the running step when async), commit, launch.
-  void Loop();
-  // Waits until there is work; false when the loop should exit. REQUIRES: mu_ held.
-  bool WaitForWork(std::unique_lock<std::mutex>& lock);
-  // PrepareLaunch + contexts. An empty result needs no launch. REQUIRES: mu_ held.
-  std::optional<LaunchedStep> PrepareLocked(StepPlan plan);
-  void CommitLocked(StepResult& result);
+  // The loop thread: plan -> launch -> (plan ahead) -> wait -> commit, see engine_loop.cc.
+  void Loop() EXCLUDES(mu_);
+  // With nothing in flight: waits for work, then plans and prepares a step
+  // into *step (left empty when nothing is runnable, after a short wait for a
+  // change). False when the loop should exit (Shutdown, no request left).
+  bool PlanWhenIdle(std::optional<LaunchedStep>* step) EXCLUDES(mu_);
+  // Async scheduling: the plan of the next step, made while the current one
+  // runs (its placeholders resolve at commit). Sync: none.
+  std::optional<StepPlan> PlanAhead() EXCLUDES(mu_);
+  // Commits a finished step, then prepares the plan made ahead (if any). The
+  // step to launch next, or none: the loop then re-plans from idle.
+  std::optional<LaunchedStep> Commit(StepResult& result, std::optional<StepPlan> next) EXCLUDES(mu_);
+  // Waits until there is work; false when the loop should exit.
+  bool WaitForWork(MutexLock& lock) REQUIRES(mu_);
+  // Waits until Submit/Abort/Shutdown bumps work_epoch_, at most `timeout`.
+  void WaitForChangeLocked(MutexLock& lock, std::chrono::milliseconds timeout) REQUIRES(mu_);
+  // PrepareLaunch + contexts. An empty result needs no launch.
+  std::optional<LaunchedStep> PrepareLocked(StepPlan plan) REQUIRES(mu_);
+  void CommitLocked(StepResult& result) REQUIRES(mu_);
   // Ends a live request and posts its final event; false if it was not live.
-  bool AbortLocked(RequestId id, FinishReason reason, const std::string& error = "");
-  void AbortAllLocked(const std::string& error);
+  bool AbortLocked(RequestId id, FinishReason reason, const std::string& error = "") REQUIRES(mu_);
+  void AbortAllLocked(const std::string& error) REQUIRES(mu_);
 
   LoadedModel loaded_;
   EngineConfig config_;
@@ -60,22 +74,23 @@ class EngineImpl final : public Engine {
   std::unique_ptr<KvCache> kv_;
   StepRunner runner_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable work_cv_;
-  std::unique_ptr<Scheduler> scheduler_;
-  std::unordered_map<RequestId, std::shared_ptr<SamplingContext>> contexts_;  // live requests
-  RequestId next_id_ = 1;
-  bool accepting_ = true;
-  bool exit_when_idle_ = false;
-  bool broken_ = false;  // a commit failed: the scheduler state is unusable
-  uint64_t work_epoch_ = 0;  // bumped by Submit/Abort/Shutdown: wakes an idle loop
-  int64_t steps_total_ = 0;
-  int64_t requests_finished_total_ = 0;
-  int64_t cached_prompt_tokens_total_ = 0;
-  double idle_seconds_ = 0.0, busy_seconds_ = 0.0;
-  std::vector<std::vector<int64_t>> expert_load_;  // Model::ExpertLoad() after the last commit
+  // The pointer is set once in the constructor; the scheduler itself is guarded.
+  std::unique_ptr<Scheduler> scheduler_ PT_GUARDED_BY(mu_);
+  std::unordered_map<RequestId, std::shared_ptr<SamplingContext>> contexts_ GUARDED_BY(mu_);  // live requests
+  RequestId next_id_ GUARDED_BY(mu_) = 1;
+  bool accepting_ GUARDED_BY(mu_) = true;
+  bool exit_when_idle_ GUARDED_BY(mu_) = false;
+  bool broken_ GUARDED_BY(mu_) = false;  // a commit failed: the scheduler state is unusable
+  uint64_t work_epoch_ GUARDED_BY(mu_) = 0;  // bumped by Submit/Abort/Shutdown: wakes an idle loop
+  int64_t steps_total_ GUARDED_BY(mu_) = 0;
+  int64_t requests_finished_total_ GUARDED_BY(mu_) = 0;
+  int64_t cached_prompt_tokens_total_ GUARDED_BY(mu_) = 0;
+  // Model::ExpertLoad() after the last commit.
+  std::vector<std::vector<int64_t>> expert_load_ GUARDED_BY(mu_);
 
-  std::mutex shutdown_mu_;  // one Shutdown at a time
+  Mutex shutdown_mu_;  // one Shutdown at a time
   // Declared last: started after everything above exists, stopped first.
   OutputProcessor output_;
   StepExecutor executor_;

@@ -3,9 +3,10 @@
 //   async:  plan N+1 while N runs | commit N | launch N+1
 //   sync:   plan N | launch N | wait | commit N
 //
-// Only the scheduler calls happen under mu_; the step itself runs on the
-// executor thread with no lock held.
+// Each verb takes mu_ for its own scheduler calls only; the step itself runs
+// on the executor thread with no lock held.
 #include <algorithm>
+#include <chrono>
 #include <unordered_map>
 
 #include "core/log.h"
@@ -14,50 +15,59 @@
 namespace deepinfer {
 
 void EngineImpl::Loop() {
-  bool in_flight = false;     // a step runs on the executor
-  bool follows_step = false;  // no idle wait since the last launch
   for (;;) {
-    std::optional<StepPlan> next;
-    std::optional<LaunchedStep> launch;
-    if (!in_flight || config_.async_scheduling) {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (!in_flight) {
-        if (!scheduler_->HasUnfinishedRequests()) follows_step = false;  // the executor idles for lack of work
-        if (!WaitForWork(lock)) break;
-      }
-      next = scheduler_->PlanStep();
-      if (!in_flight) {
-        launch = PrepareLocked(std::move(*next));
-        next.reset();
-        if (!launch) {
-          // Nothing runnable (the scheduler is waiting on nothing in flight):
-          // sleep until Submit/Abort/Shutdown changes something.
-          const uint64_t epoch = work_epoch_;
-          work_cv_.wait_for(lock, std::chrono::milliseconds(5), [&] { return work_epoch_ != epoch; });
-          follows_step = false;
-          continue;
-        }
-      }
-    }
-    if (in_flight) {
+    // Nothing in flight: plan from scratch, waiting for work first.
+    std::optional<LaunchedStep> step;
+    if (!PlanWhenIdle(&step)) return;
+    // Steps follow one another until a commit leaves nothing to launch; then
+    // the next round re-plans at once (or waits, if no request is left).
+    while (step) {
+      executor_.Launch(std::move(*step));
+      std::optional<StepPlan> next = PlanAhead();
       StepResult result = executor_.Wait();
-      std::lock_guard<std::mutex> lock(mu_);
-      CommitLocked(result);
-      in_flight = false;
-      if (next) launch = PrepareLocked(std::move(*next));
-    }
-    if (launch) {
-      launch->follows_previous_step = follows_step;
-      executor_.Launch(std::move(*launch));
-      in_flight = true;
-      follows_step = true;
+      step = Commit(result, std::move(next));
     }
   }
 }
 
-bool EngineImpl::WaitForWork(std::unique_lock<std::mutex>& lock) {
-  work_cv_.wait(lock, [&] { return scheduler_->HasUnfinishedRequests() || exit_when_idle_; });
+bool EngineImpl::PlanWhenIdle(std::optional<LaunchedStep>* step) {
+  MutexLock lock(mu_);
+  if (!scheduler_->HasUnfinishedRequests()) executor_.NoteIdleWait();
+  if (!WaitForWork(lock)) return false;
+  *step = PrepareLocked(scheduler_->PlanStep());
+  if (!*step) {
+    // Nothing runnable while nothing is in flight: sleep until Submit, Abort
+    // or Shutdown changes something (at most 5 ms).
+    executor_.NoteIdleWait();
+    WaitForChangeLocked(lock, std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+std::optional<StepPlan> EngineImpl::PlanAhead() {
+  if (!config_.async_scheduling) return std::nullopt;
+  MutexLock lock(mu_);
+  return scheduler_->PlanStep();
+}
+
+std::optional<LaunchedStep> EngineImpl::Commit(StepResult& result, std::optional<StepPlan> next) {
+  MutexLock lock(mu_);
+  CommitLocked(result);
+  if (!next) return std::nullopt;
+  return PrepareLocked(std::move(*next));
+}
+
+bool EngineImpl::WaitForWork(MutexLock& lock) {
+  while (!scheduler_->HasUnfinishedRequests() && !exit_when_idle_) work_cv_.wait(lock.native());
   return scheduler_->HasUnfinishedRequests();
+}
+
+void EngineImpl::WaitForChangeLocked(MutexLock& lock, std::chrono::milliseconds timeout) {
+  const uint64_t epoch = work_epoch_;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (work_epoch_ == epoch) {
+    if (work_cv_.wait_until(lock.native(), deadline) == std::cv_status::timeout) return;
+  }
 }
 
 std::optional<LaunchedStep> EngineImpl::PrepareLocked(StepPlan plan) {
@@ -82,8 +92,6 @@ std::optional<LaunchedStep> EngineImpl::PrepareLocked(StepPlan plan) {
 
 void EngineImpl::CommitLocked(StepResult& result) {
   ++steps_total_;
-  idle_seconds_ += result.idle_seconds;
-  busy_seconds_ += result.busy_seconds;
   // No step runs during a commit, so the model's counters are stable here.
   expert_load_ = loaded_.model->ExpertLoad();
   // Requests that cannot continue end before the commit, which then ignores their rows.
@@ -91,7 +99,8 @@ void EngineImpl::CommitLocked(StepResult& result) {
     DI_LOG_ERROR("engine: step %llu failed: %s", static_cast<unsigned long long>(result.output.step_id),
                  result.status.ToString().c_str());
     // No row was sampled: every request with a row in this step fails.
-    for (RequestId id : result.failed_requests) AbortLocked(id, FinishReason::kAbort, result.status.message());
+    for (RequestId id : result.failed_requests)
+      AbortLocked(id, FinishReason::kAbort, result.status.message());
   }
   std::unordered_map<RequestId, const SampledRow*> rows;
   for (const SampledRow& row : result.rows) {

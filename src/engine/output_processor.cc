@@ -30,7 +30,7 @@ OutputProcessor::~OutputProcessor() { Stop(); }
 
 void OutputProcessor::Post(OutputItem item) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     queue_.push_back(std::move(item));
   }
   cv_.notify_one();
@@ -38,7 +38,7 @@ void OutputProcessor::Post(OutputItem item) {
 
 void OutputProcessor::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     quit_ = true;
   }
   cv_.notify_one();
@@ -46,12 +46,12 @@ void OutputProcessor::Stop() {
 }
 
 Histogram OutputProcessor::TimeToFirstToken() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return ttft_;
 }
 
 Histogram OutputProcessor::TimePerOutputToken() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return tpot_;
 }
 
@@ -59,8 +59,8 @@ void OutputProcessor::Loop() {
   for (;;) {
     std::deque<OutputItem> batch;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return quit_ || !queue_.empty(); });
+      MutexLock lock(mu_);
+      while (!quit_ && queue_.empty()) cv_.wait(lock.native());
       if (queue_.empty()) return;  // quit_ and drained
       batch.swap(queue_);
     }
@@ -89,7 +89,7 @@ void OutputProcessor::Process(OutputItem& item) {
 
   const Clock::time_point now = Clock::now();
   if (!item.tokens.empty()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (r.completion_tokens == 0) {
       Observe(ttft_, std::chrono::duration<double>(now - r.submitted).count());
     } else {

@@ -16,12 +16,13 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "core/mutex.h"
+#include "core/thread_annotations.h"
 #include "engine/engine.h"
 #include "engine/stop_strings.h"
 
@@ -53,27 +54,27 @@ class OutputProcessor {
   OutputProcessor(const Tokenizer* tokenizer, std::function<void(RequestId)> on_stop_string);
   ~OutputProcessor();  // Stop()
 
-  void Post(OutputItem item);
+  void Post(OutputItem item) EXCLUDES(mu_);
   // Processes everything posted so far, then joins the thread. Idempotent.
-  void Stop();
+  void Stop() EXCLUDES(mu_);
 
-  Histogram TimeToFirstToken() const;
-  Histogram TimePerOutputToken() const;
+  Histogram TimeToFirstToken() const EXCLUDES(mu_);
+  Histogram TimePerOutputToken() const EXCLUDES(mu_);
 
  private:
   struct RequestOutput;
-  void Loop();
-  void Process(OutputItem& item);
+  void Loop() EXCLUDES(mu_);
+  void Process(OutputItem& item) EXCLUDES(mu_);
 
   const Tokenizer* tokenizer_;
   std::function<void(RequestId)> on_stop_string_;
   std::unordered_map<RequestId, std::unique_ptr<RequestOutput>> requests_;  // output thread only
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::deque<OutputItem> queue_;
-  bool quit_ = false;
-  Histogram ttft_, tpot_;
+  std::deque<OutputItem> queue_ GUARDED_BY(mu_);
+  bool quit_ GUARDED_BY(mu_) = false;
+  Histogram ttft_ GUARDED_BY(mu_), tpot_ GUARDED_BY(mu_);
   std::thread thread_;
 };
 

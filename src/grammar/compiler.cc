@@ -55,7 +55,7 @@ GrammarCompiler::Result GrammarCompiler::CompileGrammar(const Grammar& grammar) 
 template <typename BuildFn>
 GrammarCompiler::Result GrammarCompiler::CompileCached(const std::string& key, BuildFn&& build) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
   }
@@ -63,7 +63,7 @@ GrammarCompiler::Result GrammarCompiler::CompileCached(const std::string& key, B
   StatusOr<Grammar> grammar = build();
   if (!grammar.ok()) return grammar.status();
   DI_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledGrammar> compiled, CompileGrammar(*grammar));
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (cache_.size() >= options_.max_cache_entries) cache_.clear();  // simple bound
   auto [it, inserted] = cache_.emplace(key, compiled);
   return it->second;
@@ -98,12 +98,12 @@ GrammarCompiler::Result GrammarCompiler::CompileChoice(const std::vector<std::st
 }
 
 size_t GrammarCompiler::cache_size() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return cache_.size();
 }
 
 void GrammarCompiler::ClearCache() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   cache_.clear();
 }
 

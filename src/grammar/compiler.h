@@ -15,12 +15,13 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/status.h"
+#include "core/thread_annotations.h"
 #include "grammar/automaton.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/grammar.h"
@@ -50,22 +51,22 @@ class GrammarCompiler {
   // Uncached: an IR built by the caller.
   Result CompileGrammar(const Grammar& grammar);
 
-  size_t cache_size() const;
+  size_t cache_size() const EXCLUDES(mutex_);
   // Terminal-rule mask entries shared across this compiler's grammars.
   const SharedMaskCache& shared_mask_cache() const { return *shared_masks_; }
   // Compiles any-JSON and fills its mask cache, so the common JSON string /
   // number / key positions are warm for every later schema (~0.1 s once).
   void WarmUp();
-  void ClearCache();
+  void ClearCache() EXCLUDES(mutex_);
 
  private:
   template <typename BuildFn>
-  Result CompileCached(const std::string& key, BuildFn&& build);
+  Result CompileCached(const std::string& key, BuildFn&& build) EXCLUDES(mutex_);
 
   std::shared_ptr<const Vocabulary> vocab_;
   CompilerOptions options_;
-  mutable std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<const CompiledGrammar>> cache_;
+  mutable Mutex mutex_;
+  std::map<std::string, std::shared_ptr<const CompiledGrammar>> cache_ GUARDED_BY(mutex_);
   std::shared_ptr<SharedMaskCache> shared_masks_;
   std::shared_ptr<const StringProfiles> string_profiles_;
 };

@@ -14,10 +14,11 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 
+#include "core/mutex.h"
+#include "core/thread_annotations.h"
 #include "grammar/position_mask.h"
 
 namespace deepinfer::grammar {
@@ -26,28 +27,29 @@ class SharedMaskCache {
  public:
   explicit SharedMaskCache(size_t max_entries = 1 << 16) : max_entries_(max_entries) {}
 
-  std::shared_ptr<const PositionMask> Find(const std::string& rule_signature, uint32_t local_state) const {
-    std::lock_guard<std::mutex> lock(mutex_);
+  std::shared_ptr<const PositionMask> Find(const std::string& rule_signature, uint32_t local_state) const
+      EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
     auto it = entries_.find({rule_signature, local_state});
     return it == entries_.end() ? nullptr : it->second;
   }
 
   void Insert(const std::string& rule_signature, uint32_t local_state,
-              std::shared_ptr<const PositionMask> entry) {
-    std::lock_guard<std::mutex> lock(mutex_);
+              std::shared_ptr<const PositionMask> entry) EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
     if (entries_.size() >= max_entries_) entries_.clear();  // simple bound
     entries_.emplace(std::make_pair(rule_signature, local_state), std::move(entry));
   }
 
-  size_t size() const {
-    std::lock_guard<std::mutex> lock(mutex_);
+  size_t size() const EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
     return entries_.size();
   }
 
  private:
   size_t max_entries_;
-  mutable std::mutex mutex_;
-  std::map<std::pair<std::string, uint32_t>, std::shared_ptr<const PositionMask>> entries_;
+  mutable Mutex mutex_;
+  std::map<std::pair<std::string, uint32_t>, std::shared_ptr<const PositionMask>> entries_ GUARDED_BY(mutex_);
 };
 
 }  // namespace deepinfer::grammar

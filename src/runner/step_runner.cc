@@ -1,7 +1,6 @@
 #include "runner/step_runner.h"
 
 #include <cstring>
-#include <future>
 
 #include "runner/to_forward_batch.h"
 
@@ -47,14 +46,13 @@ StepResult StepRunner::Run(LaunchedStep& step) {
     if (ctx == nullptr || !step.plan.seqs[i].samples) continue;
     if (sampler_.Prepare(step.plan.seqs[i], *ctx, &masks[i])) to_fill.push_back(i);
   }
-  std::future<void> mask_job;
   if (!to_fill.empty()) {
-    mask_job = std::async(std::launch::async, [&] {
+    mask_worker_.Start([&] {
       for (size_t i : to_fill) sampler_.FillMask(*step.contexts[i], &masks[i]);
     });
   }
   result.status = model_.Forward(batch, kv_, logits_.data());
-  if (mask_job.valid()) mask_job.get();
+  mask_worker_.Join();
   if (!result.status.ok()) {
     for (const ScheduledSequence& seq : step.plan.seqs) result.failed_requests.push_back(seq.request_id);
     return result;
@@ -88,7 +86,7 @@ StepExecutor::StepExecutor(StepRunner& runner) : runner_(runner), thread_([this]
 
 StepExecutor::~StepExecutor() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     quit_ = true;
   }
   cv_.notify_all();
@@ -97,40 +95,59 @@ StepExecutor::~StepExecutor() {
 
 void StepExecutor::Launch(LaunchedStep step) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     pending_ = std::move(step);
+    pending_follows_step_ = !idle_wait_since_launch_;
+    idle_wait_since_launch_ = false;
   }
   cv_.notify_all();
 }
 
 StepResult StepExecutor::Wait() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return done_.has_value(); });
+  MutexLock lock(mu_);
+  while (!done_.has_value()) cv_.wait(lock.native());
   StepResult result = std::move(*done_);
   done_.reset();
   return result;
 }
 
+void StepExecutor::NoteIdleWait() {
+  MutexLock lock(mu_);
+  idle_wait_since_launch_ = true;
+}
+
+double StepExecutor::busy_seconds() const {
+  MutexLock lock(mu_);
+  return busy_seconds_;
+}
+
+double StepExecutor::idle_seconds() const {
+  MutexLock lock(mu_);
+  return idle_seconds_;
+}
+
 void StepExecutor::Loop() {
   for (;;) {
     LaunchedStep step;
+    bool follows_step = false;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return quit_ || pending_.has_value(); });
+      MutexLock lock(mu_);
+      while (!quit_ && !pending_.has_value()) cv_.wait(lock.native());
       if (quit_) return;
       step = std::move(*pending_);
       pending_.reset();
+      follows_step = pending_follows_step_;
     }
     const Clock::time_point start = Clock::now();
     StepResult result = runner_.Run(step);
     const Clock::time_point end = Clock::now();
-    result.busy_seconds = Seconds(end - start);
-    if (step.follows_previous_step && last_end_ != Clock::time_point{})
-      result.idle_seconds = Seconds(start - last_end_);
+    const double idle = follows_step && last_end_ != Clock::time_point{} ? Seconds(start - last_end_) : 0.0;
     last_end_ = end;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       done_ = std::move(result);
+      busy_seconds_ += Seconds(end - start);
+      idle_seconds_ += idle;
     }
     cv_.notify_all();
   }

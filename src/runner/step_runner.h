@@ -3,24 +3,27 @@
 // runner thread that takes one step at a time from the engine loop.
 //
 // Per sampling row the RowSampler (row_sampler.h) chooses the token;
-// constraint masks are filled on a helper thread while the forward pass runs
-// (their previous tokens are known at launch).
+// constraint masks are filled on the runner's TaskWorker (one persistent
+// thread, task_worker.h) while the forward pass runs (their previous tokens
+// are known at launch).
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/status.h"
+#include "core/thread_annotations.h"
 #include "model/model.h"
 #include "runner/row_sampler.h"
 #include "runner/sampling_context.h"
+#include "runner/task_worker.h"
 #include "scheduler/step_plan.h"
 
 namespace deepinfer {
@@ -29,9 +32,6 @@ struct LaunchedStep {
   StepPlan plan;
   // Per plan.seqs entry: the request's context for a sampling row, else null.
   std::vector<std::shared_ptr<SamplingContext>> contexts;
-  // The engine loop did not wait for new work since the previous step: the
-  // gap before this one counts as executor idle time.
-  bool follows_previous_step = false;
 };
 
 struct StepResult {
@@ -39,8 +39,6 @@ struct StepResult {
   std::vector<SampledRow> rows;
   Status status;                           // a failed forward pass: no tokens were sampled
   std::vector<RequestId> failed_requests;  // with status: the requests of the step
-  double busy_seconds = 0.0;
-  double idle_seconds = 0.0;  // since the previous step ended (when it followed one)
 };
 
 class StepRunner {
@@ -60,27 +58,44 @@ class StepRunner {
   const int64_t vocab_;
   RowSampler sampler_;
   std::vector<float> logits_;  // f32 [rows, vocab]
+  TaskWorker mask_worker_;     // fills constraint masks during the forward pass
 };
 
 // A thread running one step at a time: Launch hands a step over, Wait takes
 // its result. Calls alternate Launch, Wait, Launch, ... from one thread.
+//
+// Idle accounting: busy time is the time spent in steps; idle time is the gap
+// between the end of one step and the start of the next, counted only when
+// the engine had work all along. The loop says when it is about to wait for
+// lack of work (NoteIdleWait); the gap before the next launch then is not
+// idle time of the executor but of the clients.
 class StepExecutor {
  public:
   explicit StepExecutor(StepRunner& runner);
   ~StepExecutor();  // joins the thread
-  void Launch(LaunchedStep step);
-  StepResult Wait();
+  void Launch(LaunchedStep step) EXCLUDES(mu_);
+  StepResult Wait() EXCLUDES(mu_);
+  // The caller waits for lack of work before its next Launch.
+  void NoteIdleWait() EXCLUDES(mu_);
+
+  // Totals over every finished step; from any thread.
+  double busy_seconds() const EXCLUDES(mu_);
+  double idle_seconds() const EXCLUDES(mu_);
 
  private:
-  void Loop();
+  void Loop() EXCLUDES(mu_);
 
   StepRunner& runner_;
-  std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::optional<LaunchedStep> pending_;
-  std::optional<StepResult> done_;
-  bool quit_ = false;
-  std::chrono::steady_clock::time_point last_end_{};
+  std::optional<LaunchedStep> pending_ GUARDED_BY(mu_);
+  bool pending_follows_step_ GUARDED_BY(mu_) = false;  // no idle wait between the previous step and pending_
+  bool idle_wait_since_launch_ GUARDED_BY(mu_) = true;
+  std::optional<StepResult> done_ GUARDED_BY(mu_);
+  bool quit_ GUARDED_BY(mu_) = false;
+  double busy_seconds_ GUARDED_BY(mu_) = 0.0;
+  double idle_seconds_ GUARDED_BY(mu_) = 0.0;
+  std::chrono::steady_clock::time_point last_end_{};  // executor thread only
   std::thread thread_;
 };
 

@@ -2,6 +2,9 @@
 
 #include <atomic>
 #include <string>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "backend/cpu/backend_config.h"
 #include "core/log.h"
@@ -24,13 +27,23 @@ std::optional<Isa> IsaFromName(std::string_view name) {
   return std::nullopt;
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+namespace {
+// CPUID leaf 1, ECX bit F16C. Asked directly: clang before 15 rejects "f16c"
+// in __builtin_cpu_supports.
+bool CpuHasF16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
+}  // namespace
+#endif
+
 bool CpuSupports(Isa isa) {
 #if defined(__x86_64__) || defined(__i386__)
   switch (isa) {
     case Isa::kScalar: return true;
     case Isa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuHasF16c();
     case Isa::kAvx512:
       // Every flag the _avx512.cc files are compiled with.
       return CpuSupports(Isa::kAvx2) && __builtin_cpu_supports("avx512f") &&

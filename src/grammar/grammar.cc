@@ -68,7 +68,7 @@ ExprId Grammar::Literal(std::string_view bytes) {
   return Sequence(std::move(seq));
 }
 
-ExprId Grammar::Sequence(std::vector<ExprId> children) {
+ExprId Grammar::Sequence(const std::vector<ExprId>& children) {
   std::vector<ExprId> kept;
   for (ExprId c : children) {
     if (exprs_[c].kind == ExprKind::kEmpty) continue;
@@ -82,7 +82,7 @@ ExprId Grammar::Sequence(std::vector<ExprId> children) {
   return Add(std::move(e));
 }
 
-ExprId Grammar::Choice(std::vector<ExprId> children) {
+ExprId Grammar::Choice(const std::vector<ExprId>& children) {
   std::vector<ExprId> kept;
   for (ExprId c : children) {
     if (exprs_[c].kind != ExprKind::kNothing) kept.push_back(c);

@@ -15,8 +15,8 @@ uint64_t Fnv1a(uint64_t h, const void* data, size_t n) {
 }
 }  // namespace
 
-Vocabulary::Vocabulary(std::vector<std::string> token_bytes, std::vector<int32_t> eos_ids,
-                       std::vector<int32_t> special_ids)
+Vocabulary::Vocabulary(std::vector<std::string> token_bytes, const std::vector<int32_t>& eos_ids,
+                       const std::vector<int32_t>& special_ids)
     : tokens_(std::move(token_bytes)), is_eos_(tokens_.size(), 0), maskable_(tokens_.size(), 0) {
   std::vector<uint8_t> excluded(tokens_.size(), 0);
   for (int32_t id : eos_ids) {

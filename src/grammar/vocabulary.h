@@ -19,8 +19,8 @@ namespace deepinfer::grammar {
 
 class Vocabulary {
  public:
-  Vocabulary(std::vector<std::string> token_bytes, std::vector<int32_t> eos_ids,
-             std::vector<int32_t> special_ids = {});
+  Vocabulary(std::vector<std::string> token_bytes, const std::vector<int32_t>& eos_ids,
+             const std::vector<int32_t>& special_ids = {});
 
   size_t size() const { return tokens_.size(); }
   const std::string& token(int32_t id) const { return tokens_[id]; }

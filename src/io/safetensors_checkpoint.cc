@@ -63,19 +63,19 @@ StatusOr<std::unique_ptr<SafetensorsCheckpoint>> SafetensorsCheckpoint::Open(con
   std::set<std::string> shards;
   for (auto it = wm->begin(); it != wm->end(); ++it) {
     if (!it.value().is_string() || !IsPlainFileName(it.value().get<std::string>())) {
-      return DataLoss(index_path + ": weight_map['" + it.key() + "'] is not a file name in " + dir);  // NOLINT(performance-inefficient-string-concatenation): an error path
+      return DataLoss(index_path + ": weight_map['" + it.key() + "'] is not a file name in " + dir);
     }
     shards.insert(it.value().get<std::string>());
   }
   for (const std::string& shard : shards) {
-    DI_ASSIGN_OR_RETURN(auto f, SafetensorsFile::Open(dir + "/" + shard));  // NOLINT(performance-inefficient-string-concatenation): once per shard
+    DI_ASSIGN_OR_RETURN(auto f, SafetensorsFile::Open(dir + "/" + shard));
     DI_RETURN_IF_ERROR(add_file(std::move(f)));
   }
   for (auto it = wm->begin(); it != wm->end(); ++it) {
     const std::string shard = it.value().get<std::string>();
     const TensorView* t = ckpt->FindTensor(it.key());
     if (t == nullptr) {
-      return DataLoss(index_path + ": tensor '" + it.key() + "' is not in " + shard);  // NOLINT(performance-inefficient-string-concatenation): an error path
+      return DataLoss(index_path + ": tensor '" + it.key() + "' is not in " + shard);
     }
   }
   return ckpt;

@@ -22,8 +22,7 @@ bool HasQkvBias(const WeightBinder& b, int64_t layer) {
 StatusOr<std::unique_ptr<Model>> CreateDenseModel(const ModelConfig& config,
                                                   std::shared_ptr<const WeightStore> weights,
                                                   int num_threads) {
-  ModelConfig c = config;
-  DI_RETURN_IF_ERROR(ValidateModelConfig(c));
+  DI_RETURN_IF_ERROR(ValidateModelConfig(config));
   const auto build_layers = [](const WeightBinder& b, ModelConfig& c) -> StatusOr<DecoderStackParts> {
     // GGUF llama3 frequency factors (optional).
     DI_ASSIGN_OR_RETURN(std::vector<float> freq_factors,
@@ -42,7 +41,7 @@ StatusOr<std::unique_ptr<Model>> CreateDenseModel(const ModelConfig& config,
     }
     return parts;
   };
-  return CreateDecoderStackModel(c, std::move(weights), build_layers, num_threads);
+  return CreateDecoderStackModel(config, std::move(weights), build_layers, num_threads);
 }
 
 }  // namespace deepinfer

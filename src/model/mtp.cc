@@ -42,8 +42,8 @@ StatusOr<std::unique_ptr<MtpDraft>> MtpDraft::Create(const ModelConfig& base,
   ModelConfig c = base;
   c.num_layers = 1;
   c.sliding_window.assign(1, 0);  // the draft block attends over its whole cache
-  std::unique_ptr<MtpDraft> d(new MtpDraft(c, weights, num_threads));
   const WeightBinder b(*weights);
+  std::unique_ptr<MtpDraft> d(new MtpDraft(c, std::move(weights), num_threads));
   const WeightNaming n = b.naming();
   const int64_t h = c.hidden_size, vocab = c.vocab_size;
 

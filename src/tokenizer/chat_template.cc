@@ -21,7 +21,7 @@ ChatTemplate::ChatTemplate(ChatTemplate&&) noexcept = default;
 ChatTemplate& ChatTemplate::operator=(ChatTemplate&&) noexcept = default;
 ChatTemplate::~ChatTemplate() = default;
 
-StatusOr<ChatTemplate> ChatTemplate::FromSource(std::string source) {
+StatusOr<ChatTemplate> ChatTemplate::FromSource(const std::string& source) {
   DI_ASSIGN_OR_RETURN(jinja::Template tmpl, jinja::Template::Parse(source));
   auto impl = std::make_unique<Impl>();
   impl->tmpl.emplace(std::move(tmpl));

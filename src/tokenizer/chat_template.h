@@ -36,7 +36,7 @@ class ChatTemplate {
  public:
   // Parses a Jinja2 template source. InvalidArgument with line:column on a
   // syntax error or a construct outside the supported subset.
-  static StatusOr<ChatTemplate> FromSource(std::string source);
+  static StatusOr<ChatTemplate> FromSource(const std::string& source);
   // The documented fallback for checkpoints without a template:
   // "<|role|>\ncontent\n" per message, then "<|assistant|>\n" (docs/serving.md).
   static ChatTemplate Fallback();

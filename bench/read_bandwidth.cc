@@ -122,7 +122,8 @@ int main(int argc, char** argv) {
           }
           const auto t0 = std::chrono::steady_clock::now();
           sink += ReadRange(data + t * share, share, v.streams, v.ahead);
-          seconds[static_cast<size_t>(t)] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          seconds[static_cast<size_t>(t)] =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         });
       }
       while (ready.load() < threads) {
@@ -134,7 +135,8 @@ int main(int argc, char** argv) {
     std::printf("%-28s best %7.2f GB/s\n", v.name, best);
     best_all = std::max(best_all, best);
   }
-  std::printf("read GB/s best %.2f  (sink %llu)\n", best_all, static_cast<unsigned long long>(sink.load() & 1));
+  std::printf("read GB/s best %.2f  (sink %llu)\n", best_all,
+              static_cast<unsigned long long>(sink.load() & 1));
   std::free(mem);
   return 0;
 }

@@ -88,10 +88,11 @@ std::string FormatBenchTable(const BenchReport& r) {
   char line[256];
   os << "model    " << r.model_path << " (" << r.arch << ", " << r.dtype << ", " << Bytes(r.weight_bytes)
      << " weights)\n";
-  std::snprintf(line, sizeof(line), "threads  %d   kernels %s   prompt %lld   gen %lld   rounds %lld   chunk %lld%s\n",
-                r.threads, r.kernels.c_str(), static_cast<long long>(r.config.prompt_tokens),
-                static_cast<long long>(r.config.gen_tokens), static_cast<long long>(r.config.rounds),
-                static_cast<long long>(r.config.prefill_chunk), r.config.shared_prompt ? "   shared prompt" : "");
+  std::snprintf(
+      line, sizeof(line), "threads  %d   kernels %s   prompt %lld   gen %lld   rounds %lld   chunk %lld%s\n",
+      r.threads, r.kernels.c_str(), static_cast<long long>(r.config.prompt_tokens),
+      static_cast<long long>(r.config.gen_tokens), static_cast<long long>(r.config.rounds),
+      static_cast<long long>(r.config.prefill_chunk), r.config.shared_prompt ? "   shared prompt" : "");
   os << line;
   std::snprintf(line, sizeof(line), "prefill  %.1f tok/s   ttft %.1f ms\n", r.PrefillTokensPerSecond(),
                 r.TtftMs());
@@ -155,8 +156,8 @@ Status WriteBenchPlot(const BenchReport& r, const std::string& path) {
   }
   PlotOptions o;
   o.log_x = true;
-  return WriteLinePlotPng(path, "decode throughput vs batch", "batch size (sequences)", "tokens/s (aggregate)",
-                          {s}, o);
+  return WriteLinePlotPng(path, "decode throughput vs batch", "batch size (sequences)",
+                          "tokens/s (aggregate)", {s}, o);
 }
 
 int64_t PeakRssBytes() {

@@ -14,15 +14,15 @@ namespace deepinfer::tools {
 struct BenchReport {
   std::string model_path;
   std::string arch;
-  std::string dtype;                    // of the layer-0 attention weights
-  int64_t weight_bytes = 0;             // every tensor of the checkpoint
-  int64_t weight_bytes_per_token = 0;   // read per decode step: all but the embedding (unless tied)
+  std::string dtype;                   // of the layer-0 attention weights
+  int64_t weight_bytes = 0;            // every tensor of the checkpoint
+  int64_t weight_bytes_per_token = 0;  // read per decode step: all but the embedding (unless tied)
   int threads = 0;
-  std::string kernels;                  // the CPU kernel level that ran, e.g. "avx512+amx"
+  std::string kernels;  // the CPU kernel level that ran, e.g. "avx512+amx"
   BenchConfig config;
   BenchResult result;
   int64_t peak_rss_bytes = 0;
-  double load_avg[3] = {-1, -1, -1};    // /proc/loadavg at the end; -1 when unknown
+  double load_avg[3] = {-1, -1, -1};  // /proc/loadavg at the end; -1 when unknown
 
   double PrefillTokensPerSecond() const;  // median over rounds
   double TtftMs() const;                  // median over rounds

@@ -157,8 +157,9 @@ Status ValidateBenchConfig(const BenchConfig& c, const ModelConfig& m) {
   }
   if (c.batches.empty()) return InvalidArgument("--batch needs at least one batch size");
   for (int64_t b : c.batches) {
-    if (b < 1 || b > 4096)
+    if (b < 1 || b > 4096) {
       return InvalidArgument("--batch sizes must be in [1, 4096], got " + std::to_string(b));
+    }
   }
   if (c.prefill_chunk < 1 || c.rounds < 1 || c.block_size < 1) {
     return InvalidArgument("--prefill-chunk, --rounds and the block size must be >= 1");

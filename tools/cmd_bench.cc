@@ -67,9 +67,13 @@ StatusOr<BenchOptions> ParseOptions(const Args& args) {
   DI_ASSIGN_OR_RETURN(o.model_path, flags.Required("model"));
   BenchConfig& c = o.config;
   DI_ASSIGN_OR_RETURN(c.prompt_tokens, flags.GetInt("prompt-tokens", 512));
-  if (c.prompt_tokens < 1 || c.prompt_tokens > (1 << 20)) return InvalidArgument("--prompt-tokens must be in [1, 1048576]");
+  if (c.prompt_tokens < 1 || c.prompt_tokens > (1 << 20)) {
+    return InvalidArgument("--prompt-tokens must be in [1, 1048576]");
+  }
   DI_ASSIGN_OR_RETURN(c.gen_tokens, flags.GetInt("gen-tokens", 128));
-  if (c.gen_tokens < 1 || c.gen_tokens > (1 << 20)) return InvalidArgument("--gen-tokens must be in [1, 1048576]");
+  if (c.gen_tokens < 1 || c.gen_tokens > (1 << 20)) {
+    return InvalidArgument("--gen-tokens must be in [1, 1048576]");
+  }
   DI_ASSIGN_OR_RETURN(c.batches, ParseBatchList(flags.GetString("batch", "1,4,16,64")));
   DI_ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
   if (threads < 0 || threads > 1024) return InvalidArgument("--threads must be in [0, 1024]");
@@ -77,7 +81,9 @@ StatusOr<BenchOptions> ParseOptions(const Args& args) {
   DI_ASSIGN_OR_RETURN(c.rounds, flags.GetInt("rounds", 1));
   if (c.rounds < 1 || c.rounds > 1000) return InvalidArgument("--rounds must be in [1, 1000]");
   DI_ASSIGN_OR_RETURN(c.prefill_chunk, flags.GetInt("prefill-chunk", 512));
-  if (c.prefill_chunk < 1 || c.prefill_chunk > (1 << 16)) return InvalidArgument("--prefill-chunk must be in [1, 65536]");
+  if (c.prefill_chunk < 1 || c.prefill_chunk > (1 << 16)) {
+    return InvalidArgument("--prefill-chunk must be in [1, 65536]");
+  }
   DI_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", 1));
   if (seed < 0) return InvalidArgument("--seed must be >= 0");
   c.seed = static_cast<uint64_t>(seed);
@@ -162,8 +168,9 @@ int RunBench(const Args& args) {
   DescribeWeights(*loaded, report);
 
   ProgressBar bar;
-  auto result = RunBench(*loaded->model, options->config,
-                         [&](const std::string& phase, int64_t done, int64_t total) { bar.Update(phase, done, total); });
+  auto result = RunBench(
+      *loaded->model, options->config,
+      [&](const std::string& phase, int64_t done, int64_t total) { bar.Update(phase, done, total); });
   if (!result.ok()) return Fail("bench", result.status().message());
   report.result = std::move(*result);
   report.peak_rss_bytes = PeakRssBytes();

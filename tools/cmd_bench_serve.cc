@@ -51,7 +51,9 @@ struct Dist {
   std::string text;
   int64_t Draw(std::mt19937_64& rng) const {
     double v = a;
-    if (kind == Kind::kUniform) v = std::uniform_int_distribution<int64_t>(static_cast<int64_t>(a), static_cast<int64_t>(b))(rng);
+    if (kind == Kind::kUniform) {
+      v = std::uniform_int_distribution<int64_t>(static_cast<int64_t>(a), static_cast<int64_t>(b))(rng);
+    }
     if (kind == Kind::kNormal) v = std::round(std::normal_distribution<double>(a, b)(rng));
     return std::max<int64_t>(1, static_cast<int64_t>(v));
   }
@@ -76,9 +78,13 @@ StatusOr<Dist> ParseDist(const std::string& flag, const std::string& text) {
     if (comma == std::string::npos) return bad();
     d.a = std::stod(rest.substr(0, comma));
     d.b = std::stod(rest.substr(comma + 1));
-    if (kind == "uniform" && d.a >= 1 && d.b >= d.a) d.kind = Dist::Kind::kUniform;
-    else if (kind == "normal" && d.a >= 1 && d.b >= 0) d.kind = Dist::Kind::kNormal;
-    else return bad();
+    if (kind == "uniform" && d.a >= 1 && d.b >= d.a) {
+      d.kind = Dist::Kind::kUniform;
+    } else if (kind == "normal" && d.a >= 1 && d.b >= 0) {
+      d.kind = Dist::Kind::kNormal;
+    } else {
+      return bad();
+    }
     if (!std::isfinite(d.a) || !std::isfinite(d.b) || d.b > 1e7) return bad();
     return d;
   } catch (...) {
@@ -157,8 +163,12 @@ class Client {
 
   // Streams one completion; fills timings relative to `epoch`.
   void Complete(const Planned& p, const std::string& model, Clock::time_point epoch, Result* r) {
-    json body = {{"model", model},         {"prompt", p.prompt},  {"max_tokens", p.max_tokens},
-                 {"ignore_eos", true},     {"temperature", 0.0},  {"stream", true},
+    json body = {{"model", model},
+                 {"prompt", p.prompt},
+                 {"max_tokens", p.max_tokens},
+                 {"ignore_eos", true},
+                 {"temperature", 0.0},
+                 {"stream", true},
                  {"stream_options", {{"include_usage", true}}}};
     Clock::time_point start = Clock::now();
     r->start_s = std::chrono::duration<double>(start - epoch).count();
@@ -192,7 +202,8 @@ class Client {
         // UTF-8 sequence; counting only text would miss them). A chunk that
         // only carries the finish reason is not an arrival.
         const json& c = ev["choices"][0];
-        const bool has_text = c.contains("text") && c["text"].is_string() && !c["text"].get<std::string>().empty();
+        const bool has_text =
+            c.contains("text") && c["text"].is_string() && !c["text"].get<std::string>().empty();
         const bool finishes = c.contains("finish_reason") && !c["finish_reason"].is_null();
         if (!has_text && finishes) return;
         if (!c.contains("text")) return;
@@ -255,8 +266,8 @@ class Client {
 };
 
 StatusOr<BenchOptions> ParseOptions(const Args& args) {
-  Flags flags({"url", "api-key", "num-requests", "concurrency", "request-rate", "prompt-tokens", "output-tokens",
-               "shared-prefix-tokens", "seed", "model", "json", "plot"},
+  Flags flags({"url", "api-key", "num-requests", "concurrency", "request-rate", "prompt-tokens",
+               "output-tokens", "shared-prefix-tokens", "seed", "model", "json", "plot"},
               {"help"});
   DI_RETURN_IF_ERROR(flags.Parse(args));
   if (flags.Has("help")) return InvalidArgument(kUsage);
@@ -268,7 +279,9 @@ StatusOr<BenchOptions> ParseOptions(const Args& args) {
   o.json_path = flags.GetString("json");
   o.plot_path = flags.GetString("plot");
   DI_ASSIGN_OR_RETURN(o.num_requests, flags.GetInt("num-requests", 0));
-  if (o.num_requests < 1 || o.num_requests > 1000000) return InvalidArgument("--num-requests must be in [1, 1000000]");
+  if (o.num_requests < 1 || o.num_requests > 1000000) {
+    return InvalidArgument("--num-requests must be in [1, 1000000]");
+  }
   if (!flags.Has("concurrency") && !flags.Has("request-rate")) {
     return InvalidArgument("give --concurrency C or --request-rate R");
   }
@@ -285,7 +298,9 @@ StatusOr<BenchOptions> ParseOptions(const Args& args) {
   DI_ASSIGN_OR_RETURN(std::string output_dist, flags.Required("output-tokens"));
   DI_ASSIGN_OR_RETURN(o.output_tokens, ParseDist("output-tokens", output_dist));
   DI_ASSIGN_OR_RETURN(o.shared_prefix, flags.GetInt("shared-prefix-tokens", 0));
-  if (o.shared_prefix < 0 || o.shared_prefix > 10000000) return InvalidArgument("--shared-prefix-tokens must be >= 0");
+  if (o.shared_prefix < 0 || o.shared_prefix > 10000000) {
+    return InvalidArgument("--shared-prefix-tokens must be >= 0");
+  }
   DI_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", 0));
   o.seed = static_cast<uint64_t>(seed);
   return o;
@@ -344,13 +359,15 @@ int Run(const BenchOptions& o) {
   }
   const json& m = list["data"][0];
   std::string model = o.model.empty() ? m.value("id", std::string()) : o.model;
-  int64_t vocab = m.contains("vocab_size") && m["vocab_size"].is_number_integer() ? m["vocab_size"].get<int64_t>() : 256;
+  int64_t vocab =
+      m.contains("vocab_size") && m["vocab_size"].is_number_integer() ? m["vocab_size"].get<int64_t>() : 256;
   std::vector<Planned> plan = Plan(o, vocab);
 
   std::vector<Result> results(plan.size());
   std::atomic<size_t> next{0};
-  const size_t workers = static_cast<size_t>(o.concurrency > 0 ? std::min<int64_t>(o.concurrency, o.num_requests)
-                                                                  : std::min<int64_t>(o.num_requests, 4096));
+  const size_t workers =
+      static_cast<size_t>(o.concurrency > 0 ? std::min<int64_t>(o.concurrency, o.num_requests)
+                                            : std::min<int64_t>(o.num_requests, 4096));
   Clock::time_point epoch = Clock::now();
   std::vector<std::thread> threads;
   for (size_t w = 0; w < workers; ++w) {
@@ -411,7 +428,9 @@ int Run(const BenchOptions& o) {
     std::printf("%-15s mean %9.2f  p50 %9.2f  p90 %9.2f  p99 %9.2f\n", key, s["mean"].get<double>(),
                 s["p50"].get<double>(), s["p90"].get<double>(), s["p99"].get<double>());
   }
-  if (!first_error.empty()) std::fprintf(stderr, "deepinfer bench-serve: first error: %s\n", first_error.c_str());
+  if (!first_error.empty()) {
+    std::fprintf(stderr, "deepinfer bench-serve: first error: %s\n", first_error.c_str());
+  }
   if (!o.json_path.empty()) {
     std::ofstream out(o.json_path);
     out << report.dump(2) << "\n";
@@ -421,7 +440,8 @@ int Run(const BenchOptions& o) {
     // Latency of each request against when it started.
     PlotSeries ttft_series{"TTFT ms", {}, {}}, e2e_series{"E2E ms", {}, {}};
     std::vector<Result> by_start = results;
-    std::sort(by_start.begin(), by_start.end(), [](const Result& a, const Result& b) { return a.start_s < b.start_s; });
+    std::sort(by_start.begin(), by_start.end(),
+              [](const Result& a, const Result& b) { return a.start_s < b.start_s; });
     for (const Result& r : by_start) {
       if (!r.ok) continue;
       ttft_series.xs.push_back(r.start_s);

@@ -87,7 +87,9 @@ int RunConstrain(const Args& args) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  if (!flags.Has("model") || !flags.Has("check")) return Fail("constrain", std::string("--model and --check are required\n") + kUsage, 2);
+  if (!flags.Has("model") || !flags.Has("check")) {
+    return Fail("constrain", std::string("--model and --check are required\n") + kUsage, 2);
+  }
   bool present = false;
   auto spec = ParseStructuredFlags(flags, &present);
   if (!spec.ok()) return Fail("constrain", spec.status().message(), 2);
@@ -107,7 +109,8 @@ int RunConstrain(const Args& args) {
   nlohmann::ordered_json out;
   auto t0 = std::chrono::steady_clock::now();
   auto constraint = (*so)->MakeConstraint(*spec);
-  double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  double compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   out["compiled"] = constraint.ok();
   out["error"] = constraint.ok() ? nlohmann::json(nullptr) : nlohmann::json(constraint.status().ToString());
   bool accepted = false, complete = false;

@@ -101,8 +101,9 @@ StatusOr<GenerateOptions> ParseOptions(const Args& args) {
   o.ignore_eos = flags.Has("ignore-eos");
   o.verbose = flags.Has("verbose");
   DI_ASSIGN_OR_RETURN(o.structured, ParseStructuredFlags(flags, &o.constrained));
-  if (o.constrained && o.ignore_eos)
+  if (o.constrained && o.ignore_eos) {
     return InvalidArgument("--ignore-eos cannot be combined with a constraint");
+  }
   return o;
 }
 

@@ -15,13 +15,13 @@
 
 #include "checkpoint/checkpoint.h"
 #include "core/log.h"
+#include "engine/engine.h"
 #include "server/api_service.h"
 #include "server/http_server.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
-#include "engine/engine.h"
-#include "tokenizer/chat_template.h"
 
 namespace deepinfer::tools {
 namespace {
@@ -51,24 +51,33 @@ struct ServeOptions {
 StatusOr<int64_t> ParseBytes(const std::string& flag, const std::string& text) {
   size_t pos = 0;
   while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
-  if (pos == 0 || pos > 15) return InvalidArgument("--" + flag + ": '" + text + "' is not a byte count (e.g. 512M)");
+  if (pos == 0 || pos > 15) {
+    return InvalidArgument("--" + flag + ": '" + text + "' is not a byte count (e.g. 512M)");
+  }
   int64_t value = std::stoll(text.substr(0, pos));
   std::string unit = text.substr(pos);
   int64_t scale = 1;
-  if (unit == "" || unit == "B") scale = 1;
-  else if (unit == "K" || unit == "KB" || unit == "KiB") scale = int64_t{1} << 10;
-  else if (unit == "M" || unit == "MB" || unit == "MiB") scale = int64_t{1} << 20;
-  else if (unit == "G" || unit == "GB" || unit == "GiB") scale = int64_t{1} << 30;
-  else return InvalidArgument("--" + flag + ": unknown unit in '" + text + "' (K, M, G)");
+  if (unit == "" || unit == "B") {
+    scale = 1;
+  } else if (unit == "K" || unit == "KB" || unit == "KiB") {
+    scale = int64_t{1} << 10;
+  } else if (unit == "M" || unit == "MB" || unit == "MiB") {
+    scale = int64_t{1} << 20;
+  } else if (unit == "G" || unit == "GB" || unit == "GiB") {
+    scale = int64_t{1} << 30;
+  } else {
+    return InvalidArgument("--" + flag + ": unknown unit in '" + text + "' (K, M, G)");
+  }
   return value * scale;
 }
 
 StatusOr<ServeOptions> ParseOptions(const Args& args) {
-  Flags flags({"model", "host", "port", "api-key", "served-model-name", "max-num-seqs", "max-model-len",
-               "max-num-batched-tokens", "kv-cache-memory", "block-size", "threads", "speculative-method",
-               "num-speculative-tokens", "chat-template", "scheduling-policy", "max-waiting-requests", "io-threads",
-               "max-body-bytes"},
-              {"no-prefix-cache", "no-async-scheduling", "no-jump-forward", "batch-invariant", "verbose", "help"});
+  Flags flags(
+      {"model", "host", "port", "api-key", "served-model-name", "max-num-seqs", "max-model-len",
+       "max-num-batched-tokens", "kv-cache-memory", "block-size", "threads", "speculative-method",
+       "num-speculative-tokens", "chat-template", "scheduling-policy", "max-waiting-requests", "io-threads",
+       "max-body-bytes"},
+      {"no-prefix-cache", "no-async-scheduling", "no-jump-forward", "batch-invariant", "verbose", "help"});
   DI_RETURN_IF_ERROR(flags.Parse(args));
   if (flags.Has("help")) return InvalidArgument(kUsage);
   ServeOptions o;
@@ -81,11 +90,14 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
   if (io_threads < 1 || io_threads > 64) return InvalidArgument("--io-threads must be in [1, 64]");
   o.http.io_threads = static_cast<int>(io_threads);
   if (flags.Has("max-body-bytes")) {
-    DI_ASSIGN_OR_RETURN(o.http.max_body_bytes, ParseBytes("max-body-bytes", flags.GetString("max-body-bytes")));
+    DI_ASSIGN_OR_RETURN(o.http.max_body_bytes,
+                        ParseBytes("max-body-bytes", flags.GetString("max-body-bytes")));
     if (o.http.max_body_bytes < 1) return InvalidArgument("--max-body-bytes must be >= 1");
   }
   o.service.api_key = flags.GetString("api-key");
-  if (flags.Has("api-key") && o.service.api_key.empty()) return InvalidArgument("--api-key must not be empty");
+  if (flags.Has("api-key") && o.service.api_key.empty()) {
+    return InvalidArgument("--api-key must not be empty");
+  }
   o.service.served_model_name = flags.GetString("served-model-name", o.model_path);
   if (o.service.served_model_name.empty()) return InvalidArgument("--served-model-name must not be empty");
   o.chat_template_file = flags.GetString("chat-template");
@@ -100,7 +112,9 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
     return InvalidArgument("--speculative-method must be mtp, ngram or draft");
   }
   DI_ASSIGN_OR_RETURN(int64_t spec_tokens, flags.GetInt("num-speculative-tokens", 0));
-  if (spec_tokens < 0 || spec_tokens > 64) return InvalidArgument("--num-speculative-tokens must be in [0, 64]");
+  if (spec_tokens < 0 || spec_tokens > 64) {
+    return InvalidArgument("--num-speculative-tokens must be in [0, 64]");
+  }
   if (spec_tokens > 0 && o.speculative_method.empty()) {
     return InvalidArgument("--num-speculative-tokens needs --speculative-method");
   }
@@ -109,13 +123,16 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
   }
   EngineConfig& e = o.engine;
   DI_ASSIGN_OR_RETURN(int64_t max_num_seqs, flags.GetInt("max-num-seqs", e.scheduler.max_num_seqs));
-  if (max_num_seqs < 1 || max_num_seqs > (1 << 20)) return InvalidArgument("--max-num-seqs must be in [1, 1048576]");
+  if (max_num_seqs < 1 || max_num_seqs > (1 << 20)) {
+    return InvalidArgument("--max-num-seqs must be in [1, 1048576]");
+  }
   e.scheduler.max_num_seqs = static_cast<int32_t>(max_num_seqs);
   DI_ASSIGN_OR_RETURN(e.scheduler.max_model_len, flags.GetInt("max-model-len", 0));  // 0: the model's context
   DI_ASSIGN_OR_RETURN(e.scheduler.max_num_batched_tokens,
                       flags.GetInt("max-num-batched-tokens", e.scheduler.max_num_batched_tokens));
   if (flags.Has("kv-cache-memory")) {
-    DI_ASSIGN_OR_RETURN(e.kv_cache_memory_bytes, ParseBytes("kv-cache-memory", flags.GetString("kv-cache-memory")));
+    DI_ASSIGN_OR_RETURN(e.kv_cache_memory_bytes,
+                        ParseBytes("kv-cache-memory", flags.GetString("kv-cache-memory")));
   }
   DI_ASSIGN_OR_RETURN(int64_t block_size, flags.GetInt("block-size", 16));
   if (block_size < 1 || block_size > 1024) return InvalidArgument("--block-size must be in [1, 1024]");
@@ -125,11 +142,17 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
   e.jump_forward = !flags.Has("no-jump-forward");
   e.scheduler.max_num_speculative_tokens = static_cast<int32_t>(spec_tokens);
   std::string policy = flags.GetString("scheduling-policy", "fcfs");
-  if (policy == "fcfs") e.scheduler.policy = SchedulingPolicy::kFcfs;
-  else if (policy == "priority") e.scheduler.policy = SchedulingPolicy::kPriority;
-  else return InvalidArgument("--scheduling-policy must be fcfs or priority");
+  if (policy == "fcfs") {
+    e.scheduler.policy = SchedulingPolicy::kFcfs;
+  } else if (policy == "priority") {
+    e.scheduler.policy = SchedulingPolicy::kPriority;
+  } else {
+    return InvalidArgument("--scheduling-policy must be fcfs or priority");
+  }
   DI_ASSIGN_OR_RETURN(int64_t max_waiting, flags.GetInt("max-waiting-requests", e.max_waiting_requests));
-  if (max_waiting < 1 || max_waiting > (1 << 24)) return InvalidArgument("--max-waiting-requests must be >= 1");
+  if (max_waiting < 1 || max_waiting > (1 << 24)) {
+    return InvalidArgument("--max-waiting-requests must be >= 1");
+  }
   e.max_waiting_requests = static_cast<int32_t>(max_waiting);
   return o;
 }
@@ -154,7 +177,8 @@ StatusOr<server::ChatPromptRenderer> MakeChatRenderer(const ServeOptions& o, con
   } else {
     auto from_model = ChatTemplate::SourceFromModelFiles(loaded.format, loaded.path);
     if (!from_model.ok()) {
-      DI_LOG_WARN("reading the checkpoint's chat template failed (%s)", from_model.status().message().c_str());
+      DI_LOG_WARN("reading the checkpoint's chat template failed (%s)",
+                  from_model.status().message().c_str());
     } else if (from_model->has_value()) {
       source = std::move(**from_model);
       origin = "the checkpoint";
@@ -165,24 +189,28 @@ StatusOr<server::ChatPromptRenderer> MakeChatRenderer(const ServeOptions& o, con
     auto parsed = ChatTemplate::FromSource(*source);
     if (!parsed.ok()) {
       if (!o.chat_template_file.empty()) return parsed.status().WithContext("--chat-template " + origin);
-      std::fprintf(stderr, "deepinfer serve: the chat template of the checkpoint is not supported (%s); "
-                   "using the fallback chat format\n", parsed.status().message().c_str());
+      std::fprintf(stderr,
+                   "deepinfer serve: the chat template of the checkpoint is not supported (%s); "
+                   "using the fallback chat format\n",
+                   parsed.status().message().c_str());
     } else {
       tmpl = std::make_shared<ChatTemplate>(std::move(parsed).value());
     }
   } else {
-    std::fprintf(stderr, "deepinfer serve: the checkpoint has no chat template; using the fallback chat format "
+    std::fprintf(stderr,
+                 "deepinfer serve: the checkpoint has no chat template; using the fallback chat format "
                  "(<|role|>\\ncontent\\n ... <|assistant|>\\n)\n");
   }
   if (!tmpl) tmpl = std::make_shared<ChatTemplate>(ChatTemplate::Fallback());
   ChatRenderOptions render;
   const TokenizerData& data = loaded.tokenizer->data();
-  auto piece = [&](int32_t id) { return id >= 0 && id < static_cast<int32_t>(data.pieces.size()) ? data.pieces[id] : ""; };
+  auto piece = [&](int32_t id) {
+    return id >= 0 && id < static_cast<int32_t>(data.pieces.size()) ? data.pieces[id] : "";
+  };
   render.bos_token = piece(data.bos_id);
   render.eos_token = piece(data.eos_id);
-  return server::ChatPromptRenderer([tmpl, render](const std::vector<ChatMessage>& messages) {
-    return tmpl->Render(messages, render);
-  });
+  return server::ChatPromptRenderer(
+      [tmpl, render](const std::vector<ChatMessage>& messages) { return tmpl->Render(messages, render); });
 }
 
 int Serve(ServeOptions o) {
@@ -203,7 +231,9 @@ int Serve(ServeOptions o) {
   auto renderer = MakeChatRenderer(o, *loaded);
   if (!renderer.ok()) return Fail("serve", renderer.status().message());
   o.service.chat_renderer = std::move(*renderer);
-  if (o.engine.scheduler.max_model_len <= 0) o.engine.scheduler.max_model_len = loaded->model->config().max_position;
+  if (o.engine.scheduler.max_model_len <= 0) {
+    o.engine.scheduler.max_model_len = loaded->model->config().max_position;
+  }
   if (Status s = o.engine.Validate(); !s.ok()) return Fail("serve", s.message());
 
   auto engine = Engine::Create(std::move(*loaded), o.engine);
@@ -222,7 +252,9 @@ int Serve(ServeOptions o) {
   service.BeginShutdown();
   (*engine)->Shutdown(/*drain=*/true);
   // Let the last bytes of finished responses reach their clients.
-  if (!http.WaitIdle(std::chrono::seconds(30))) DI_LOG_WARN("some responses were still being written at exit");
+  if (!http.WaitIdle(std::chrono::seconds(30))) {
+    DI_LOG_WARN("some responses were still being written at exit");
+  }
   http.Stop();
   return 0;
 }

@@ -9,7 +9,8 @@ namespace deepinfer::tools {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: deepinfer synth --arch llama|mistral|qwen2|qwen3|mixtral|qwen2_moe|qwen3_moe|deepseek_v2|deepseek_v3\n"
+    "usage: deepinfer synth --arch "
+    "llama|mistral|qwen2|qwen3|mixtral|qwen2_moe|qwen3_moe|deepseek_v2|deepseek_v3\n"
     "         --preset tiny|tiny-rope-llama3|tiny-hybrid-swa|llama-110m|tinyllama-1.1b|v2-lite|v3-mini\n"
     "         --dtype f32|f16|bf16|q8_0|q4_0 --seed S --out PATH [--format gguf|hf]\n"
     "  gguf: PATH is the .gguf file (q8_0/q4_0 apply to 2-D weights; norms stay f32)\n"

@@ -18,7 +18,8 @@ struct Command {
 const Command kCommands[] = {
     {"generate", deepinfer::tools::RunGenerate, "generate a completion for a prompt"},
     {"score", deepinfer::tools::RunScore, "print per-position log-probs of a token sequence (JSON lines)"},
-    {"info", deepinfer::tools::RunInfo, "describe a checkpoint: architecture, hyper-parameters, dtypes, vocab"},
+    {"info", deepinfer::tools::RunInfo,
+     "describe a checkpoint: architecture, hyper-parameters, dtypes, vocab"},
     {"synth", deepinfer::tools::RunSynth, "write a random-weight model of a named shape"},
     {"serve", deepinfer::tools::RunServe, "run the OpenAI-compatible HTTP server"},
     {"bench", deepinfer::tools::RunBench, "offline benchmark: prefill and decode tokens/s per batch size"},
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
   for (const auto& c : kCommands) {
     if (name == c.name) return c.run(args);
   }
-  std::fprintf(stderr, "deepinfer: unknown command '%s' (run 'deepinfer --help' for the list)\n", name.c_str());
+  std::fprintf(stderr, "deepinfer: unknown command '%s' (run 'deepinfer --help' for the list)\n",
+               name.c_str());
   return 2;
 }

@@ -62,7 +62,9 @@ inline std::vector<std::string> SplitChoices(const std::string& list) {
 // given; InvalidArgument when more than one is.
 inline StatusOr<StructuredOutputSpec> ParseStructuredFlags(const Flags& flags, bool* present) {
   int given = 0;
-  for (const char* f : {"json-schema", "json-object", "regex", "grammar", "choice"}) given += flags.Has(f) ? 1 : 0;
+  for (const char* f : {"json-schema", "json-object", "regex", "grammar", "choice"}) {
+    given += flags.Has(f) ? 1 : 0;
+  }
   *present = given > 0;
   StructuredOutputSpec spec;
   spec.any_whitespace = flags.Has("any-whitespace");
@@ -90,7 +92,8 @@ inline StatusOr<StructuredOutputSpec> ParseStructuredFlags(const Flags& flags, b
   } else if (flags.Has("grammar")) {
     std::string path = flags.GetString("grammar");
     DI_ASSIGN_OR_RETURN(spec.text, ReadWholeFile(path, "grammar file"));
-    bool gbnf = EndsWith(path, ".gbnf") || (!EndsWith(path, ".lark") && spec.text.find("::=") != std::string::npos);
+    bool gbnf =
+        EndsWith(path, ".gbnf") || (!EndsWith(path, ".lark") && spec.text.find("::=") != std::string::npos);
     spec.kind = gbnf ? Kind::kGbnf : Kind::kLark;
   } else {
     spec.kind = Kind::kChoice;

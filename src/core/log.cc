@@ -9,11 +9,16 @@ namespace {
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
 const char* Prefix(LogLevel level) {
   switch (level) {
-    case LogLevel::kDebug: return "debug: ";
-    case LogLevel::kInfo: return "";
-    case LogLevel::kWarning: return "warning: ";
-    case LogLevel::kError: return "error: ";
-    case LogLevel::kQuiet: return "";
+    case LogLevel::kDebug:
+      return "debug: ";
+    case LogLevel::kInfo:
+      return "";
+    case LogLevel::kWarning:
+      return "warning: ";
+    case LogLevel::kError:
+      return "error: ";
+    case LogLevel::kQuiet:
+      return "";
   }
   return "";
 }

@@ -52,7 +52,9 @@ inline Status InvalidArgument(std::string m) { return Status(StatusCode::kInvali
 inline Status NotFound(std::string m) { return Status(StatusCode::kNotFound, std::move(m)); }
 inline Status DataLoss(std::string m) { return Status(StatusCode::kDataLoss, std::move(m)); }
 inline Status Unimplemented(std::string m) { return Status(StatusCode::kUnimplemented, std::move(m)); }
-inline Status ResourceExhausted(std::string m) { return Status(StatusCode::kResourceExhausted, std::move(m)); }
+inline Status ResourceExhausted(std::string m) {
+  return Status(StatusCode::kResourceExhausted, std::move(m));
+}
 inline Status Internal(std::string m) { return Status(StatusCode::kInternal, std::move(m)); }
 inline Status Unavailable(std::string m) { return Status(StatusCode::kUnavailable, std::move(m)); }
 inline Status OutOfRange(std::string m) { return Status(StatusCode::kOutOfRange, std::move(m)); }
@@ -68,9 +70,18 @@ class [[nodiscard]] StatusOr {
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
 
-  T& value() & { assert(ok()); return *value_; }
-  const T& value() const& { assert(ok()); return *value_; }
-  T&& value() && { assert(ok()); return std::move(*value_); }
+  T& value() & {
+    assert(ok());
+    return *value_;
+  }
+  const T& value() const& {
+    assert(ok());
+    return *value_;
+  }
+  T&& value() && {
+    assert(ok());
+    return std::move(*value_);
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }
@@ -87,10 +98,10 @@ class [[nodiscard]] StatusOr {
 #define DI_CONCAT(a, b) DI_CONCAT_INNER(a, b)
 
 // Returns the Status from the enclosing function if `expr` is not OK.
-#define DI_RETURN_IF_ERROR(expr)                  \
-  do {                                            \
-    ::deepinfer::Status di_status_ = (expr);      \
-    if (!di_status_.ok()) return di_status_;      \
+#define DI_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::deepinfer::Status di_status_ = (expr); \
+    if (!di_status_.ok()) return di_status_; \
   } while (0)
 
 // DI_ASSIGN_OR_RETURN(auto x, MakeX()); — unwraps a StatusOr or returns its Status.

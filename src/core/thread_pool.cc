@@ -108,7 +108,8 @@ void ThreadPool::RunChunks(int thread_index) {
     if (!claim_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
       continue;
     }
-    (*body_)(chunk_starts_[static_cast<size_t>(next)], chunk_starts_[static_cast<size_t>(next) + 1], thread_index);
+    (*body_)(chunk_starts_[static_cast<size_t>(next)], chunk_starts_[static_cast<size_t>(next) + 1],
+             thread_index);
     if (chunks_done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
       // The caller may be between its predicate check and its wait: taking
       // the lock orders this notify after that wait begins.

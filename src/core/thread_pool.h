@@ -45,8 +45,8 @@ class ThreadPool {
   // Calls body(begin, end, thread_index) for every chunk of a partition of
   // [0, n), and returns when all chunks are done. Chunks shrink along [0, n):
   // each is 1 / (2 * num_threads()) of the items not yet in a chunk (at least
-  // one), so early chunks are long runs and the last ones single items. thread_index < num_threads() names the thread
-  // running the call (0 = the caller).
+  // one), so early chunks are long runs and the last ones single items. thread_index < num_threads() names
+  // the thread running the call (0 = the caller).
   void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t, int)>& body);
 
   // The default thread count: the number of online CPUs.
@@ -71,8 +71,8 @@ class ThreadPool {
   // The id makes a late claim for a finished job fail instead of taking a
   // chunk of the next one.
   std::atomic<uint64_t> claim_{0};
-  uint32_t job_id_ = 0;               // caller only
-  std::atomic<int> chunks_done_{0};   // of the current job
+  uint32_t job_id_ = 0;                 // caller only
+  std::atomic<int> chunks_done_{0};     // of the current job
   std::atomic<int64_t> generation_{0};  // bumped per job: wakes the workers
   std::atomic<bool> stop_{false};
 };

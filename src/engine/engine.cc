@@ -30,7 +30,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model, const Engine
   if (model.model == nullptr) return InvalidArgument("Engine::Create: no model");
   EngineConfig effective = config;
   // Positions beyond the model's context have no rotary meaning.
-  effective.scheduler.max_model_len = std::min(effective.scheduler.max_model_len, model.model->config().max_position);
+  effective.scheduler.max_model_len =
+      std::min(effective.scheduler.max_model_len, model.model->config().max_position);
   DI_RETURN_IF_ERROR(effective.Validate());
   const int64_t bytes_per_token = KvCache(model.model->config(), 1, 1).BytesPerToken();
   DI_ASSIGN_OR_RETURN(int32_t num_blocks, PlanKvBlocks(effective, bytes_per_token, MemAvailableBytes()));
@@ -50,14 +51,15 @@ EngineImpl::EngineImpl(LoadedModel model, const EngineConfig& config, int32_t nu
       config_(config),
       kv_(MakeKv(loaded_, config, num_blocks)),
       runner_(*loaded_.model, *kv_, config_.jump_forward),
-      scheduler_(std::make_unique<Scheduler>(
-          config.scheduler,
-          KvConfig{.num_blocks = num_blocks, .block_size = config.block_size,
-                   .enable_prefix_cache = config.enable_prefix_cache})),
-      output_(loaded_.tokenizer.get(), [this](RequestId id) {
-        MutexLock lock(mu_);
-        AbortLocked(id, FinishReason::kStop);
-      }),
+      scheduler_(std::make_unique<Scheduler>(config.scheduler,
+                                             KvConfig{.num_blocks = num_blocks,
+                                                      .block_size = config.block_size,
+                                                      .enable_prefix_cache = config.enable_prefix_cache})),
+      output_(loaded_.tokenizer.get(),
+              [this](RequestId id) {
+                MutexLock lock(mu_);
+                AbortLocked(id, FinishReason::kStop);
+              }),
       executor_(runner_) {
   if (loaded_.tokenizer) {
     for (int32_t id = 0; id < loaded_.model->config().vocab_size; ++id) {
@@ -86,13 +88,17 @@ Status EngineImpl::ValidateRequest(const GenerationRequest& r) const {
   if (r.max_tokens < 1) return InvalidArgument("max_tokens must be >= 1");
   DI_RETURN_IF_ERROR(r.sampling.Validate());
   for (const auto& [id, bias] : r.sampling.logit_bias) {
-    if (id >= vocab) return InvalidArgument("logit_bias: token id " + std::to_string(id) + " is out of range");
+    if (id >= vocab) {
+      return InvalidArgument("logit_bias: token id " + std::to_string(id) + " is out of range");
+    }
   }
   if (r.logprobs < -1 || r.logprobs > kMaxLogprobs) {
     return InvalidArgument("logprobs must be in [0, " + std::to_string(kMaxLogprobs) + "]");
   }
   for (int32_t t : r.stop_token_ids) {
-    if (t < 0 || t >= vocab) return InvalidArgument("stop_token_ids: " + std::to_string(t) + " is out of range");
+    if (t < 0 || t >= vocab) {
+      return InvalidArgument("stop_token_ids: " + std::to_string(t) + " is out of range");
+    }
   }
   for (const std::string& s : r.stop) {
     if (s.empty()) return InvalidArgument("stop strings must be non-empty");
@@ -108,7 +114,8 @@ Status EngineImpl::ValidateRequest(const GenerationRequest& r) const {
   }
   const int64_t blocks = (total + config_.block_size - 1) / config_.block_size + 1;
   if (blocks > kv_->num_blocks()) {
-    return OutOfRange("prompt + max_tokens (" + std::to_string(total) + " tokens) does not fit the KV cache (" +
+    return OutOfRange("prompt + max_tokens (" + std::to_string(total) +
+                      " tokens) does not fit the KV cache (" +
                       std::to_string((kv_->num_blocks() - 1) * config_.block_size) + " tokens)");
   }
   return Status::Ok();
@@ -129,8 +136,9 @@ StatusOr<RequestId> EngineImpl::Submit(GenerationRequest request, EventCallback 
   ctx->logprobs = request.logprobs;
   ctx->prompt_tokens = request.prompt_tokens;
   ctx->constraint = std::move(request.constraint);
-  ctx->output_budget = std::min<int64_t>(request.max_tokens, config_.scheduler.max_model_len -
-                                                                 static_cast<int64_t>(request.prompt_tokens.size()));
+  ctx->output_budget =
+      std::min<int64_t>(request.max_tokens,
+                        config_.scheduler.max_model_len - static_cast<int64_t>(request.prompt_tokens.size()));
 
   RequestParams params;
   params.prompt_tokens = std::move(request.prompt_tokens);
@@ -145,7 +153,8 @@ StatusOr<RequestId> EngineImpl::Submit(GenerationRequest request, EventCallback 
   MutexLock lock(mu_);
   if (!accepting_ || broken_) return Unavailable("the engine is shutting down");
   if (scheduler_->NumWaiting() >= config_.max_waiting_requests) {
-    return ResourceExhausted("too many waiting requests (" + std::to_string(config_.max_waiting_requests) + ")");
+    return ResourceExhausted("too many waiting requests (" + std::to_string(config_.max_waiting_requests) +
+                             ")");
   }
   params.id = next_id_;
   ctx->id = next_id_;
@@ -221,8 +230,9 @@ EngineMetrics EngineImpl::Metrics() const {
     m.kv_cache_usage_ratio = kv.UsageRatio();
     m.prompt_tokens_total = s.prompt_tokens;
     m.generation_tokens_total = s.generation_tokens;
-    m.prefix_cache_hit_ratio =
-        s.prompt_tokens > 0 ? static_cast<double>(cached_prompt_tokens_total_) / static_cast<double>(s.prompt_tokens) : 0.0;
+    m.prefix_cache_hit_ratio = s.prompt_tokens > 0 ? static_cast<double>(cached_prompt_tokens_total_) /
+                                                         static_cast<double>(s.prompt_tokens)
+                                                   : 0.0;
     m.requests_finished_total = requests_finished_total_;
     m.num_preemptions_total = s.num_preemptions;
     m.steps_total = steps_total_;

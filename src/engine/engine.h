@@ -50,8 +50,8 @@ struct EngineConfig {
   // the memory available at start-up.
   int64_t kv_cache_memory_bytes = 0;
   double kv_cache_memory_fraction = 0.25;
-  bool enable_prefix_cache = true;   // --no-prefix-cache turns it off
-  bool async_scheduling = true;      // --no-async-scheduling for comparison
+  bool enable_prefix_cache = true;  // --no-prefix-cache turns it off
+  bool async_scheduling = true;     // --no-async-scheduling for comparison
   // Jump-forward for constrained requests (--no-jump-forward for comparison):
   // when the constraint allows a single continuation after a sampled token,
   // its tokens are appended without sampling and computed in one chunk.
@@ -85,14 +85,14 @@ struct GenerationRequest {
 
 struct GenerationEvent {
   RequestId id = 0;
-  std::vector<int32_t> token_ids;       // tokens new since the previous event
-  std::string text;                     // their text (complete UTF-8; stop strings cut off)
-  std::vector<TokenLogprob> logprobs;   // one per new token when requested
+  std::vector<int32_t> token_ids;                    // tokens new since the previous event
+  std::string text;                                  // their text (complete UTF-8; stop strings cut off)
+  std::vector<TokenLogprob> logprobs;                // one per new token when requested
   FinishReason finish_reason = FinishReason::kNone;  // set on the final event
-  std::string error;                    // non-empty: the request failed (final event)
+  std::string error;                                 // non-empty: the request failed (final event)
   int64_t prompt_tokens = 0;
-  int64_t completion_tokens = 0;        // so far
-  int64_t cached_prompt_tokens = 0;     // prompt tokens served from the prefix cache
+  int64_t completion_tokens = 0;     // so far
+  int64_t cached_prompt_tokens = 0;  // prompt tokens served from the prefix cache
 };
 
 using EventCallback = std::function<void(GenerationEvent)>;
@@ -108,10 +108,10 @@ struct Histogram {
 struct EngineMetrics {
   int64_t num_requests_running = 0;
   int64_t num_requests_waiting = 0;
-  double kv_cache_usage_ratio = 0.0;   // blocks held by live requests / pool
+  double kv_cache_usage_ratio = 0.0;  // blocks held by live requests / pool
   int64_t kv_blocks_total = 0;
-  int64_t kv_blocks_in_use = 0;        // referenced by live requests
-  double prefix_cache_hit_ratio = 0.0; // cached prompt tokens / prompt tokens, over all admitted
+  int64_t kv_blocks_in_use = 0;         // referenced by live requests
+  double prefix_cache_hit_ratio = 0.0;  // cached prompt tokens / prompt tokens, over all admitted
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
   int64_t requests_finished_total = 0;

@@ -88,7 +88,8 @@ StatusOr<RunStats> RunOnce(const Options& o, bool async, int concurrency) {
   }
   const EngineMetrics after = engine->Metrics();
   RunStats s;
-  s.decode_tok_s = static_cast<double>(decode_tokens) / std::chrono::duration<double>(end - all_started).count();
+  s.decode_tok_s =
+      static_cast<double>(decode_tokens) / std::chrono::duration<double>(end - all_started).count();
   s.idle_s = after.executor_idle_seconds_total - before.executor_idle_seconds_total;
   s.busy_s = after.executor_busy_seconds_total - before.executor_busy_seconds_total;
   s.steps = after.steps_total - before.steps_total;
@@ -99,13 +100,19 @@ int Main(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--model") o.model = v;
-    else if (k == "--preset") o.preset = v;
-    else if (k == "--dtype") o.dtype = v;
-    else if (k == "--prompt-tokens") o.prompt_tokens = std::stoi(v);
-    else if (k == "--gen-tokens") o.gen_tokens = std::stoi(v);
-    else if (k == "--threads") o.threads = std::stoi(v);
-    else if (k == "--concurrency") {
+    if (k == "--model") {
+      o.model = v;
+    } else if (k == "--preset") {
+      o.preset = v;
+    } else if (k == "--dtype") {
+      o.dtype = v;
+    } else if (k == "--prompt-tokens") {
+      o.prompt_tokens = std::stoi(v);
+    } else if (k == "--gen-tokens") {
+      o.gen_tokens = std::stoi(v);
+    } else if (k == "--threads") {
+      o.threads = std::stoi(v);
+    } else if (k == "--concurrency") {
       o.concurrency.clear();
       std::stringstream ss(v);
       for (std::string part; std::getline(ss, part, ',');) o.concurrency.push_back(std::stoi(part));
@@ -141,10 +148,12 @@ int Main(int argc, char** argv) {
         std::fprintf(stderr, "engine_bench: %s\n", s.status().message().c_str());
         return 1;
       }
-      std::printf("concurrency %3d %-5s decode %8.1f tok/s  steps %5lld  executor idle %.4f s (%.1f us/step, %.2f%% of busy)\n",
-                  c, async ? "async" : "sync", s->decode_tok_s, static_cast<long long>(s->steps), s->idle_s,
-                  s->steps ? 1e6 * s->idle_s / static_cast<double>(s->steps) : 0.0,
-                  s->busy_s > 0 ? 100.0 * s->idle_s / s->busy_s : 0.0);
+      std::printf(
+          "concurrency %3d %-5s decode %8.1f tok/s  steps %5lld  executor idle %.4f s (%.1f us/step, %.2f%% "
+          "of busy)\n",
+          c, async ? "async" : "sync", s->decode_tok_s, static_cast<long long>(s->steps), s->idle_s,
+          s->steps ? 1e6 * s->idle_s / static_cast<double>(s->steps) : 0.0,
+          s->busy_s > 0 ? 100.0 * s->idle_s / s->busy_s : 0.0);
       std::fflush(stdout);
     }
   }
@@ -155,6 +164,7 @@ int Main(int argc, char** argv) {
 }  // namespace deepinfer
 
 int main(int argc, char** argv) {
-  deepinfer::cpu::ApplyBackendConfig(deepinfer::cpu::BackendConfigFromEnv());  // DEEPINFER_ISA etc., as the CLI
+  deepinfer::cpu::ApplyBackendConfig(
+      deepinfer::cpu::BackendConfigFromEnv());  // DEEPINFER_ISA etc., as the CLI
   return deepinfer::Main(argc, argv);
 }

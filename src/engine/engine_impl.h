@@ -82,7 +82,7 @@ class EngineImpl final : public Engine {
   RequestId next_id_ GUARDED_BY(mu_) = 1;
   bool accepting_ GUARDED_BY(mu_) = true;
   bool exit_when_idle_ GUARDED_BY(mu_) = false;
-  bool broken_ GUARDED_BY(mu_) = false;  // a commit failed: the scheduler state is unusable
+  bool broken_ GUARDED_BY(mu_) = false;      // a commit failed: the scheduler state is unusable
   uint64_t work_epoch_ GUARDED_BY(mu_) = 0;  // bumped by Submit/Abort/Shutdown: wakes an idle loop
   int64_t steps_total_ GUARDED_BY(mu_) = 0;
   int64_t requests_finished_total_ GUARDED_BY(mu_) = 0;

@@ -99,8 +99,9 @@ void EngineImpl::CommitLocked(StepResult& result) {
     DI_LOG_ERROR("engine: step %llu failed: %s", static_cast<unsigned long long>(result.output.step_id),
                  result.status.ToString().c_str());
     // No row was sampled: every request with a row in this step fails.
-    for (RequestId id : result.failed_requests)
+    for (RequestId id : result.failed_requests) {
       AbortLocked(id, FinishReason::kAbort, result.status.message());
+    }
   }
   std::unordered_map<RequestId, const SampledRow*> rows;
   for (const SampledRow& row : result.rows) {

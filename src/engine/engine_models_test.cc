@@ -42,8 +42,9 @@ std::string SynthModel(const Family& f) {
   o.preset = f.preset;
   o.seed = 4242;
   o.format = f.format;
-  o.out = testing::PerTestPath(DI_BINARY_DIR, "engine_models_test",
-                               std::string(f.arch) + "_" + f.preset + (f.format == SynthFormat::kGguf ? ".gguf" : "_hf"));
+  o.out = testing::PerTestPath(
+      DI_BINARY_DIR, "engine_models_test",
+      std::string(f.arch) + "_" + f.preset + (f.format == SynthFormat::kGguf ? ".gguf" : "_hf"));
   const Status st = WriteSynthModel(o);
   EXPECT_TRUE(st.ok()) << st.ToString();
   return o.out;
@@ -73,7 +74,6 @@ std::vector<int32_t> ReferenceGreedy(Model& model, const std::vector<int32_t>& p
   return RunReference(model, prompt, n, greedy, /*block=*/8).tokens;
 }
 
-
 std::vector<int32_t> RandomPrompt(std::mt19937& rng, int len, int vocab) {
   std::uniform_int_distribution<int32_t> token(3, vocab - 1);
   std::vector<int32_t> p = {1};
@@ -89,9 +89,9 @@ std::unique_ptr<Engine> MakeEngine(const std::string& path, bool async) {
 
 const Family kFamilies[] = {
     {"mixtral", "tiny", SynthFormat::kGguf},
-    {"deepseek_v3", "tiny", SynthFormat::kGguf},             // MLA latent cache, sigmoid routing, YaRN
-    {"deepseek_v2", "tiny", SynthFormat::kHf},               // MLA without q_lora, softmax groups
-    {"deepseek_v3", "tiny-hybrid-swa", SynthFormat::kHf},    // MLA + sliding layers 0 and 2 (window 16)
+    {"deepseek_v3", "tiny", SynthFormat::kGguf},           // MLA latent cache, sigmoid routing, YaRN
+    {"deepseek_v2", "tiny", SynthFormat::kHf},             // MLA without q_lora, softmax groups
+    {"deepseek_v3", "tiny-hybrid-swa", SynthFormat::kHf},  // MLA + sliding layers 0 and 2 (window 16)
 };
 
 class EngineModelsTest : public ::testing::TestWithParam<Family> {};
@@ -122,7 +122,8 @@ TEST_P(EngineModelsTest, ConcurrentGreedyEqualsSingleSequenceForward) {
       const Collector::Output o = col.Get(ids[static_cast<size_t>(i)]);
       EXPECT_EQ(o.error, "");
       EXPECT_EQ(o.finish, FinishReason::kLength);
-      EXPECT_EQ(o.tokens, ReferenceGreedy(*ref.model, prompts[static_cast<size_t>(i)], lengths[static_cast<size_t>(i)]))
+      EXPECT_EQ(o.tokens,
+                ReferenceGreedy(*ref.model, prompts[static_cast<size_t>(i)], lengths[static_cast<size_t>(i)]))
           << GetParam().arch << "/" << GetParam().preset << " request " << i << (async ? " async" : " sync");
     }
     const EngineMetrics m = engine->Metrics();
@@ -187,7 +188,8 @@ std::map<int, int64_t> ExpertTokensPerLayer(const std::string& text, int* series
 // (the last sampled token is never fed back), so every MoE layer routes
 // exactly that many tokens times top-k; dense layers route none.
 TEST(EngineExpertLoad, CountsAddUpToTokensTimesTopKInMetricsAndPrometheus) {
-  for (const Family& f : {Family{"mixtral", "tiny", SynthFormat::kGguf}, Family{"deepseek_v3", "tiny", SynthFormat::kGguf}}) {
+  for (const Family& f :
+       {Family{"mixtral", "tiny", SynthFormat::kGguf}, Family{"deepseek_v3", "tiny", SynthFormat::kGguf}}) {
     const std::string path = SynthModel(f);
     auto engine = MakeEngine(path, /*async=*/false);
     ASSERT_NE(engine, nullptr);
@@ -196,8 +198,8 @@ TEST(EngineExpertLoad, CountsAddUpToTokensTimesTopKInMetricsAndPrometheus) {
     std::mt19937 rng(3);
     const int prompt_len = 37, max_tokens = 9;
     Collector col;
-    auto id = engine->Submit(Greedy(RandomPrompt(rng, prompt_len, static_cast<int>(c.vocab_size)), max_tokens),
-                             col.Callback());
+    auto id = engine->Submit(
+        Greedy(RandomPrompt(rng, prompt_len, static_cast<int>(c.vocab_size)), max_tokens), col.Callback());
     ASSERT_TRUE(id.ok());
     col.Wait(1);
     const int64_t routed = static_cast<int64_t>(prompt_len + max_tokens - 1) * c.moe.experts_per_token;

@@ -53,7 +53,6 @@ std::vector<int32_t> RandomPrompt(std::mt19937& rng, int len) {
   return p;
 }
 
-
 std::unique_ptr<Engine> MakeEngine(const EngineConfig& c) {
   auto e = Engine::Create(Load(), c);
   EXPECT_TRUE(e.ok()) << e.status().ToString();
@@ -90,7 +89,8 @@ void CheckGreedyBatch(bool async) {
   for (int i = 0; i < 32; ++i) {
     Collector::Output o = col.Get(ids[i]);
     EXPECT_EQ(o.finish, FinishReason::kLength);
-    EXPECT_EQ(o.tokens, RunReference(*ref_model.model, prompts[i], 12 + i % 5, greedy).tokens) << "request " << i;
+    EXPECT_EQ(o.tokens, RunReference(*ref_model.model, prompts[i], 12 + i % 5, greedy).tokens)
+        << "request " << i;
     EXPECT_EQ(o.events_after_final, 0);
   }
   EngineMetrics m = engine->Metrics();
@@ -223,7 +223,9 @@ TEST(EngineTest, PenaltiesChangeGreedyOutputTheWayTheReferenceDoes) {
       logits[t] = logits[t] > 0 ? logits[t] / 1.8f : logits[t] * 1.8f;
     }
     int32_t best = 0;
-    for (int32_t t = 1; t < vocab; ++t) if (logits[t] > logits[best]) best = t;
+    for (int32_t t = 1; t < vocab; ++t) {
+      if (logits[t] > logits[best]) best = t;
+    }
     out.push_back(best);
     seen.push_back(best);
     seq.start_pos += static_cast<int64_t>(seq.tokens.size());
@@ -388,7 +390,9 @@ TEST(EngineTest, StopTokenIdEndsTheRequestWithoutItsText) {
   EXPECT_EQ(o.finish, FinishReason::kStop);
   EXPECT_EQ(o.tokens, std::vector<int32_t>(ref.begin(), ref.begin() + cut + 1));
   std::string text;
-  for (const auto& p : Pieces(*ref_model.tokenizer, std::vector<int32_t>(ref.begin(), ref.begin() + cut))) text += p;
+  for (const auto& p : Pieces(*ref_model.tokenizer, std::vector<int32_t>(ref.begin(), ref.begin() + cut))) {
+    text += p;
+  }
   EXPECT_EQ(o.text, text);
 }
 
@@ -596,7 +600,8 @@ TEST(EngineTest, JumpForwardGivesTheSameTokensInFewerSteps) {
 // again). FinishTokens offers {7} until then, unless `offer_finish` is false.
 class EndsWithSeven : public TokenConstraint {
  public:
-  EndsWithSeven(bool offer_finish, std::vector<int32_t>* accepted) : offer_(offer_finish), accepted_(accepted) {}
+  EndsWithSeven(bool offer_finish, std::vector<int32_t>* accepted)
+      : offer_(offer_finish), accepted_(accepted) {}
   void FillAllowedMask(TokenBitmask* mask) override {
     mask->ClearAll();
     for (int32_t id = 3; id < static_cast<int32_t>(mask->size()); id += 3) mask->Set(id);
@@ -608,7 +613,9 @@ class EndsWithSeven : public TokenConstraint {
     return true;
   }
   void Rollback(int n) override { accepted_->resize(accepted_->size() - static_cast<size_t>(n)); }
-  bool IsComplete() const override { return std::find(accepted_->begin(), accepted_->end(), 7) != accepted_->end(); }
+  bool IsComplete() const override {
+    return std::find(accepted_->begin(), accepted_->end(), 7) != accepted_->end();
+  }
   std::vector<int32_t> FinishTokens() override {
     if (!offer_ || IsComplete()) return {};
     return {7};

@@ -25,8 +25,8 @@ struct Reference {
   std::vector<std::vector<float>> logits;  // raw logits that produced tokens[i]
 };
 
-inline Reference RunReference(Model& model, const std::vector<int32_t>& prompt, int n, const SamplingParams& params,
-                              int64_t block = 16) {
+inline Reference RunReference(Model& model, const std::vector<int32_t>& prompt, int n,
+                              const SamplingParams& params, int64_t block = 16) {
   const ModelConfig& c = model.config();
   const int64_t total = static_cast<int64_t>(prompt.size()) + n;
   KvCache kv(c, (total + block - 1) / block, block);

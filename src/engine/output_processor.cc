@@ -93,8 +93,8 @@ void OutputProcessor::Process(OutputItem& item) {
     if (r.completion_tokens == 0) {
       Observe(ttft_, std::chrono::duration<double>(now - r.submitted).count());
     } else {
-      const double per_token = std::chrono::duration<double>(now - r.last_token).count() /
-                               static_cast<double>(item.tokens.size());
+      const double per_token =
+          std::chrono::duration<double>(now - r.last_token).count() / static_cast<double>(item.tokens.size());
       Observe(tpot_, per_token, static_cast<int64_t>(item.tokens.size()));
     }
   }

@@ -120,8 +120,9 @@ class ThompsonBuilder {
         nfa.eps[in].push_back(ids[0]);
         for (size_t s = 0; s < ids.size(); ++s) {
           for (const ByteAutomaton::Edge& edge : src.edges[s]) {
-            if (edge.target < ids.size())
+            if (edge.target < ids.size()) {
               nfa.edges[ids[s]].push_back({edge.lo, edge.hi, -1, ids[edge.target]});
+            }
           }
           if (src.is_final[s]) nfa.eps[ids[s]].push_back(out);
         }

@@ -179,8 +179,9 @@ StatusOr<std::vector<JsonKeyLanguages::Region>> JsonKeyLanguages::Regions(
     DI_ASSIGN_OR_RETURN(names, KeyAutomaton(
                                    [&](Grammar* dg) -> StatusOr<ExprId> {
                                      std::vector<ExprId> alts;
-                                     for (const std::string& n : declared)
+                                     for (const std::string& n : declared) {
                                        alts.push_back(dg->Literal(Json(n).dump()));
+                                     }
                                      return dg->Choice(std::move(alts));
                                    },
                                    "declared names"));

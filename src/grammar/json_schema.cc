@@ -472,8 +472,9 @@ StatusOr<ExprId> SchemaConverter::BuildObject(const Json& s, const std::string& 
   bool additional_allowed = !(additional.is_boolean() && !additional.get<bool>());
   // patternProperties / propertyNames: key regions (json_keys.h).
   Json pattern_props = s.value("patternProperties", Json::object());
-  if (!pattern_props.is_object())
+  if (!pattern_props.is_object()) {
     return InvalidArgument("patternProperties at " + path + " is not an object");
+  }
   const Json* property_names = s.contains("propertyNames") ? &s["propertyNames"] : nullptr;
   if (property_names &&
       (*property_names == Json(true) ||
@@ -505,8 +506,9 @@ StatusOr<ExprId> SchemaConverter::BuildObject(const Json& s, const std::string& 
     Json v = declared_schema ? *declared_schema : matching.empty() ? additional : Json(true);
     for (int i : matching) {
       auto m = MergeSchemas(v, pattern_props[patterns[i]]);
-      if (!m.ok())
+      if (!m.ok()) {
         return Status(m.status().code(), m.status().message() + " at " + path + "/patternProperties");
+      }
       v = std::move(*m);
     }
     return std::optional<Json>(std::move(v));
@@ -551,8 +553,9 @@ StatusOr<ExprId> SchemaConverter::BuildObject(const Json& s, const std::string& 
       if (region.patterns.empty() && !additional_allowed) continue;
       for (int i : region.patterns) {
         auto m = MergeSchemas(v, pattern_props[patterns[i]]);
-        if (!m.ok())
+        if (!m.ok()) {
           return Status(m.status().code(), m.status().message() + " at " + path + "/patternProperties");
+        }
         v = std::move(*m);
       }
       DI_ASSIGN_OR_RETURN(ExprId value, RefTo(v, path + "/patternProperties", depth));

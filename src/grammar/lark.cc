@@ -264,8 +264,9 @@ class LarkParser {
       if (!number(&hi)) return Error("expected a count after '..'");
     }
     if (hi < lo) return Error("repetition ~n..m with m < n");
-    if (hi > kMaxRepeat)
+    if (hi > kMaxRepeat) {
       return ResourceExhausted("lark: repetition count above " + std::to_string(kMaxRepeat));
+    }
     *min = static_cast<int32_t>(lo);
     *max = static_cast<int32_t>(hi);
     return Status::Ok();
@@ -298,8 +299,9 @@ class LarkParser {
     }
     if (pos_ >= s_.size()) return Status(Error("unterminated string"));
     ++pos_;
-    if (pos_ < s_.size() && s_[pos_] == 'i')
+    if (pos_ < s_.size() && s_[pos_] == 'i') {
       return Status(Unimplemented("lark: case-insensitive literals (\"...\"i)"));
+    }
     return out;
   }
 

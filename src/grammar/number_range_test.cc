@@ -40,10 +40,12 @@ struct Bounds {
   bool lo_strict = false, hi_strict = false;
   std::string Schema() const {
     std::string s = R"({"type":"number")";
-    if (lo)
+    if (lo) {
       s += std::string(",\"") + (lo_strict ? "exclusiveMinimum" : "minimum") + "\":" + std::to_string(*lo);
-    if (hi)
+    }
+    if (hi) {
       s += std::string(",\"") + (hi_strict ? "exclusiveMaximum" : "maximum") + "\":" + std::to_string(*hi);
+    }
     return s + "}";
   }
   bool Holds(const Decimal& d) const {

@@ -34,9 +34,9 @@
 namespace deepinfer::grammar {
 
 struct PositionMask {
-  TokenBitmask accepted_bits;           // over vocab.size() ids, or empty
-  std::vector<int32_t> accepted_ids;    // used when accepted_bits is empty
-  std::vector<uint32_t> uncertain;      // indices into vocab.sorted_ids(), ascending
+  TokenBitmask accepted_bits;         // over vocab.size() ids, or empty
+  std::vector<int32_t> accepted_ids;  // used when accepted_bits is empty
+  std::vector<uint32_t> uncertain;    // indices into vocab.sorted_ids(), ascending
 };
 
 // Computes the entry for `state`. `scratch` is reused between calls.

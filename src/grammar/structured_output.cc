@@ -68,8 +68,8 @@ StatusOr<std::unique_ptr<StructuredOutput>> StructuredOutput::Create(std::vector
   if (token_bytes.size() > 0x7FFFFFFFu) return InvalidArgument("structured output: vocabulary too large");
   for (int32_t id : eos_ids) {
     if (id < 0 || static_cast<size_t>(id) >= token_bytes.size()) {
-      return InvalidArgument("structured output: eos id " + std::to_string(id) + " outside the vocabulary of " +
-                             std::to_string(token_bytes.size()));
+      return InvalidArgument("structured output: eos id " + std::to_string(id) +
+                             " outside the vocabulary of " + std::to_string(token_bytes.size()));
     }
   }
   auto vocab = std::make_shared<const grammar::Vocabulary>(std::move(token_bytes), std::move(eos_ids));

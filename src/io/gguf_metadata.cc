@@ -75,10 +75,12 @@ StatusOr<std::vector<std::string>> GgufFile::GetStringArray(const std::string& k
 StatusOr<std::vector<double>> GgufFile::GetFloatArray(const std::string& key) const {
   DI_FIND_OR_NOT_FOUND(v, key);
   if (const auto* a = std::get_if<std::vector<double>>(&v->value)) return *a;
-  if (const auto* a = std::get_if<std::vector<int64_t>>(&v->value))
+  if (const auto* a = std::get_if<std::vector<int64_t>>(&v->value)) {
     return std::vector<double>(a->begin(), a->end());
-  if (const auto* a = std::get_if<std::vector<uint64_t>>(&v->value))
+  }
+  if (const auto* a = std::get_if<std::vector<uint64_t>>(&v->value)) {
     return std::vector<double>(a->begin(), a->end());
+  }
   return Mismatch(path_, key, *v, "array of numbers");
 }
 
@@ -96,8 +98,9 @@ StatusOr<std::vector<int64_t>> GgufFile::GetIntArray(const std::string& key) con
     }
     return out;
   }
-  if (const auto* a = std::get_if<std::vector<bool>>(&v->value))
+  if (const auto* a = std::get_if<std::vector<bool>>(&v->value)) {
     return std::vector<int64_t>(a->begin(), a->end());
+  }
   return Mismatch(path_, key, *v, "array of integers");
 }
 

@@ -146,8 +146,9 @@ Status GgufWriter::Write(const std::string& path) const {
     const Tensor& t = tensors_[i];
     PutString(head, t.name);
     Put<uint32_t>(head, static_cast<uint32_t>(t.shape.size()));
-    for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it)
+    for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it) {
       Put<uint64_t>(head, static_cast<uint64_t>(*it));
+    }
     Put<uint32_t>(head, GgmlTypeFromDType(t.dtype));
     Put<uint64_t>(head, offsets[i]);
   }

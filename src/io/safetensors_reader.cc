@@ -111,8 +111,9 @@ class SafetensorsParser {
     auto off = e.find("data_offsets");
     if (dt == e.end() || !dt->is_string()) return Fail(where, "missing string 'dtype'");
     if (sh == e.end() || !sh->is_array()) return Fail(where, "missing array 'shape'");
-    if (off == e.end() || !off->is_array() || off->size() != 2)
+    if (off == e.end() || !off->is_array() || off->size() != 2) {
       return Fail(where, "'data_offsets' is not [begin, end]");
+    }
 
     TensorView t;
     t.name = name;
@@ -129,11 +130,13 @@ class SafetensorsParser {
     for (const json& d : *sh) {
       if (!d.is_number_unsigned()) return Fail(where, "shape has a non-integer or negative dimension");
       const uint64_t v = d.get<uint64_t>();
-      if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
         return Fail(where, "dimension overflows");
+      }
       const auto dim = static_cast<int64_t>(v);
-      if (dim != 0 && elems > std::numeric_limits<int64_t>::max() / dim)
+      if (dim != 0 && elems > std::numeric_limits<int64_t>::max() / dim) {
         return Fail(where, "element count overflows");
+      }
       elems *= dim;
       t.shape.push_back(dim);
     }
@@ -143,8 +146,9 @@ class SafetensorsParser {
 
     const json& b = (*off)[0];
     const json& en = (*off)[1];
-    if (!b.is_number_unsigned() || !en.is_number_unsigned())
+    if (!b.is_number_unsigned() || !en.is_number_unsigned()) {
       return Fail(where, "data_offsets are not unsigned integers");
+    }
     const uint64_t begin = b.get<uint64_t>(), end = en.get<uint64_t>();
     const uint64_t data_size = size_ - data_start_;
     if (begin > end || end > data_size) {

@@ -190,8 +190,9 @@ StatusOr<Value> FilterBy(const Value& input, const CallArgs& args, bool by_attr,
   const Value* test = args.Get(next, nullptr);
   if (test != nullptr && !test->is_string()) return InvalidArgument("select: test name must be a string");
   CallArgs test_args;
-  for (size_t i = next + 1; i < args.positional.size(); ++i)
+  for (size_t i = next + 1; i < args.positional.size(); ++i) {
     test_args.positional.push_back(args.positional[i]);
+  }
   ValueList out;
   for (const Value& item : items) {
     const Value subject = by_attr ? GetAttrPath(item, attr) : item;
@@ -217,8 +218,9 @@ StatusOr<Value> MapFilter(const Value& input, const CallArgs& args, Budget* budg
     return Value::List(std::move(out));
   }
   const Value* filter = args.Get(0, nullptr);
-  if (filter == nullptr || !filter->is_string())
+  if (filter == nullptr || !filter->is_string()) {
     return InvalidArgument("map: expected a filter name or attribute=");
+  }
   CallArgs rest;
   for (size_t i = 1; i < args.positional.size(); ++i) rest.positional.push_back(args.positional[i]);
   rest.keyword = args.keyword;
@@ -360,8 +362,9 @@ StatusOr<Value> ApplyFilter(const std::string& name, const Value& input, const C
   if (name == "replace") return CallMethod(Value::String(input.ToString()), "replace", args, budget);
   if (name == "items") {
     if (input.is_undefined()) return Value::List({});
-    if (!input.is_dict())
+    if (!input.is_dict()) {
       return InvalidArgument(std::string("items: expected a dict, got a ") + input.TypeName());
+    }
     return CallMethod(input, "items", CallArgs{}, budget);
   }
   if (name == "list") {
@@ -399,8 +402,9 @@ StatusOr<Value> ApplyFilter(const std::string& name, const Value& input, const C
   if (name == "float") return ToFloat(input, args.Get(0, "default"));
   if (name == "abs") {
     if (input.kind() == Value::Kind::kInt) {
-      if (input.int_value() == std::numeric_limits<int64_t>::min())
+      if (input.int_value() == std::numeric_limits<int64_t>::min()) {
         return InvalidArgument("abs: integer overflow");
+      }
       return Value::Int(input.int_value() < 0 ? -input.int_value() : input.int_value());
     }
     if (input.kind() == Value::Kind::kFloat) return Value::Float(std::fabs(input.number()));
@@ -430,8 +434,9 @@ StatusOr<Value> ApplyFilter(const std::string& name, const Value& input, const C
       const Value v = attr != nullptr && attr->is_string() ? GetAttrPath(item, attr->str()) : item;
       if (!v.is_number()) return InvalidArgument("sum: items must be numbers");
       total += v.number();
-      if (v.kind() != Value::Kind::kInt || __builtin_add_overflow(itotal, v.int_value(), &itotal))
+      if (v.kind() != Value::Kind::kInt || __builtin_add_overflow(itotal, v.int_value(), &itotal)) {
         all_int = false;
+      }
     }
     return all_int ? Value::Int(itotal) : Value::Float(total);
   }
@@ -550,8 +555,9 @@ StatusOr<Value> CallGlobalFunction(const std::string& name, const CallArgs& args
     const size_t n = args.positional.size();
     if (n < 1 || n > 3) return InvalidArgument("range: expected 1 to 3 arguments");
     for (size_t i = 0; i < n; ++i) {
-      if (args.positional[i].kind() != Value::Kind::kInt)
+      if (args.positional[i].kind() != Value::Kind::kInt) {
         return InvalidArgument("range: arguments must be integers");
+      }
     }
     if (n == 1) {
       bounds[1] = args.positional[0].int_value();
@@ -585,8 +591,9 @@ StatusOr<Value> CallGlobalFunction(const std::string& name, const CallArgs& args
       entries = init->dict();
     }
     for (const auto& [k, v] : args.keyword) {
-      if (v.kind() == Value::Kind::kNamespace)
+      if (v.kind() == Value::Kind::kNamespace) {
         return InvalidArgument(name + ": a namespace cannot hold a namespace");
+      }
       entries.emplace_back(k, v);
     }
     if (name == "dict") return Value::Dict(std::move(entries));

@@ -376,8 +376,9 @@ class Evaluator {
     const Expr& callee = *e.args[0];
     if (callee.kind == Expr::Kind::kAttr) {
       DI_ASSIGN_OR_RETURN(Value object, Eval(*callee.args[0]));
-      if (object.is_undefined())
+      if (object.is_undefined()) {
         return At(callee, InvalidArgument(Describe(*callee.args[0]) + " is undefined"));
+      }
       if (object.is_string() || object.is_dict() || object.is_list()) {
         DI_ASSIGN_OR_RETURN(CallArgs args, EvalArgs(e, 1));
         DI_JINJA_TRY(e, ChargeScan(object, &args));

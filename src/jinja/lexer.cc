@@ -188,8 +188,9 @@ class Lexer {
     std::vector<char> brackets;
     while (true) {
       while (pos < src_.size() && IsSpace(src_[pos])) ++pos;
-      if (pos >= src_.size())
+      if (pos >= src_.size()) {
         return Error(open, "unterminated tag (missing '" + std::string(1, end_char) + "}')");
+      }
       if (brackets.empty()) {
         const bool dash =
             src_[pos] == '-' && pos + 2 < src_.size() && src_[pos + 1] == end_char && src_[pos + 2] == '}';

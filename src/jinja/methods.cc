@@ -197,8 +197,9 @@ StatusOr<Value> StringMethod(const std::string& s, const std::string& name, cons
     }
     if (a0->str().empty()) return Value::Int(static_cast<int64_t>(CountCodePoints(s)) + 1);
     int64_t n = 0;
-    for (size_t p = s.find(a0->str()); p != std::string::npos; p = s.find(a0->str(), p + a0->str().size()))
+    for (size_t p = s.find(a0->str()); p != std::string::npos; p = s.find(a0->str(), p + a0->str().size())) {
       ++n;
+    }
     return Value::Int(n);
   }
   if (name == "join") {
@@ -308,8 +309,9 @@ Value GetItem(const Value& object, const Value& key) {
       if (key.kind() != Value::Kind::kInt) return Value();
       size_t i = 0;
       if (IsAscii(object.str())) {
-        if (NormalizeIndex(key.int_value(), object.str().size(), &i))
+        if (NormalizeIndex(key.int_value(), object.str().size(), &i)) {
           return Value::String(object.str().substr(i, 1));
+        }
         return Value();
       }
       const std::string& s = object.str();
@@ -327,8 +329,9 @@ StatusOr<Value> Slice(const Value& object, const Value& start_v, const Value& st
                       Budget* budget) {
   auto as_int = [](const Value& v, const char* what) -> StatusOr<std::optional<int64_t>> {
     if (v.is_undefined() || v.is_none()) return std::optional<int64_t>();
-    if (v.kind() != Value::Kind::kInt)
+    if (v.kind() != Value::Kind::kInt) {
       return InvalidArgument(std::string("slice ") + what + " must be an integer");
+    }
     return std::optional<int64_t>(v.int_value());
   };
   DI_ASSIGN_OR_RETURN(auto start_o, as_int(start_v, "start"));

@@ -539,8 +539,9 @@ class Parser {
           break;
         }
         case TokenKind::kEof:
-          if (!ends.empty())
+          if (!ends.empty()) {
             return ErrorAt(at, "unexpected end of template, expected '{% " + ends.back() + " %}'");
+          }
           return Status::Ok();
         default:
           return Unexpected("template text or a tag");
@@ -700,8 +701,9 @@ class Parser {
 }  // namespace
 
 StatusOr<Body> Parse(const std::vector<Token>& tokens, const ParseLimits& limits) {
-  if (tokens.empty() || tokens.back().kind != TokenKind::kEof)
+  if (tokens.empty() || tokens.back().kind != TokenKind::kEof) {
     return InvalidArgument("chat template: no tokens");
+  }
   Parser parser(tokens, limits);
   return parser.ParseTemplate();
 }

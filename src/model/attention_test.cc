@@ -42,14 +42,18 @@ KvFixture MakeSetup(int64_t len, int64_t block_size, std::mt19937& rng) {
   s.tables.emplace_back(blocks.begin(), blocks.begin() + per_seq);
   s.tables.emplace_back(blocks.begin() + per_seq, blocks.end());
   std::normal_distribution<float> n(0.0f, 1.0f);
-  for (int64_t l = 0; l < c.num_layers; ++l)
-    for (int64_t b = 0; b < 2 * per_seq; ++b)
-      for (int64_t slot = 0; slot < block_size; ++slot)
-        for (int64_t h = 0; h < c.num_kv_heads; ++h)
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    for (int64_t b = 0; b < 2 * per_seq; ++b) {
+      for (int64_t slot = 0; slot < block_size; ++slot) {
+        for (int64_t h = 0; h < c.num_kv_heads; ++h) {
           for (int64_t i = 0; i < c.head_dim; ++i) {
             s.kv.K(l, b, slot, h)[i] = n(rng);
             s.kv.V(l, b, slot, h)[i] = n(rng);
           }
+        }
+      }
+    }
+  }
   return s;
 }
 
@@ -82,18 +86,22 @@ TEST(KvCacheLayout, HeadsAreContiguousInsideContiguousBlocks) {
   const int64_t layers = 2, blocks = 3, bs = 4, heads = 2, width = 5;
   KvCache kv(layers, blocks, bs, heads * width, heads * width, heads);
   std::vector<float> row(static_cast<size_t>(heads * width));
-  for (int64_t l = 0; l < layers; ++l)
-    for (int64_t b = 0; b < blocks; ++b)
+  for (int64_t l = 0; l < layers; ++l) {
+    for (int64_t b = 0; b < blocks; ++b) {
       for (int64_t slot = 0; slot < bs; ++slot) {
-        for (int64_t i = 0; i < heads * width; ++i) row[static_cast<size_t>(i)] = float(((l * 10 + b) * 10 + slot) * 100 + i);
+        for (int64_t i = 0; i < heads * width; ++i) {
+          row[static_cast<size_t>(i)] = float(((l * 10 + b) * 10 + slot) * 100 + i);
+        }
         kv.WriteK(l, b, slot, row.data());
         for (float& x : row) x = -x;
         kv.WriteV(l, b, slot, row.data());
       }
-  for (int64_t l = 0; l < layers; ++l)
+    }
+  }
+  for (int64_t l = 0; l < layers; ++l) {
     for (int64_t b = 0; b < blocks; ++b) {
       EXPECT_EQ(kv.K(l, b, 0, 0), kv.K(0, 0, 0, 0) + (l * blocks + b) * bs * heads * width);
-      for (int64_t h = 0; h < heads; ++h)
+      for (int64_t h = 0; h < heads; ++h) {
         for (int64_t slot = 0; slot < bs; ++slot) {
           EXPECT_EQ(kv.K(l, b, slot, h), kv.K(l, b, 0, 0) + (h * bs + slot) * width);
           for (int64_t i = 0; i < width; ++i) {
@@ -102,7 +110,9 @@ TEST(KvCacheLayout, HeadsAreContiguousInsideContiguousBlocks) {
             EXPECT_EQ(kv.V(l, b, slot, h)[i], -want);
           }
         }
+      }
     }
+  }
 }
 
 TEST(PagedAttention, MatchesReferenceAcrossSplitsAndWindows) {
@@ -169,7 +179,8 @@ TEST(PagedAttention, BitIdenticalForAnyThreadCountAndBatch) {
     ThreadPool pool(threads);
     std::vector<float> other(q.size());
     ops::PagedAttention(q.data(), n, positions.data(), tables, s.kv, p, pool, other.data());
-    EXPECT_EQ(0, std::memcmp(batched.data(), other.data(), other.size() * sizeof(float))) << threads << " threads";
+    EXPECT_EQ(0, std::memcmp(batched.data(), other.data(), other.size() * sizeof(float)))
+        << threads << " threads";
   }
   // Each token alone (and through AttendOneHead) gives the same bits as in the batch.
   ThreadPool pool(2);
@@ -179,7 +190,8 @@ TEST(PagedAttention, BitIdenticalForAnyThreadCountAndBatch) {
     ASSERT_EQ(0, std::memcmp(alone.data(), batched.data() + t * qd, qd * sizeof(float))) << "token " << t;
     std::vector<float> head(c.head_dim);
     ops::AttendOneHead(q.data() + t * qd + 5 * c.head_dim, 5, positions[t], *tables[t], s.kv, p, head.data());
-    ASSERT_EQ(0, std::memcmp(head.data(), batched.data() + t * qd + 5 * c.head_dim, c.head_dim * sizeof(float)));
+    ASSERT_EQ(0,
+              std::memcmp(head.data(), batched.data() + t * qd + 5 * c.head_dim, c.head_dim * sizeof(float)));
   }
 }
 

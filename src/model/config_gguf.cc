@@ -147,7 +147,8 @@ StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   // as the last blocks; the decoder stack is the rest.
   DI_ASSIGN_OR_RETURN(c.num_nextn_predict_layers, OptionalInt(gguf, p + "nextn_predict_layers", 0));
   if (c.num_nextn_predict_layers < 0 || c.num_nextn_predict_layers >= c.num_layers) {
-    return InvalidArgument("GGUF '" + p + "nextn_predict_layers' (" + std::to_string(c.num_nextn_predict_layers) +
+    return InvalidArgument("GGUF '" + p + "nextn_predict_layers' (" +
+                           std::to_string(c.num_nextn_predict_layers) +
                            ") must be in [0, block_count = " + std::to_string(c.num_layers) + ")");
   }
   c.num_layers -= c.num_nextn_predict_layers;
@@ -167,7 +168,8 @@ StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   // MLA head dims, MoE and YaRN keys: model/deepseek_gguf.h).
   const bool standard_gqa = spec->read_gguf == nullptr;
   if (standard_gqa) {
-    DI_ASSIGN_OR_RETURN(c.head_dim, OptionalInt(gguf, p + "attention.key_length", c.hidden_size / c.num_heads));
+    DI_ASSIGN_OR_RETURN(c.head_dim,
+                        OptionalInt(gguf, p + "attention.key_length", c.hidden_size / c.num_heads));
     DI_ASSIGN_OR_RETURN(int64_t value_length, OptionalInt(gguf, p + "attention.value_length", c.head_dim));
     if (value_length != c.head_dim) {
       return Unimplemented("GGUF attention.value_length " + std::to_string(value_length) + " != key_length " +

@@ -11,17 +11,22 @@ class GqaDecoderLayer : public DecoderLayer {
   GqaDecoderLayer(const ModelConfig& c, std::shared_ptr<const Rope> rope, int64_t window)
       : config_(c), rope_(std::move(rope)), window_(window) {}
 
-  void Forward(const ForwardBatch& batch, const TokenPlan& plan, KvCache& kv, int64_t kv_layer, ThreadPool& pool,
-               LayerScratch& s, float* x) override {
+  void Forward(const ForwardBatch& batch, const TokenPlan& plan, KvCache& kv, int64_t kv_layer,
+               ThreadPool& pool, LayerScratch& s, float* x) override {
     const int64_t n = plan.num_tokens(), h = config_.hidden_size;
     s.xn.resize(static_cast<size_t>(n * h));
     s.proj.resize(static_cast<size_t>(n * h));
     float* xn = s.xn.data();
     float* proj = s.proj.data();
-    for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, attn_norm.data(), h, config_.rms_norm_eps, xn + t * h);
-    GqaAttentionForward(config_, attn, *rope_, kv_layer, window_, batch, plan, xn, kv, pool, s.attention, proj);
+    for (int64_t t = 0; t < n; ++t) {
+      ops::RmsNorm(x + t * h, attn_norm.data(), h, config_.rms_norm_eps, xn + t * h);
+    }
+    GqaAttentionForward(config_, attn, *rope_, kv_layer, window_, batch, plan, xn, kv, pool, s.attention,
+                        proj);
     for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
-    for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, ffn_norm.data(), h, config_.rms_norm_eps, xn + t * h);
+    for (int64_t t = 0; t < n; ++t) {
+      ops::RmsNorm(x + t * h, ffn_norm.data(), h, config_.rms_norm_eps, xn + t * h);
+    }
     ffn->Forward(xn, n, pool, s.ffn, proj);
     for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
   }
@@ -52,7 +57,8 @@ StatusOr<std::unique_ptr<FeedForward>> BindDenseFeedForward(const WeightBinder& 
                                                             int64_t layer, int64_t ffn) {
   const WeightNaming n = b.naming();
   SwigluWeights w;
-  DI_RETURN_IF_ERROR(BindSwiglu(b, WeightName(n, TensorRole::kGate, layer), WeightName(n, TensorRole::kUp, layer),
+  DI_RETURN_IF_ERROR(BindSwiglu(b, WeightName(n, TensorRole::kGate, layer),
+                                WeightName(n, TensorRole::kUp, layer),
                                 WeightName(n, TensorRole::kDown, layer), c.hidden_size, ffn, w));
   return std::unique_ptr<FeedForward>(new DenseFeedForward(std::move(w)));
 }
@@ -60,13 +66,16 @@ StatusOr<std::unique_ptr<FeedForward>> BindDenseFeedForward(const WeightBinder& 
 StatusOr<std::unique_ptr<DecoderLayer>> CreateGqaDecoderLayer(const WeightBinder& b, const ModelConfig& c,
                                                               std::shared_ptr<const Rope> rope, int64_t layer,
                                                               std::unique_ptr<FeedForward> ffn) {
-  const int64_t window =
-      layer < static_cast<int64_t>(c.sliding_window.size()) ? c.sliding_window[static_cast<size_t>(layer)] : 0;
+  const int64_t window = layer < static_cast<int64_t>(c.sliding_window.size())
+                             ? c.sliding_window[static_cast<size_t>(layer)]
+                             : 0;
   auto out = std::make_unique<GqaDecoderLayer>(c, std::move(rope), window);
   const WeightNaming n = b.naming();
-  DI_ASSIGN_OR_RETURN(out->attn_norm, b.Vector(WeightName(n, TensorRole::kAttnNorm, layer), c.hidden_size, true));
+  DI_ASSIGN_OR_RETURN(out->attn_norm,
+                      b.Vector(WeightName(n, TensorRole::kAttnNorm, layer), c.hidden_size, true));
   DI_RETURN_IF_ERROR(BindGqaAttention(b, c, layer, out->attn));
-  DI_ASSIGN_OR_RETURN(out->ffn_norm, b.Vector(WeightName(n, TensorRole::kFfnNorm, layer), c.hidden_size, true));
+  DI_ASSIGN_OR_RETURN(out->ffn_norm,
+                      b.Vector(WeightName(n, TensorRole::kFfnNorm, layer), c.hidden_size, true));
   out->ffn = std::move(ffn);
   return std::unique_ptr<DecoderLayer>(std::move(out));
 }

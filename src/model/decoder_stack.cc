@@ -22,10 +22,13 @@ class DecoderStackModel : public Model {
   Status Forward(const ForwardBatch& batch, KvCache& kv, float* logits_out) override {
     return ForwardWithHidden(batch, kv, logits_out, nullptr);
   }
-  Status ForwardWithHidden(const ForwardBatch& batch, KvCache& kv, float* logits_out, float* hidden_out) override;
+  Status ForwardWithHidden(const ForwardBatch& batch, KvCache& kv, float* logits_out,
+                           float* hidden_out) override;
   std::vector<std::vector<int64_t>> ExpertLoad() const override {
     std::vector<std::vector<int64_t>> out;
-    for (const MoeFeedForward* m : parts_.moe) out.push_back(m != nullptr ? m->expert_load() : std::vector<int64_t>());
+    for (const MoeFeedForward* m : parts_.moe) {
+      out.push_back(m != nullptr ? m->expert_load() : std::vector<int64_t>());
+    }
     return out;
   }
 
@@ -51,8 +54,8 @@ class DecoderStackModel : public Model {
 
   ThreadPool pool_;
   TokenPlan plan_;
-  LayerScratch scratch_;       // shared by the layers, which run one after another
-  std::vector<float> x_, xn_;  // f32 [T, hidden], [R, hidden]
+  LayerScratch scratch_;                 // shared by the layers, which run one after another
+  std::vector<float> x_, xn_;            // f32 [T, hidden], [R, hidden]
   ops::BackendWeights backend_weights_;  // owns the packed copies some matrices in parts_ and output use
 };
 
@@ -62,8 +65,9 @@ Status DecoderStackModel::CheckShapes(const ForwardBatch& batch, const KvCache& 
                            std::to_string(config_.num_layers));
   }
   if (kv.kv_dim() != config_.cache_k_dim() || kv.v_dim() != config_.cache_v_dim()) {
-    return InvalidArgument("KV cache widths (K " + std::to_string(kv.kv_dim()) + ", V " + std::to_string(kv.v_dim()) +
-                           ") do not match the model (K " + std::to_string(config_.cache_k_dim()) + ", V " +
+    return InvalidArgument("KV cache widths (K " + std::to_string(kv.kv_dim()) + ", V " +
+                           std::to_string(kv.v_dim()) + ") do not match the model (K " +
+                           std::to_string(config_.cache_k_dim()) + ", V " +
                            std::to_string(config_.cache_v_dim()) + ")");
   }
   // The oldest position any layer reads: 0 unless every layer is windowed.
@@ -89,7 +93,8 @@ Status DecoderStackModel::ForwardWithHidden(const ForwardBatch& batch, KvCache& 
   x_.resize(static_cast<size_t>(n * h));
   const int64_t row_bytes = RowBytes(embedding.dtype, h);
   for (int64_t t = 0; t < n; ++t) {
-    const auto* row = static_cast<const uint8_t*>(embedding.data) + plan_.token_ids[static_cast<size_t>(t)] * row_bytes;
+    const auto* row =
+        static_cast<const uint8_t*>(embedding.data) + plan_.token_ids[static_cast<size_t>(t)] * row_bytes;
     DequantizeRow(embedding.dtype, row, &x_[static_cast<size_t>(t * h)], h);
   }
   for (int64_t l = 0; l < config_.num_layers; ++l) {
@@ -99,10 +104,12 @@ Status DecoderStackModel::ForwardWithHidden(const ForwardBatch& batch, KvCache& 
   if (rows == 0) return Status::Ok();
   xn_.resize(static_cast<size_t>(rows * h));
   for (int64_t r = 0; r < rows; ++r) {
-    ops::RmsNorm(&x_[static_cast<size_t>(plan_.logit_rows[static_cast<size_t>(r)] * h)], output_norm.data(), h,
-                 config_.rms_norm_eps, &xn_[static_cast<size_t>(r * h)]);
+    ops::RmsNorm(&x_[static_cast<size_t>(plan_.logit_rows[static_cast<size_t>(r)] * h)], output_norm.data(),
+                 h, config_.rms_norm_eps, &xn_[static_cast<size_t>(r * h)]);
   }
-  if (hidden_out != nullptr) std::memcpy(hidden_out, xn_.data(), sizeof(float) * static_cast<size_t>(rows * h));
+  if (hidden_out != nullptr) {
+    std::memcpy(hidden_out, xn_.data(), sizeof(float) * static_cast<size_t>(rows * h));
+  }
   ops::MatMul(output, xn_.data(), rows, nullptr, logits_out, pool_);
   return Status::Ok();
 }
@@ -116,14 +123,17 @@ DecoderStackParts* DecoderStackPartsOf(Model& model) {
 
 StatusOr<std::unique_ptr<Model>> CreateDecoderStackModel(const ModelConfig& config,
                                                          std::shared_ptr<const WeightStore> weights,
-                                                         const DecoderLayerBuilder& build_layers, int num_threads) {
+                                                         const DecoderLayerBuilder& build_layers,
+                                                         int num_threads) {
   if (num_threads <= 0) num_threads = ThreadPool::DefaultThreadCount();
   ModelConfig c = config;
   const WeightBinder b(*weights);
   const WeightNaming n = b.naming();
   TensorView embedding, output;
-  DI_ASSIGN_OR_RETURN(embedding, b.Matrix(WeightName(n, TensorRole::kTokenEmbedding), c.vocab_size, c.hidden_size));
-  DI_ASSIGN_OR_RETURN(std::vector<float> norm, b.Vector(WeightName(n, TensorRole::kOutputNorm), c.hidden_size, true));
+  DI_ASSIGN_OR_RETURN(embedding,
+                      b.Matrix(WeightName(n, TensorRole::kTokenEmbedding), c.vocab_size, c.hidden_size));
+  DI_ASSIGN_OR_RETURN(std::vector<float> norm,
+                      b.Vector(WeightName(n, TensorRole::kOutputNorm), c.hidden_size, true));
   if (c.tie_word_embeddings) {
     output = embedding;
   } else if (b.Find(WeightName(n, TensorRole::kOutput)) == nullptr) {
@@ -133,7 +143,8 @@ StatusOr<std::unique_ptr<Model>> CreateDecoderStackModel(const ModelConfig& conf
     DI_ASSIGN_OR_RETURN(output, b.Matrix(WeightName(n, TensorRole::kOutput), c.vocab_size, c.hidden_size));
   }
   DI_ASSIGN_OR_RETURN(DecoderStackParts parts, build_layers(b, c));
-  auto model = std::make_unique<DecoderStackModel>(std::move(c), std::move(weights), std::move(parts), num_threads);
+  auto model =
+      std::make_unique<DecoderStackModel>(std::move(c), std::move(weights), std::move(parts), num_threads);
   model->embedding = embedding;
   model->output = output;
   model->output_norm = std::move(norm);

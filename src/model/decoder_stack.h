@@ -25,7 +25,8 @@ struct DecoderStackParts {
 
 // Builds the layers of a stack from the checkpoint; may complete `config`
 // from the tensors it finds (the dense family's attention_bias).
-using DecoderLayerBuilder = std::function<StatusOr<DecoderStackParts>(const WeightBinder& b, ModelConfig& config)>;
+using DecoderLayerBuilder =
+    std::function<StatusOr<DecoderStackParts>(const WeightBinder& b, ModelConfig& config)>;
 
 // Binds the embedding, final norm and LM head (standard role names, tied or
 // not), then the layers by `build_layers`, and wraps them into a Model over
@@ -36,7 +37,8 @@ using DecoderLayerBuilder = std::function<StatusOr<DecoderStackParts>(const Weig
 // and not checked).
 StatusOr<std::unique_ptr<Model>> CreateDecoderStackModel(const ModelConfig& config,
                                                          std::shared_ptr<const WeightStore> weights,
-                                                         const DecoderLayerBuilder& build_layers, int num_threads);
+                                                         const DecoderLayerBuilder& build_layers,
+                                                         int num_threads);
 
 // The parts of a model made by CreateDecoderStackModel; null for any other
 // Model (tests use it to reach individual layers).

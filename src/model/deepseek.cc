@@ -14,17 +14,21 @@ class MlaDecoderLayer : public DecoderLayer {
   MlaDecoderLayer(const ModelConfig& c, MlaWeights w, std::shared_ptr<const MlaRope> rope, int64_t window)
       : config_(c), rope_(std::move(rope)), attn_(c, std::move(w), rope_.get(), window) {}
 
-  void Forward(const ForwardBatch& batch, const TokenPlan& plan, KvCache& kv, int64_t kv_layer, ThreadPool& pool,
-               LayerScratch& s, float* x) override {
+  void Forward(const ForwardBatch& batch, const TokenPlan& plan, KvCache& kv, int64_t kv_layer,
+               ThreadPool& pool, LayerScratch& s, float* x) override {
     const int64_t n = plan.num_tokens(), h = config_.hidden_size;
     s.xn.resize(static_cast<size_t>(n * h));
     s.proj.resize(static_cast<size_t>(n * h));
     float* xn = s.xn.data();
     float* proj = s.proj.data();
-    for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, attn_norm.data(), h, config_.rms_norm_eps, xn + t * h);
+    for (int64_t t = 0; t < n; ++t) {
+      ops::RmsNorm(x + t * h, attn_norm.data(), h, config_.rms_norm_eps, xn + t * h);
+    }
     attn_.Forward(batch, plan, xn, kv, kv_layer, pool, proj);
     for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
-    for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, ffn_norm.data(), h, config_.rms_norm_eps, xn + t * h);
+    for (int64_t t = 0; t < n; ++t) {
+      ops::RmsNorm(x + t * h, ffn_norm.data(), h, config_.rms_norm_eps, xn + t * h);
+    }
     ffn->Forward(xn, n, pool, s.ffn, proj);
     for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
   }
@@ -46,11 +50,12 @@ class MlaDecoderLayer : public DecoderLayer {
 }  // namespace
 
 StatusOr<std::unique_ptr<DecoderLayer>> CreateDeepseekLayer(const WeightBinder& b, const ModelConfig& c,
-                                                            std::shared_ptr<const MlaRope> rope, int64_t layer,
-                                                            MoeFeedForward** moe_out) {
+                                                            std::shared_ptr<const MlaRope> rope,
+                                                            int64_t layer, MoeFeedForward** moe_out) {
   *moe_out = nullptr;
   const bool in_stack = layer < c.num_layers;
-  const bool sparse = c.moe.num_experts > 0 && (in_stack ? c.moe.sparse_layers[static_cast<size_t>(layer)] : true);
+  const bool sparse =
+      c.moe.num_experts > 0 && (in_stack ? c.moe.sparse_layers[static_cast<size_t>(layer)] : true);
   std::unique_ptr<FeedForward> ffn;
   if (sparse) {
     MoeWeights w;
@@ -66,14 +71,17 @@ StatusOr<std::unique_ptr<DecoderLayer>> CreateDeepseekLayer(const WeightBinder& 
   const int64_t window = in_stack ? c.sliding_window[static_cast<size_t>(layer)] : 0;
   auto out = std::make_unique<MlaDecoderLayer>(c, std::move(w), std::move(rope), window);
   const WeightNaming n = b.naming();
-  DI_ASSIGN_OR_RETURN(out->attn_norm, b.Vector(WeightName(n, TensorRole::kAttnNorm, layer), c.hidden_size, true));
-  DI_ASSIGN_OR_RETURN(out->ffn_norm, b.Vector(WeightName(n, TensorRole::kFfnNorm, layer), c.hidden_size, true));
+  DI_ASSIGN_OR_RETURN(out->attn_norm,
+                      b.Vector(WeightName(n, TensorRole::kAttnNorm, layer), c.hidden_size, true));
+  DI_ASSIGN_OR_RETURN(out->ffn_norm,
+                      b.Vector(WeightName(n, TensorRole::kFfnNorm, layer), c.hidden_size, true));
   out->ffn = std::move(ffn);
   return std::unique_ptr<DecoderLayer>(std::move(out));
 }
 
 StatusOr<std::unique_ptr<Model>> CreateDeepseekModel(const ModelConfig& config,
-                                                     std::shared_ptr<const WeightStore> weights, int num_threads) {
+                                                     std::shared_ptr<const WeightStore> weights,
+                                                     int num_threads) {
   ModelConfig c = config;
   DI_RETURN_IF_ERROR(ValidateModelConfig(c));
   if (c.mla.kv_lora_rank <= 0) {
@@ -81,11 +89,13 @@ StatusOr<std::unique_ptr<Model>> CreateDeepseekModel(const ModelConfig& config,
   }
   DI_ASSIGN_OR_RETURN(MlaRope rope, MlaRope::Create(c));
   auto shared_rope = std::make_shared<const MlaRope>(std::move(rope));
-  const auto build_layers = [&shared_rope](const WeightBinder& b, ModelConfig& c) -> StatusOr<DecoderStackParts> {
+  const auto build_layers = [&shared_rope](const WeightBinder& b,
+                                           ModelConfig& c) -> StatusOr<DecoderStackParts> {
     DecoderStackParts parts;
     for (int64_t l = 0; l < c.num_layers; ++l) {
       MoeFeedForward* moe = nullptr;
-      DI_ASSIGN_OR_RETURN(std::unique_ptr<DecoderLayer> layer, CreateDeepseekLayer(b, c, shared_rope, l, &moe));
+      DI_ASSIGN_OR_RETURN(std::unique_ptr<DecoderLayer> layer,
+                          CreateDeepseekLayer(b, c, shared_rope, l, &moe));
       parts.layers.push_back(std::move(layer));
       parts.moe.push_back(moe);
     }

@@ -21,13 +21,14 @@ namespace deepinfer {
 class MoeFeedForward;
 
 StatusOr<std::unique_ptr<Model>> CreateDeepseekModel(const ModelConfig& config,
-                                                     std::shared_ptr<const WeightStore> weights, int num_threads);
+                                                     std::shared_ptr<const WeightStore> weights,
+                                                     int num_threads);
 
 // Decoder layer `layer` (an MTP layer when layer >= config.num_layers: MoE
 // unless the model has no experts). `moe_out` receives the MoE block or null.
 StatusOr<std::unique_ptr<DecoderLayer>> CreateDeepseekLayer(const WeightBinder& b, const ModelConfig& c,
-                                                            std::shared_ptr<const MlaRope> rope, int64_t layer,
-                                                            MoeFeedForward** moe_out);
+                                                            std::shared_ptr<const MlaRope> rope,
+                                                            int64_t layer, MoeFeedForward** moe_out);
 
 // Test hook: switches every MLA layer of a DeepSeek model between the
 // absorbed (default) and the naive computation. InvalidArgument for other models.

@@ -46,10 +46,11 @@ Status ReadMla(const GgufFile& g, ModelConfig& c) {
   m.qk_nope_head_dim = qk_head - m.qk_rope_head_dim;
   if (m.kv_lora_rank <= 0 || m.q_lora_rank < 0 || m.qk_rope_head_dim <= 0 || m.qk_nope_head_dim <= 0 ||
       m.v_head_dim <= 0) {
-    return InvalidArgument("GGUF deepseek2: MLA dims must be positive (kv_lora_rank " + std::to_string(m.kv_lora_rank) +
-                           ", q_lora_rank " + std::to_string(m.q_lora_rank) + ", q/k head " + std::to_string(qk_head) +
-                           " = nope + rope " + std::to_string(m.qk_rope_head_dim) + ", v head " +
-                           std::to_string(m.v_head_dim) + ")");
+    return InvalidArgument("GGUF deepseek2: MLA dims must be positive (kv_lora_rank " +
+                           std::to_string(m.kv_lora_rank) + ", q_lora_rank " + std::to_string(m.q_lora_rank) +
+                           ", q/k head " + std::to_string(qk_head) + " = nope + rope " +
+                           std::to_string(m.qk_rope_head_dim) + ", v head " + std::to_string(m.v_head_dim) +
+                           ")");
   }
   // llama.cpp writes head_count_kv = 1 (MLA as MQA over the latent); every
   // head has its own expanded key and value.
@@ -96,7 +97,8 @@ Status ReadMoe(const GgufFile& g, ModelConfig& c) {
   // The correction bias is a tensor, not a key: look at the first MoE block
   // (the MTP blocks after the stack are MoE too).
   const int64_t first_sparse = std::max<int64_t>(dense, 0);
-  m.score_correction_bias = g.FindTensor("blk." + std::to_string(first_sparse) + ".exp_probs_b.bias") != nullptr;
+  m.score_correction_bias =
+      g.FindTensor("blk." + std::to_string(first_sparse) + ".exp_probs_b.bias") != nullptr;
   return Status::Ok();
 }
 
@@ -110,7 +112,9 @@ Status ReadYarn(const GgufFile& g, ModelConfig& c) {
   RopeScaling& r = c.rope_scaling;
   r.type = "yarn";
   DI_ASSIGN_OR_RETURN(r.factor, OptionalFloat(g, p + "rope.scaling.factor", 0.0));
-  if (!(r.factor > 0)) return InvalidArgument("GGUF '" + p + "rope.scaling.factor' must be positive for yarn");
+  if (!(r.factor > 0)) {
+    return InvalidArgument("GGUF '" + p + "rope.scaling.factor' must be positive for yarn");
+  }
   DI_ASSIGN_OR_RETURN(r.original_max_position, Optional(g, p + "rope.scaling.original_context_length", 4096));
   DI_ASSIGN_OR_RETURN(double log_mul, OptionalFloat(g, p + "rope.scaling.yarn_log_multiplier", 0.0));
   // The converter writes 0.1 * mscale_all_dim. llama.cpp then takes mscale =
@@ -132,8 +136,8 @@ Status ReadDeepseek2GgufConfig(const GgufFile& g, ModelConfig& c) {
   return Status::Ok();
 }
 
-std::vector<float> SplitMlaKvB(const std::vector<float>& kv_b, int64_t heads, int64_t nope, int64_t v, int64_t lora,
-                               bool keys) {
+std::vector<float> SplitMlaKvB(const std::vector<float>& kv_b, int64_t heads, int64_t nope, int64_t v,
+                               int64_t lora, bool keys) {
   std::vector<float> out(static_cast<size_t>(heads * (keys ? nope : v) * lora));
   for (int64_t h = 0; h < heads; ++h) {
     const float* head = &kv_b[static_cast<size_t>(h * (nope + v) * lora)];

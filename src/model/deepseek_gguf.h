@@ -52,7 +52,7 @@ Status ReadDeepseek2GgufConfig(const GgufFile& gguf, ModelConfig& c);
 // The converter's split of HF kv_b_proj f32 [heads * (nope + v), lora] (per
 // head: nope rows of W_uk, then v rows of W_uv): `keys` gives attn_k_b
 // [heads, lora, nope] (each head's W_uk transposed), else attn_v_b [heads, v, lora].
-std::vector<float> SplitMlaKvB(const std::vector<float>& kv_b, int64_t heads, int64_t nope, int64_t v, int64_t lora,
-                               bool keys);
+std::vector<float> SplitMlaKvB(const std::vector<float>& kv_b, int64_t heads, int64_t nope, int64_t v,
+                               int64_t lora, bool keys);
 
 }  // namespace deepinfer

@@ -168,7 +168,9 @@ TEST(DeepseekGguf, LegacyHeadDimsWithoutMlaKeys) {
     if (key.find("_mla") != std::string::npos) continue;
     if (value.type == GgufType::kString) rebuilt.SetString(key, std::get<std::string>(value.value));
     if (value.type == GgufType::kUint32) rebuilt.SetU32(key, static_cast<uint32_t>(*(*src)->GetInt(key)));
-    if (value.type == GgufType::kFloat32) rebuilt.SetF32(key, static_cast<float>(std::get<double>(value.value)));
+    if (value.type == GgufType::kFloat32) {
+      rebuilt.SetF32(key, static_cast<float>(std::get<double>(value.value)));
+    }
   }
   auto c = ConfigOf(rebuilt, "legacy_keys");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -219,8 +221,8 @@ std::vector<float> AsF32(const TensorView& t) {
   std::vector<float> out(static_cast<size_t>(t.rows() * t.cols()));
   const int64_t row_bytes = RowBytes(t.dtype, t.cols());
   for (int64_t r = 0; r < t.rows(); ++r) {
-    DequantizeRow(t.dtype, static_cast<const uint8_t*>(t.data) + r * row_bytes, &out[static_cast<size_t>(r * t.cols())],
-                  t.cols());
+    DequantizeRow(t.dtype, static_cast<const uint8_t*>(t.data) + r * row_bytes,
+                  &out[static_cast<size_t>(r * t.cols())], t.cols());
   }
   return out;
 }
@@ -238,11 +240,21 @@ void WriteLegacyCopy(const std::string& in, const std::string& out) {
   for (const auto& [key, value] : g.metadata()) {
     if (key.find("_mla") != std::string::npos) continue;
     switch (value.type) {
-      case GgufType::kString: w.SetString(key, std::get<std::string>(value.value)); break;
-      case GgufType::kUint32: w.SetU32(key, static_cast<uint32_t>(*g.GetInt(key))); break;
-      case GgufType::kInt32: w.SetI32(key, static_cast<int32_t>(*g.GetInt(key))); break;
-      case GgufType::kFloat32: w.SetF32(key, static_cast<float>(std::get<double>(value.value))); break;
-      case GgufType::kBool: w.SetBool(key, std::get<bool>(value.value)); break;
+      case GgufType::kString:
+        w.SetString(key, std::get<std::string>(value.value));
+        break;
+      case GgufType::kUint32:
+        w.SetU32(key, static_cast<uint32_t>(*g.GetInt(key)));
+        break;
+      case GgufType::kInt32:
+        w.SetI32(key, static_cast<int32_t>(*g.GetInt(key)));
+        break;
+      case GgufType::kFloat32:
+        w.SetF32(key, static_cast<float>(std::get<double>(value.value)));
+        break;
+      case GgufType::kBool:
+        w.SetBool(key, std::get<bool>(value.value));
+        break;
       case GgufType::kArray:
         if (value.array_type == GgufType::kString) {
           w.SetStringArray(key, std::get<std::vector<std::string>>(value.value));
@@ -254,7 +266,8 @@ void WriteLegacyCopy(const std::string& in, const std::string& out) {
           w.SetI32Array(key, ints);
         }
         break;
-      default: FAIL() << "unexpected metadata type for " << key;
+      default:
+        FAIL() << "unexpected metadata type for " << key;
     }
   }
   w.SetU32("deepseek2.attention.key_length", static_cast<uint32_t>(m.qk_nope_head_dim + m.qk_rope_head_dim));
@@ -270,11 +283,13 @@ void WriteLegacyCopy(const std::string& in, const std::string& out) {
       for (int64_t h = 0; h < nh; ++h) {
         for (int64_t d = 0; d < nope; ++d) {
           for (int64_t r = 0; r < lora; ++r) {
-            kv_b[static_cast<size_t>((h * (nope + vd) + d) * lora + r)] = k[static_cast<size_t>((h * lora + r) * nope + d)];
+            kv_b[static_cast<size_t>((h * (nope + vd) + d) * lora + r)] =
+                k[static_cast<size_t>((h * lora + r) * nope + d)];
           }
         }
         for (int64_t d = 0; d < vd * lora; ++d) {
-          kv_b[static_cast<size_t>((h * (nope + vd) + nope) * lora + d)] = v[static_cast<size_t>(h * vd * lora + d)];
+          kv_b[static_cast<size_t>((h * (nope + vd) + nope) * lora + d)] =
+              v[static_cast<size_t>(h * vd * lora + d)];
         }
       }
       w.AddTensor(prefix + "attn_kv_b.weight", DType::kF32, {nh * (nope + vd), lora}, F32Bytes(kv_b));

@@ -53,7 +53,8 @@ ForwardBatch Chunk(const std::vector<int32_t>& tokens, int64_t start, const std:
   return b;
 }
 
-std::vector<float> RunAll(Model& m, const std::vector<int32_t>& ids, int64_t split, std::vector<float>* hidden) {
+std::vector<float> RunAll(Model& m, const std::vector<int32_t>& ids, int64_t split,
+                          std::vector<float>* hidden) {
   const ModelConfig& c = m.config();
   KvCache kv(c, 64, 8);
   std::vector<int32_t> blocks;
@@ -62,7 +63,8 @@ std::vector<float> RunAll(Model& m, const std::vector<int32_t>& ids, int64_t spl
   std::vector<float> logits(static_cast<size_t>(n * c.vocab_size));
   if (hidden) hidden->resize(static_cast<size_t>(n * c.hidden_size));
   const std::vector<int32_t> a(ids.begin(), ids.begin() + split), b(ids.begin() + split, ids.end());
-  EXPECT_TRUE(m.ForwardWithHidden(Chunk(a, 0, blocks), kv, logits.data(), hidden ? hidden->data() : nullptr).ok());
+  EXPECT_TRUE(
+      m.ForwardWithHidden(Chunk(a, 0, blocks), kv, logits.data(), hidden ? hidden->data() : nullptr).ok());
   EXPECT_TRUE(m.ForwardWithHidden(Chunk(b, split, blocks), kv, logits.data() + split * c.vocab_size,
                                   hidden ? hidden->data() + split * c.hidden_size : nullptr)
                   .ok());
@@ -116,7 +118,9 @@ TEST_P(DeepseekTest, DecodeRowsAreBatchInvariant) {
   ForwardBatch b = Chunk({3, 4, 5, 6}, 0, {3});
   b.seqs.push_back(Chunk(ids, 0, {4, 5, 6}).seqs[0]);
   ASSERT_TRUE(m.Forward(b, kv, both.data()).ok());
-  for (int64_t i = 0; i < 9 * vocab; ++i) ASSERT_EQ(both[static_cast<size_t>(4 * vocab + i)], alone[static_cast<size_t>(i)]);
+  for (int64_t i = 0; i < 9 * vocab; ++i) {
+    ASSERT_EQ(both[static_cast<size_t>(4 * vocab + i)], alone[static_cast<size_t>(i)]);
+  }
   const auto load = m.ExpertLoad();
   ASSERT_EQ(static_cast<int64_t>(load.size()), m.config().num_layers);
   EXPECT_TRUE(load[0].empty());  // layer 0 is dense
@@ -152,7 +156,8 @@ TEST(DeepseekMtpTest, MatchesNumpyReference) {
   for (int32_t t : ids) csv += (csv.empty() ? "" : ",") + std::to_string(t);
   const std::string out = dir + "/mtp_ref.jsonl";
   const std::string cmd = "/usr/bin/python3 " + std::string(DI_SOURCE_DIR) +
-                          "/tests/reference/deepseek_ref.py --mtp --model " + dir + " --tokens " + csv + " > " + out;
+                          "/tests/reference/deepseek_ref.py --mtp --model " + dir + " --tokens " + csv +
+                          " > " + out;
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::ifstream in(out);
   std::string line;

@@ -48,8 +48,12 @@ void GqaAttentionForward(const ModelConfig& c, const GqaAttentionWeights& w, con
       float* qt = &s.q[static_cast<size_t>(t * qd)];
       float* kt = &s.k[static_cast<size_t>(t * kvd)];
       if (c.qk_norm) {
-        for (int64_t i = 0; i < nh; ++i) ops::RmsNorm(qt + i * hd, w.q_norm.data(), hd, c.rms_norm_eps, qt + i * hd);
-        for (int64_t i = 0; i < nkv; ++i) ops::RmsNorm(kt + i * hd, w.k_norm.data(), hd, c.rms_norm_eps, kt + i * hd);
+        for (int64_t i = 0; i < nh; ++i) {
+          ops::RmsNorm(qt + i * hd, w.q_norm.data(), hd, c.rms_norm_eps, qt + i * hd);
+        }
+        for (int64_t i = 0; i < nkv; ++i) {
+          ops::RmsNorm(kt + i * hd, w.k_norm.data(), hd, c.rms_norm_eps, kt + i * hd);
+        }
       }
       const int64_t pos = plan.positions[static_cast<size_t>(t)];
       rope.Apply(qt, nh, hd, pos);

@@ -1,6 +1,6 @@
 // The Llama-style attention sub-block of every GQA decoder layer (the dense
-// Llama family, Mixtral / Qwen-MoE, the MTP draft's block): q/k/v projections (+ optional bias, Qwen3 q/k norm), RoPE,
-// K/V into the paged cache, grouped-query attention, output projection.
+// Llama family, Mixtral / Qwen-MoE, the MTP draft's block): q/k/v projections (+ optional bias, Qwen3 q/k
+// norm), RoPE, K/V into the paged cache, grouped-query attention, output projection.
 #pragma once
 
 #include <cstdint>

@@ -11,7 +11,9 @@ namespace deepinfer {
 
 namespace {
 
-double YarnMscale(double scale, double mscale) { return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0; }
+double YarnMscale(double scale, double mscale) {
+  return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0;
+}
 
 // The dimension pair index whose wavelength makes `rotations` turns over `max_pos`.
 double YarnCorrectionDim(double rotations, double dim, double base, double max_pos) {
@@ -23,12 +25,14 @@ double YarnCorrectionDim(double rotations, double dim, double base, double max_p
 StatusOr<MlaRope> MlaRope::Create(const ModelConfig& c) {
   const int64_t d = c.mla.qk_rope_head_dim;
   if (d <= 0 || d % 2 != 0) {
-    return InvalidArgument("model config: qk_rope_head_dim (" + std::to_string(d) + ") must be positive and even");
+    return InvalidArgument("model config: qk_rope_head_dim (" + std::to_string(d) +
+                           ") must be positive and even");
   }
   MlaRope r;
   r.inv_freq_.resize(static_cast<size_t>(d / 2));
   for (int64_t i = 0; i < d / 2; ++i) {
-    r.inv_freq_[static_cast<size_t>(i)] = std::pow(c.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+    r.inv_freq_[static_cast<size_t>(i)] =
+        std::pow(c.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
   }
   r.softmax_scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.mla.qk_nope_head_dim + d)));
   const RopeScaling& s = c.rope_scaling;
@@ -80,8 +84,8 @@ std::vector<float> DequantizeAll(const TensorView& t) {
   const int64_t cols = t.cols(), rows = t.rows(), row_bytes = RowBytes(t.dtype, cols);
   std::vector<float> out(static_cast<size_t>(rows * cols));
   for (int64_t r = 0; r < rows; ++r) {
-    DequantizeRow(t.dtype, static_cast<const uint8_t*>(t.data) + r * row_bytes, &out[static_cast<size_t>(r * cols)],
-                  cols);
+    DequantizeRow(t.dtype, static_cast<const uint8_t*>(t.data) + r * row_bytes,
+                  &out[static_cast<size_t>(r * cols)], cols);
   }
   return out;
 }
@@ -105,7 +109,9 @@ Status BindKvUpProjection(const WeightBinder& b, const ModelConfig& c, const std
   for (int64_t h = 0; h < nh; ++h) {
     float* head = &out[static_cast<size_t>(h * (nope + vd) * lora)];
     for (int64_t r = 0; r < lora; ++r) {
-      for (int64_t d = 0; d < nope; ++d) head[d * lora + r] = k[static_cast<size_t>((h * lora + r) * nope + d)];
+      for (int64_t d = 0; d < nope; ++d) {
+        head[d * lora + r] = k[static_cast<size_t>((h * lora + r) * nope + d)];
+      }
     }
     std::copy(v.begin() + h * vd * lora, v.begin() + (h + 1) * vd * lora, head + nope * lora);
   }
@@ -119,7 +125,8 @@ Status BindMlaWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer
   const int64_t h = c.hidden_size, nh = c.num_heads;
   const int64_t qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
   const bool hf = b.naming() == WeightNaming::kHf;
-  const std::string p = hf ? "model.layers." + std::to_string(layer) + ".self_attn." : "blk." + std::to_string(layer) + ".";
+  const std::string p =
+      hf ? "model.layers." + std::to_string(layer) + ".self_attn." : "blk." + std::to_string(layer) + ".";
   auto name = [&](const char* hf_name, const char* gguf_name) {
     return p + (hf ? hf_name : gguf_name) + ".weight";
   };
@@ -130,7 +137,8 @@ Status BindMlaWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer
   } else {
     DI_ASSIGN_OR_RETURN(w.q, b.Matrix(name("q_proj", "attn_q"), nh * qk, h));
   }
-  DI_ASSIGN_OR_RETURN(w.kv_a, b.Matrix(name("kv_a_proj_with_mqa", "attn_kv_a_mqa"), m.kv_lora_rank + m.qk_rope_head_dim, h));
+  DI_ASSIGN_OR_RETURN(
+      w.kv_a, b.Matrix(name("kv_a_proj_with_mqa", "attn_kv_a_mqa"), m.kv_lora_rank + m.qk_rope_head_dim, h));
   DI_ASSIGN_OR_RETURN(w.kv_a_norm, b.Vector(name("kv_a_layernorm", "attn_kv_a_norm"), m.kv_lora_rank, true));
   DI_RETURN_IF_ERROR(BindKvUpProjection(b, c, p, hf, w.w_ukv));
   DI_ASSIGN_OR_RETURN(w.o, b.Matrix(name("o_proj", "attn_output"), h, nh * m.v_head_dim));

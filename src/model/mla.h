@@ -33,16 +33,16 @@
 namespace deepinfer {
 
 struct MlaWeights {
-  ops::Matrix q;                  // [heads * qk_head_dim, hidden] (q_lora_rank == 0)
-  ops::Matrix q_a;                // [q_lora_rank, hidden]
-  std::vector<float> q_a_norm;    // f32 [q_lora_rank]
-  ops::Matrix q_b;                // [heads * qk_head_dim, q_lora_rank]
-  ops::Matrix kv_a;               // [kv_lora_rank + qk_rope_head_dim, hidden]
-  std::vector<float> kv_a_norm;   // f32 [kv_lora_rank]
+  ops::Matrix q;                 // [heads * qk_head_dim, hidden] (q_lora_rank == 0)
+  ops::Matrix q_a;               // [q_lora_rank, hidden]
+  std::vector<float> q_a_norm;   // f32 [q_lora_rank]
+  ops::Matrix q_b;               // [heads * qk_head_dim, q_lora_rank]
+  ops::Matrix kv_a;              // [kv_lora_rank + qk_rope_head_dim, hidden]
+  std::vector<float> kv_a_norm;  // f32 [kv_lora_rank]
   // kv_b_proj expanded to f32 once at bind time: per head, qk_nope_head_dim
   // rows of W_uk then v_head_dim rows of W_uv, each of kv_lora_rank.
-  std::vector<float> w_ukv;       // f32 [heads * (qk_nope_head_dim + v_head_dim), kv_lora_rank]
-  ops::Matrix o;                  // [hidden, heads * v_head_dim]
+  std::vector<float> w_ukv;  // f32 [heads * (qk_nope_head_dim + v_head_dim), kv_lora_rank]
+  ops::Matrix o;             // [hidden, heads * v_head_dim]
 };
 
 // HF `self_attn.*` names; GGUF llama.cpp deepseek2 names (attn_q, attn_q_a,
@@ -72,8 +72,8 @@ class MlaAttention {
       : c_(c), w_(std::move(w)), rope_(rope), window_(window) {}
   // out f32 [T, hidden] from the normed input xn f32 [T, hidden]; writes the
   // tokens' latent rows into cache layer `kv_layer` before attending.
-  void Forward(const ForwardBatch& batch, const TokenPlan& plan, const float* xn, KvCache& kv, int64_t kv_layer,
-               ThreadPool& pool, float* out);
+  void Forward(const ForwardBatch& batch, const TokenPlan& plan, const float* xn, KvCache& kv,
+               int64_t kv_layer, ThreadPool& pool, float* out);
   void set_absorb(bool absorb) { absorb_ = absorb; }
   // q or q_a / q_b, kv_a and o (W_uk / W_uv are f32 copies, never packed).
   void VisitMatrices(const std::function<void(ops::Matrix&)>& visit) {

@@ -146,8 +146,8 @@ std::string DescribeModelConfig(const ModelConfig& c) {
                     " per token, expert ffn " + std::to_string(m.expert_ffn) + ", shared ffn " +
                     std::to_string(m.shared_ffn) + (m.shared_expert_gate ? " (gated)" : "") + ", " +
                     (m.sigmoid_scoring ? "sigmoid" : "softmax") + (m.norm_topk_prob ? ", normalized" : "") +
-                    ", scale " + num(m.routed_scaling_factor) + ", groups " + std::to_string(m.topk_group) + "/" +
-                    std::to_string(m.n_group) + (m.score_correction_bias ? ", bias" : "") + ", " +
+                    ", scale " + num(m.routed_scaling_factor) + ", groups " + std::to_string(m.topk_group) +
+                    "/" + std::to_string(m.n_group) + (m.score_correction_bias ? ", bias" : "") + ", " +
                     std::to_string(sparse) + "/" + std::to_string(c.num_layers) + " layers sparse");
   }
   if (c.num_nextn_predict_layers > 0) {

@@ -76,7 +76,7 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
   RopeStyle rope_style = RopeStyle::kNeox;
-  int64_t rope_dim = 0;  // rotary dims per head (== head_dim unless partial)
+  int64_t rope_dim = 0;         // rotary dims per head (== head_dim unless partial)
   bool attention_bias = false;  // qkv bias (Qwen2)
   bool qk_norm = false;         // per-head RMSNorm on q and k (Qwen3)
   bool tie_word_embeddings = false;

@@ -94,8 +94,8 @@ Status BindMoeWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer
     }
     if (m.shared_ffn > 0) {
       const std::string s = p + (m.shared_expert_gate ? "shared_expert." : "shared_experts.");
-      DI_RETURN_IF_ERROR(BindSwiglu(b, s + "gate_proj.weight", s + "up_proj.weight", s + "down_proj.weight", h,
-                                    m.shared_ffn, w.shared));
+      DI_RETURN_IF_ERROR(BindSwiglu(b, s + "gate_proj.weight", s + "up_proj.weight", s + "down_proj.weight",
+                                    h, m.shared_ffn, w.shared));
     }
     if (m.shared_expert_gate) {
       DI_ASSIGN_OR_RETURN(w.shared_gate, b.Matrix(p + "shared_expert_gate.weight", 1, h));
@@ -138,9 +138,13 @@ void MoeFeedForward::VisitMatrices(const MatrixVisitor& visit) {
 }
 
 MoeFeedForward::MoeFeedForward(const ModelConfig& c, MoeWeights w)
-    : moe_(c.moe), hidden_(c.hidden_size), w_(std::move(w)), load_(static_cast<size_t>(c.moe.num_experts), 0) {}
+    : moe_(c.moe),
+      hidden_(c.hidden_size),
+      w_(std::move(w)),
+      load_(static_cast<size_t>(c.moe.num_experts), 0) {}
 
-void MoeFeedForward::Forward(const float* xn, int64_t n, ThreadPool& pool, SwigluScratch& swiglu, float* out) {
+void MoeFeedForward::Forward(const float* xn, int64_t n, ThreadPool& pool, SwigluScratch& swiglu,
+                             float* out) {
   const int64_t ne = moe_.num_experts, k = moe_.experts_per_token, h = hidden_;
   logits_.resize(static_cast<size_t>(n * ne));
   ops::MatMul(w_.router, xn, n, nullptr, logits_.data(), pool);
@@ -174,7 +178,8 @@ void MoeFeedForward::Forward(const float* xn, int64_t n, ThreadPool& pool, Swigl
     SwigluForward(w_.experts[static_cast<size_t>(e)], gathered_.data(), m, pool, swiglu, expert_out_.data());
     for (int64_t i = 0; i < m; ++i) {
       const int64_t s = order[static_cast<size_t>(begin + i)];
-      std::memcpy(&slots_[static_cast<size_t>(s * h)], &expert_out_[static_cast<size_t>(i * h)], sizeof(float) * h);
+      std::memcpy(&slots_[static_cast<size_t>(s * h)], &expert_out_[static_cast<size_t>(i * h)],
+                  sizeof(float) * h);
     }
   }
   // Combine in rank order per token: the sum never depends on the batch.
@@ -195,8 +200,9 @@ void MoeFeedForward::Forward(const float* xn, int64_t n, ThreadPool& pool, Swigl
       ops::MatMul(w_.shared_gate, xn, n, nullptr, gate_logit_.data(), pool);
     }
     for (int64_t t = 0; t < n; ++t) {
-      const float g = w_.shared_gate.data != nullptr ? 1.0f / (1.0f + std::exp(-gate_logit_[static_cast<size_t>(t)]))
-                                                     : 1.0f;
+      const float g = w_.shared_gate.data != nullptr
+                          ? 1.0f / (1.0f + std::exp(-gate_logit_[static_cast<size_t>(t)]))
+                          : 1.0f;
       for (int64_t d = 0; d < h; ++d) out[t * h + d] += g * shared_out_[static_cast<size_t>(t * h + d)];
     }
   }

@@ -28,11 +28,11 @@ void RouteToken(const float* logits, const float* bias, const MoeConfig& m, int3
                 std::vector<float>& scratch);
 
 struct MoeWeights {
-  ops::Matrix router;                       // [num_experts, hidden]
-  std::vector<float> bias;                  // f32 [num_experts] e_score_correction_bias; empty when absent
-  std::vector<SwigluWeights> experts;       // [num_experts]
-  SwigluWeights shared;                     // empty (ffn() == 0) when the model has none
-  ops::Matrix shared_gate;                  // [1, hidden] (Qwen2-MoE); data null when absent
+  ops::Matrix router;                  // [num_experts, hidden]
+  std::vector<float> bias;             // f32 [num_experts] e_score_correction_bias; empty when absent
+  std::vector<SwigluWeights> experts;  // [num_experts]
+  SwigluWeights shared;                // empty (ffn() == 0) when the model has none
+  ops::Matrix shared_gate;             // [1, hidden] (Qwen2-MoE); data null when absent
 };
 
 // HF tensor names of an MoE block under `model.layers.N.`: the block's

@@ -7,8 +7,9 @@
 
 namespace deepinfer {
 
-StatusOr<std::unique_ptr<Model>> CreateMoeModel(const ModelConfig& config, std::shared_ptr<const WeightStore> weights,
-                                                int num_threads, const HfMoeNames& names) {
+StatusOr<std::unique_ptr<Model>> CreateMoeModel(const ModelConfig& config,
+                                                std::shared_ptr<const WeightStore> weights, int num_threads,
+                                                const HfMoeNames& names) {
   ModelConfig c = config;
   DI_RETURN_IF_ERROR(ValidateModelConfig(c));
   if (c.moe.num_experts <= 0) {
@@ -16,7 +17,8 @@ StatusOr<std::unique_ptr<Model>> CreateMoeModel(const ModelConfig& config, std::
   }
   DI_ASSIGN_OR_RETURN(Rope rope, Rope::Create(c));
   auto shared_rope = std::make_shared<const Rope>(std::move(rope));
-  const auto build_layers = [&names, &shared_rope](const WeightBinder& b, ModelConfig& c) -> StatusOr<DecoderStackParts> {
+  const auto build_layers = [&names, &shared_rope](const WeightBinder& b,
+                                                   ModelConfig& c) -> StatusOr<DecoderStackParts> {
     DecoderStackParts parts;
     for (int64_t l = 0; l < c.num_layers; ++l) {
       std::unique_ptr<FeedForward> ffn;

@@ -15,7 +15,8 @@
 namespace deepinfer {
 
 // `names`: the HF names of the MoE blocks (GGUF names are llama.cpp's for all).
-StatusOr<std::unique_ptr<Model>> CreateMoeModel(const ModelConfig& config, std::shared_ptr<const WeightStore> weights,
-                                                int num_threads, const HfMoeNames& names);
+StatusOr<std::unique_ptr<Model>> CreateMoeModel(const ModelConfig& config,
+                                                std::shared_ptr<const WeightStore> weights, int num_threads,
+                                                const HfMoeNames& names);
 
 }  // namespace deepinfer

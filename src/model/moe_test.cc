@@ -154,8 +154,9 @@ TEST(MoeFeedForwardTest, MatchesNaiveEvaluationAndIsBatchInvariant) {
       }
       a[i] = gv / (1 + std::exp(-gv)) * uv;
     }
-    for (int64_t r = 0; r < h; ++r)
+    for (int64_t r = 0; r < h; ++r) {
       for (int64_t i = 0; i < f; ++i) y[r] += double(mat(d)[r * f + i]) * a[i];
+    }
     return y;
   };
 
@@ -171,8 +172,11 @@ TEST(MoeFeedForwardTest, MatchesNaiveEvaluationAndIsBatchInvariant) {
   for (int64_t t = 0; t < n; ++t) {
     const float* xt = &x[t * h];
     std::vector<double> logit(ne);
-    for (int64_t e = 0; e < ne; ++e)
-      for (int64_t j = 0; j < h; ++j) logit[e] += double(static_cast<const float*>(w.router.data)[e * h + j]) * xt[j];
+    for (int64_t e = 0; e < ne; ++e) {
+      for (int64_t j = 0; j < h; ++j) {
+        logit[e] += double(static_cast<const float*>(w.router.data)[e * h + j]) * xt[j];
+      }
+    }
     std::vector<int> idx(ne);
     for (int e = 0; e < ne; ++e) idx[e] = e;
     std::stable_sort(idx.begin(), idx.end(), [&](int a, int bb) { return logit[a] > logit[bb]; });

@@ -26,8 +26,8 @@ MtpDraft::MtpDraft(ModelConfig config, std::shared_ptr<const WeightStore> weight
 MtpDraft::~MtpDraft() = default;
 
 StatusOr<std::unique_ptr<MtpDraft>> MtpDraft::Create(const ModelConfig& base,
-                                                     std::shared_ptr<const WeightStore> weights, int64_t index,
-                                                     int num_threads) {
+                                                     std::shared_ptr<const WeightStore> weights,
+                                                     int64_t index, int num_threads) {
   if (base.num_nextn_predict_layers <= 0) {
     return InvalidArgument("the model has no MTP (next-n) layers");
   }
@@ -48,9 +48,9 @@ StatusOr<std::unique_ptr<MtpDraft>> MtpDraft::Create(const ModelConfig& base,
   const int64_t h = c.hidden_size, vocab = c.vocab_size;
 
   const std::string own_embed = MtpWeightName(n, "embed_tokens", layer);
-  DI_ASSIGN_OR_RETURN(d->embedding_, b.Matrix(b.Find(own_embed) ? own_embed
-                                                                 : WeightName(n, TensorRole::kTokenEmbedding),
-                                              vocab, h));
+  DI_ASSIGN_OR_RETURN(
+      d->embedding_,
+      b.Matrix(b.Find(own_embed) ? own_embed : WeightName(n, TensorRole::kTokenEmbedding), vocab, h));
   const std::string own_head = MtpWeightName(n, "shared_head.head", layer);
   std::string head = own_head;
   if (b.Find(own_head) == nullptr) {
@@ -67,13 +67,15 @@ StatusOr<std::unique_ptr<MtpDraft>> MtpDraft::Create(const ModelConfig& base,
   if (c.mla.kv_lora_rank > 0) {  // DeepSeek-V3: an MLA + MoE block
     DI_ASSIGN_OR_RETURN(MlaRope rope, MlaRope::Create(c));
     MoeFeedForward* moe = nullptr;
-    DI_ASSIGN_OR_RETURN(d->block_, CreateDeepseekLayer(b, base, std::make_shared<const MlaRope>(std::move(rope)),
-                                                       layer, &moe));
+    DI_ASSIGN_OR_RETURN(
+        d->block_,
+        CreateDeepseekLayer(b, base, std::make_shared<const MlaRope>(std::move(rope)), layer, &moe));
     return d;
   }
   DI_ASSIGN_OR_RETURN(Rope rope, Rope::Create(c));
   auto shared_rope = std::make_shared<const Rope>(std::move(rope));
-  DI_ASSIGN_OR_RETURN(std::unique_ptr<FeedForward> ffn, BindDenseFeedForward(b, c, layer, c.intermediate_size));
+  DI_ASSIGN_OR_RETURN(std::unique_ptr<FeedForward> ffn,
+                      BindDenseFeedForward(b, c, layer, c.intermediate_size));
   DI_ASSIGN_OR_RETURN(d->block_, CreateGqaDecoderLayer(b, c, shared_rope, layer, std::move(ffn)));
   return d;
 }
@@ -106,7 +108,8 @@ Status MtpDraft::Forward(const ForwardBatch& batch, const float* hidden_in, KvCa
   const int64_t row_bytes = RowBytes(embedding_.dtype, h);
   for (int64_t t = 0; t < n; ++t) {
     float* e = &concat_[static_cast<size_t>(t * 2 * h)];
-    const auto* row = static_cast<const uint8_t*>(embedding_.data) + plan_.token_ids[static_cast<size_t>(t)] * row_bytes;
+    const auto* row =
+        static_cast<const uint8_t*>(embedding_.data) + plan_.token_ids[static_cast<size_t>(t)] * row_bytes;
     DequantizeRow(embedding_.dtype, row, e, h);
     ops::RmsNorm(e, enorm_.data(), h, config_.rms_norm_eps, e);
     ops::RmsNorm(hidden_in + t * h, hnorm_.data(), h, config_.rms_norm_eps, e + h);
@@ -118,8 +121,8 @@ Status MtpDraft::Forward(const ForwardBatch& batch, const float* hidden_in, KvCa
   }
   g_.resize(static_cast<size_t>(rows * h));
   for (int64_t r = 0; r < rows; ++r) {
-    ops::RmsNorm(&x_[static_cast<size_t>(plan_.logit_rows[static_cast<size_t>(r)] * h)], shared_head_norm_.data(),
-                 h, config_.rms_norm_eps, &g_[static_cast<size_t>(r * h)]);
+    ops::RmsNorm(&x_[static_cast<size_t>(plan_.logit_rows[static_cast<size_t>(r)] * h)],
+                 shared_head_norm_.data(), h, config_.rms_norm_eps, &g_[static_cast<size_t>(r * h)]);
   }
   if (hidden_out != nullptr) {
     std::memcpy(hidden_out, g_.data(), sizeof(float) * static_cast<size_t>(rows * h));

@@ -62,9 +62,9 @@ class MtpDraft {
   ModelConfig config_;  // the base config with num_layers = 1 (the draft's cache shape)
   std::shared_ptr<const WeightStore> store_;
   ThreadPool pool_;
-  TensorView embedding_;                                // [vocab, hidden]
-  ops::Matrix head_;                                    // [vocab, hidden]
-  ops::Matrix eh_proj_;                                 // [hidden, 2 * hidden]
+  TensorView embedding_;                                 // [vocab, hidden]
+  ops::Matrix head_;                                     // [vocab, hidden]
+  ops::Matrix eh_proj_;                                  // [hidden, 2 * hidden]
   std::vector<float> enorm_, hnorm_, shared_head_norm_;  // f32 [hidden]
   std::unique_ptr<DecoderLayer> block_;
 

@@ -21,9 +21,12 @@ const std::string kModelDir = std::string(DI_SHARED_DIR) + "/models/stories260K-
 std::vector<std::pair<int, float>> TopK(const float* logits, int64_t n, int k) {
   std::vector<int> idx(static_cast<size_t>(n));
   std::iota(idx.begin(), idx.end(), 0);
-  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int a, int b) { return logits[a] > logits[b]; });
+  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
+                    [&](int a, int b) { return logits[a] > logits[b]; });
   std::vector<std::pair<int, float>> out;
-  for (int i = 0; i < k; ++i) out.emplace_back(idx[static_cast<size_t>(i)], logits[idx[static_cast<size_t>(i)]]);
+  for (int i = 0; i < k; ++i) {
+    out.emplace_back(idx[static_cast<size_t>(i)], logits[idx[static_cast<size_t>(i)]]);
+  }
   return out;
 }
 
@@ -62,11 +65,11 @@ TEST(MtpDraftTest, ReproducesStories260KMtpReferenceNumbers) {
   const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
   KvCache kv(c, 4, 4);
   std::vector<float> logits(5 * vocab), hidden(5 * h);
-  ASSERT_TRUE(base.ForwardWithHidden(OneChunk(prompt, 0, {2, 0}, SequenceChunk::Logits::kAll), kv, logits.data(),
-                                     hidden.data())
+  ASSERT_TRUE(base.ForwardWithHidden(OneChunk(prompt, 0, {2, 0}, SequenceChunk::Logits::kAll), kv,
+                                     logits.data(), hidden.data())
                   .ok());
-  ExpectTop5(&logits[4 * vocab], vocab, {{432, 17.79940f}, {383, 14.28126f}, {322, 9.70965f}, {353, 9.58729f},
-                                         {323, 9.13424f}});
+  ExpectTop5(&logits[4 * vocab], vocab,
+             {{432, 17.79940f}, {383, 14.28126f}, {322, 9.70965f}, {353, 9.58729f}, {323, 9.13424f}});
   const float h4[8] = {0.38684f, -1.02534f, -1.88443f, -1.93977f, 0.58965f, -7.12997f, 2.01466f, -0.69961f};
   for (int i = 0; i < 8; ++i) EXPECT_NEAR(hidden[4 * h + i], h4[i], 1e-3) << "h_4[" << i << "]";
 
@@ -79,8 +82,8 @@ TEST(MtpDraftTest, ReproducesStories260KMtpReferenceNumbers) {
                   ->Forward(OneChunk({403, 407, 261, 378, 432}, 0, {3, 1}, SequenceChunk::Logits::kLast),
                             hidden.data(), *mtp_kv, d_logits.data(), g.data())
                   .ok());
-  ExpectTop5(d_logits.data(), vocab, {{383, 14.74543f}, {322, 11.47088f}, {261, 10.52728f}, {410, 7.94897f},
-                                      {263, 7.64806f}});
+  ExpectTop5(d_logits.data(), vocab,
+             {{383, 14.74543f}, {322, 11.47088f}, {261, 10.52728f}, {410, 7.94897f}, {263, 7.64806f}});
   const float g4[8] = {2.90553f, -1.47876f, 0.48506f, -1.20723f, 0.35518f, -7.78176f, 2.27238f, -1.97566f};
   for (int i = 0; i < 8; ++i) EXPECT_NEAR(g[i], g4[i], 1e-3) << "g_4[" << i << "]";
 
@@ -92,8 +95,8 @@ TEST(MtpDraftTest, ReproducesStories260KMtpReferenceNumbers) {
                   ->Forward(OneChunk({draft1}, 5, {3, 1}, SequenceChunk::Logits::kLast), g.data(), *mtp_kv,
                             d2_logits.data(), nullptr)
                   .ok());
-  ExpectTop5(d2_logits.data(), vocab, {{286, 14.68257f}, {397, 10.35997f}, {382, 9.29474f}, {381, 8.78441f},
-                                       {261, 8.14845f}});
+  ExpectTop5(d2_logits.data(), vocab,
+             {{286, 14.68257f}, {397, 10.35997f}, {382, 9.29474f}, {381, 8.78441f}, {261, 8.14845f}});
 }
 
 // Batching: a draft row's result does not depend on the other sequences.
@@ -112,8 +115,9 @@ TEST(MtpDraftTest, RowsAreIndependentOfTheBatch) {
 
   auto alone_kv = (*draft)->NewKvCache(4, 4);
   std::vector<float> alone(vocab);
-  ASSERT_TRUE((*draft)->Forward(OneChunk({5, 6, 7}, 0, {0}, SequenceChunk::Logits::kLast), hid.data(), *alone_kv,
-                                alone.data(), nullptr)
+  ASSERT_TRUE((*draft)
+                  ->Forward(OneChunk({5, 6, 7}, 0, {0}, SequenceChunk::Logits::kLast), hid.data(), *alone_kv,
+                            alone.data(), nullptr)
                   .ok());
   ForwardBatch both = OneChunk({9, 10, 11}, 0, {1}, SequenceChunk::Logits::kLast);
   both.seqs.push_back(OneChunk({5, 6, 7}, 0, {2}, SequenceChunk::Logits::kLast).seqs[0]);
@@ -140,18 +144,22 @@ TEST(MtpDraftTest, RejectsBadInput) {
   ASSERT_TRUE(draft.ok());
   auto kv = (*draft)->NewKvCache(2, 4);
   std::vector<float> hid(c.hidden_size), logits(c.vocab_size);
-  EXPECT_FALSE((*draft)->Forward(OneChunk({600}, 0, {0}, SequenceChunk::Logits::kLast), hid.data(), *kv,
-                                 logits.data(), nullptr)
+  EXPECT_FALSE((*draft)
+                   ->Forward(OneChunk({600}, 0, {0}, SequenceChunk::Logits::kLast), hid.data(), *kv,
+                             logits.data(), nullptr)
                    .ok());  // token out of range
-  EXPECT_FALSE((*draft)->Forward(OneChunk({5}, 8, {0}, SequenceChunk::Logits::kLast), hid.data(), *kv,
-                                 logits.data(), nullptr)
+  EXPECT_FALSE((*draft)
+                   ->Forward(OneChunk({5}, 8, {0}, SequenceChunk::Logits::kLast), hid.data(), *kv,
+                             logits.data(), nullptr)
                    .ok());  // block table too short
-  EXPECT_FALSE((*draft)->Forward(OneChunk({5}, 0, {0}, SequenceChunk::Logits::kLast), nullptr, *kv, logits.data(),
-                                 nullptr)
-                   .ok());
+  EXPECT_FALSE(
+      (*draft)
+          ->Forward(OneChunk({5}, 0, {0}, SequenceChunk::Logits::kLast), nullptr, *kv, logits.data(), nullptr)
+          .ok());
   KvCache base_kv(c, 2, 4);  // 5 layers: not the draft's cache
-  EXPECT_FALSE((*draft)->Forward(OneChunk({5}, 0, {0}, SequenceChunk::Logits::kLast), hid.data(), base_kv,
-                                 logits.data(), nullptr)
+  EXPECT_FALSE((*draft)
+                   ->Forward(OneChunk({5}, 0, {0}, SequenceChunk::Logits::kLast), hid.data(), base_kv,
+                             logits.data(), nullptr)
                    .ok());
 }
 

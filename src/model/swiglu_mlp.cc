@@ -4,8 +4,8 @@
 
 namespace deepinfer {
 
-Status BindSwiglu(const WeightBinder& b, const std::string& gate, const std::string& up, const std::string& down,
-                  int64_t hidden, int64_t ffn, SwigluWeights& w) {
+Status BindSwiglu(const WeightBinder& b, const std::string& gate, const std::string& up,
+                  const std::string& down, int64_t hidden, int64_t ffn, SwigluWeights& w) {
   DI_ASSIGN_OR_RETURN(w.gate, b.Matrix(gate, ffn, hidden));
   DI_ASSIGN_OR_RETURN(w.up, b.Matrix(up, ffn, hidden));
   DI_ASSIGN_OR_RETURN(w.down, b.Matrix(down, hidden, ffn));

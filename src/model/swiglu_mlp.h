@@ -20,8 +20,8 @@ struct SwigluWeights {
 };
 
 // Binds the three matrices by their full tensor names, with shape checks.
-Status BindSwiglu(const WeightBinder& b, const std::string& gate, const std::string& up, const std::string& down,
-                  int64_t hidden, int64_t ffn, SwigluWeights& w);
+Status BindSwiglu(const WeightBinder& b, const std::string& gate, const std::string& up,
+                  const std::string& down, int64_t hidden, int64_t ffn, SwigluWeights& w);
 
 struct SwigluScratch {
   std::vector<float> gate, up;

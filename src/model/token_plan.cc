@@ -38,7 +38,8 @@ Status CheckBatch(const ForwardBatch& batch, int64_t vocab_size, const KvCache& 
     for (size_t i = 0; i < seq.tokens.size(); ++i) {
       if (seq.tokens[i] < 0 || seq.tokens[i] >= vocab_size) {
         return InvalidArgument(where + "token id " + std::to_string(seq.tokens[i]) + " at index " +
-                               std::to_string(i) + " is out of range [0, " + std::to_string(vocab_size) + ")");
+                               std::to_string(i) + " is out of range [0, " + std::to_string(vocab_size) +
+                               ")");
       }
     }
     if (seq.tokens.empty()) {

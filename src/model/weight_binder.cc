@@ -15,8 +15,8 @@ StatusOr<TensorView> WeightBinder::Tensor(const std::string& name, const std::ve
     return DataLoss(store_.source() + ": tensor '" + name + "' has shape " + ShapeString(t->shape) +
                     ", expected " + ShapeString(shape));
   }
-  const bool numeric = t->dtype != DType::kI32 && t->dtype != DType::kI64 && t->dtype != DType::kI8 &&
-                       t->dtype != DType::kU8;
+  const bool numeric =
+      t->dtype != DType::kI32 && t->dtype != DType::kI64 && t->dtype != DType::kI8 && t->dtype != DType::kU8;
   const int64_t row_bytes = numeric ? RowBytes(t->dtype, t->cols()) : -1;
   if (row_bytes <= 0) {
     return DataLoss(store_.source() + ": tensor '" + name + "' has dtype " + DTypeName(t->dtype) +

@@ -19,8 +19,9 @@ int64_t SampledPosition(const ScheduledSequence& seq) {
 void SyncOutputs(const ScheduledSequence& seq, int64_t position, SamplingContext& ctx) {
   const int64_t num_prompt = static_cast<int64_t>(ctx.prompt_tokens.size());
   const int64_t want = std::max<int64_t>(0, position - num_prompt);
-  if (static_cast<int64_t>(ctx.output_tokens.size()) < want)
+  if (static_cast<int64_t>(ctx.output_tokens.size()) < want) {
     ctx.output_tokens.resize(static_cast<size_t>(want), 0);
+  }
   for (size_t j = 0; j < seq.tokens.size(); ++j) {
     const int64_t out_index = seq.start_pos + static_cast<int64_t>(j) - num_prompt;
     if (out_index >= 0 && out_index < want) ctx.output_tokens[static_cast<size_t>(out_index)] = seq.tokens[j];

@@ -27,7 +27,9 @@ LogprobResult ComputeLogprobs(const float* logits, int64_t vocab, int32_t token,
       const double va = value(a), vb = value(b);
       return va > vb || (va == vb && a < b);
     });
-    for (int64_t i = 0; i < k; ++i) result.top.emplace_back(ids[static_cast<size_t>(i)], logprob(ids[static_cast<size_t>(i)]));
+    for (int64_t i = 0; i < k; ++i) {
+      result.top.emplace_back(ids[static_cast<size_t>(i)], logprob(ids[static_cast<size_t>(i)]));
+    }
   }
   return result;
 }

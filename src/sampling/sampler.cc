@@ -25,7 +25,9 @@ Status SamplingParams::Validate() const {
   }
   for (const auto& [id, bias] : logit_bias) {
     if (id < 0) return InvalidArgument("logit_bias: token id " + std::to_string(id) + " is negative");
-    if (!std::isfinite(bias)) return InvalidArgument("logit_bias: bias of token " + std::to_string(id) + " is not finite");
+    if (!std::isfinite(bias)) {
+      return InvalidArgument("logit_bias: bias of token " + std::to_string(id) + " is not finite");
+    }
   }
   return Status::Ok();
 }
@@ -57,14 +59,16 @@ bool Before(const Candidate& a, const Candidate& b) {
 }
 }  // namespace
 
-int32_t SampleToken(const float* logits, int64_t vocab, const SamplingParams& params,
-                    uint64_t position, uint32_t draw) {
+int32_t SampleToken(const float* logits, int64_t vocab, const SamplingParams& params, uint64_t position,
+                    uint32_t draw) {
   if (params.IsGreedy() || params.top_k == 1) return ArgMax(logits, vocab);
 
   std::vector<Candidate> cands;
   cands.reserve(static_cast<size_t>(vocab));
   for (int64_t i = 0; i < vocab; ++i) {
-    if (!std::isnan(logits[i]) && logits[i] != -INFINITY) cands.push_back({static_cast<int32_t>(i), logits[i]});
+    if (!std::isnan(logits[i]) && logits[i] != -INFINITY) {
+      cands.push_back({static_cast<int32_t>(i), logits[i]});
+    }
   }
   if (cands.empty()) return ArgMax(logits, vocab);
 

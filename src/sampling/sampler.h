@@ -27,9 +27,9 @@ struct SamplingParams {
   // repetition divides positive logits / multiplies negative ones of tokens
   // seen in prompt or output; presence subtracts once per seen output token;
   // frequency subtracts per occurrence in the output.
-  double repetition_penalty = 1.0;  // > 0; 1 = off
-  double presence_penalty = 0.0;    // [-2, 2]
-  double frequency_penalty = 0.0;   // [-2, 2]
+  double repetition_penalty = 1.0;                    // > 0; 1 = off
+  double presence_penalty = 0.0;                      // [-2, 2]
+  double frequency_penalty = 0.0;                     // [-2, 2]
   std::vector<std::pair<int32_t, float>> logit_bias;  // added to the raw logits; ids < vocab
 
   // InvalidArgument naming the field when a value is out of range.
@@ -43,7 +43,7 @@ int32_t ArgMax(const float* logits, int64_t vocab);
 // Samples a token id from logits[0..vocab). `position` is the absolute
 // position the sampled token will occupy; `draw` distinguishes several
 // draws at one position. Greedy params ignore the seed.
-int32_t SampleToken(const float* logits, int64_t vocab, const SamplingParams& params,
-                    uint64_t position, uint32_t draw = 0);
+int32_t SampleToken(const float* logits, int64_t vocab, const SamplingParams& params, uint64_t position,
+                    uint32_t draw = 0);
 
 }  // namespace deepinfer

@@ -12,8 +12,8 @@ namespace {
 
 using testing::FakeModel;
 using testing::Kv;
-using testing::Range;
 using testing::LoopMode;
+using testing::Range;
 using testing::ReferenceOutput;
 using testing::TestEngine;
 
@@ -158,8 +158,9 @@ TEST_P(SchedulerLoopModeTest, OutputsEqualSingleRequestReference) {
   std::map<RequestId, std::vector<int32_t>> prompts;
   for (RequestId id = 1; id <= 12; ++id) {
     std::vector<int32_t> prompt = Range(900, static_cast<int32_t>(id % 3) * 4);  // shared prefixes
-    for (int32_t t : Range(static_cast<int32_t>(id) * 37, 3 + static_cast<int32_t>(id % 5)))
+    for (int32_t t : Range(static_cast<int32_t>(id) * 37, 3 + static_cast<int32_t>(id % 5))) {
       prompt.push_back(t);
+    }
     prompts[id] = prompt;
     ASSERT_TRUE(
         sched.AddRequest({.id = id, .prompt_tokens = prompt, .max_tokens = 10 + static_cast<int32_t>(id)})

@@ -119,7 +119,8 @@ StatusOr<CommitResult> Scheduler::OnStepSampled(const StepOutput& output) {
     std::span<const int32_t> forced;
     if (e.samples) {
       const SequenceOutput& out = *by_id.at(e.id);
-      accepted = std::span<const int32_t>(out.tokens).first(out.tokens.size() - static_cast<size_t>(out.num_forced));
+      accepted =
+          std::span<const int32_t>(out.tokens).first(out.tokens.size() - static_cast<size_t>(out.num_forced));
       forced = std::span<const int32_t>(out.tokens).subspan(accepted.size());
       // (A request preempted since planning takes them too: they are known
       // tokens, which its recompute covers like its sampled ones.)

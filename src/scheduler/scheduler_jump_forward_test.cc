@@ -13,8 +13,8 @@ namespace {
 
 using testing::FakeModel;
 using testing::Kv;
-using testing::Range;
 using testing::NextToken;
+using testing::Range;
 
 constexpr int32_t kVocab = 1000;
 
@@ -166,7 +166,8 @@ TEST(SchedulerJumpForwardTest, AsyncLoopMatchesThePlainRunWithForcing) {
     }
     EXPECT_GT(forcings, 3);  // the rule fired
     for (const auto& [id, prompt] : prompts) {
-      EXPECT_EQ(outputs[id], ReferenceWithForcing(prompt, 12)) << "request " << id << ", " << num_blocks << " blocks";
+      EXPECT_EQ(outputs[id], ReferenceWithForcing(prompt, 12))
+          << "request " << id << ", " << num_blocks << " blocks";
     }
   }
 }

@@ -12,8 +12,8 @@ namespace {
 
 using testing::FakeModel;
 using testing::Kv;
-using testing::Range;
 using testing::LoopMode;
+using testing::Range;
 using testing::ReferenceOutput;
 using testing::TestEngine;
 

@@ -90,8 +90,9 @@ class FakeModel {
     for (const ScheduledSequence& seq : plan.seqs) {
       EXPECT_GE(static_cast<int64_t>(seq.block_table.size()) * block_size_,
                 seq.start_pos + static_cast<int64_t>(seq.tokens.size()));
-      for (size_t j = 0; j < seq.tokens.size(); ++j)
+      for (size_t j = 0; j < seq.tokens.size(); ++j) {
         Slot(seq, seq.start_pos + static_cast<int64_t>(j)) = seq.tokens[j];
+      }
     }
     StepOutput out;
     out.step_id = plan.step_id;

@@ -38,9 +38,13 @@ bool NestsDeeperThan(const std::string& body, int limit) {
   bool in_string = false, escaped = false;
   for (char ch : body) {
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (ch == '\\') escaped = true;
-      else if (ch == '"') in_string = false;
+      if (escaped) {
+        escaped = false;
+      } else if (ch == '\\') {
+        escaped = true;
+      } else if (ch == '"') {
+        in_string = false;
+      }
     } else if (ch == '"') {
       in_string = true;
     } else if (ch == '[' || ch == '{') {
@@ -66,7 +70,8 @@ std::string RenderFallbackChat(const std::vector<ChatMessage>& messages) {
   return out;
 }
 
-ApiService::ApiService(Engine& engine, ServiceOptions options) : engine_(engine), options_(std::move(options)) {
+ApiService::ApiService(Engine& engine, ServiceOptions options)
+    : engine_(engine), options_(std::move(options)) {
   id_salt_ = std::random_device{}();
   id_salt_ = (id_salt_ << 32) ^ std::random_device{}();
 }
@@ -87,12 +92,13 @@ void ApiService::Handle(const HttpRequestView& request, std::shared_ptr<Response
   }
   const bool is_api = path == "/v1/models" || path == "/v1/completions" || path == "/v1/chat/completions";
   if (!is_api) {
-    return SendError(*writer, MakeError(404, "invalid_request_error", "no route for " + request.method + " " + path,
-                                        "not_found"));
+    return SendError(*writer, MakeError(404, "invalid_request_error",
+                                        "no route for " + request.method + " " + path, "not_found"));
   }
   if (!options_.api_key.empty() && request.authorization != "Bearer " + options_.api_key) {
-    return SendError(*writer, MakeError(401, "authentication_error", "missing or invalid API key (Authorization: Bearer KEY)",
-                                        "invalid_api_key"));
+    return SendError(*writer,
+                     MakeError(401, "authentication_error",
+                               "missing or invalid API key (Authorization: Bearer KEY)", "invalid_api_key"));
   }
   if (path == "/v1/models") {
     if (!get) return SendError(*writer, MakeError(405, "invalid_request_error", "use GET /v1/models"));
@@ -100,7 +106,8 @@ void ApiService::Handle(const HttpRequestView& request, std::shared_ptr<Response
   }
   if (!post) return SendError(*writer, MakeError(405, "invalid_request_error", "use POST " + path));
   if (shutting_down_ || !ready_) {
-    return SendError(*writer, MakeError(503, "service_unavailable", "the server is not ready or is shutting down"));
+    return SendError(*writer,
+                     MakeError(503, "service_unavailable", "the server is not ready or is shutting down"));
   }
   HandleGeneration(path == "/v1/completions" ? ParsedRequest::Api::kCompletion : ParsedRequest::Api::kChat,
                    request.body, writer);
@@ -113,7 +120,8 @@ void ApiService::HandleModels(const std::shared_ptr<ResponseWriter>& writer) {
                 {"owned_by", "deepinfer"},
                 {"max_model_len", engine_.config().scheduler.max_model_len},
                 {"vocab_size", engine_.model_config().vocab_size}};
-  writer->SendResponse(200, "application/json", Dump(json{{"object", "list"}, {"data", json::array({model})}}));
+  writer->SendResponse(200, "application/json",
+                       Dump(json{{"object", "list"}, {"data", json::array({model})}}));
 }
 
 StatusOr<std::vector<int32_t>> ApiService::TokenizeText(const std::string& text, bool chat) const {
@@ -135,7 +143,8 @@ StatusOr<std::vector<int32_t>> ApiService::TokenizeText(const std::string& text,
 StatusOr<StructuredOutput*> ApiService::GetStructuredOutput() {
   std::lock_guard<std::mutex> lock(structured_mu_);
   if (structured_) return structured_.get();
-  DI_ASSIGN_OR_RETURN(structured_, StructuredOutputFor(engine_.tokenizer(), engine_.model_config().vocab_size));
+  DI_ASSIGN_OR_RETURN(structured_,
+                      StructuredOutputFor(engine_.tokenizer(), engine_.model_config().vocab_size));
   return structured_.get();
 }
 
@@ -150,7 +159,8 @@ std::string ApiService::NextId(ParsedRequest::Api api) {
 void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& body,
                                   const std::shared_ptr<ResponseWriter>& writer) {
   if (NestsDeeperThan(body, kMaxJsonDepth)) {
-    return SendError(*writer, BadRequest("the request body nests deeper than " + std::to_string(kMaxJsonDepth)));
+    return SendError(*writer,
+                     BadRequest("the request body nests deeper than " + std::to_string(kMaxJsonDepth)));
   }
   json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) return SendError(*writer, BadRequest("the request body is not valid JSON"));
@@ -158,8 +168,9 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
   RequestLimits limits;
   limits.vocab_size = engine_.model_config().vocab_size;
   ParsedRequest req;
-  std::optional<ApiError> error = api == ParsedRequest::Api::kChat ? ParseChatRequest(parsed, limits, &req)
-                                                                   : ParseCompletionRequest(parsed, limits, &req);
+  std::optional<ApiError> error = api == ParsedRequest::Api::kChat
+                                      ? ParseChatRequest(parsed, limits, &req)
+                                      : ParseCompletionRequest(parsed, limits, &req);
   if (error) return SendError(*writer, *error);
   if (!req.model.empty() && req.model != options_.served_model_name) {
     return SendError(*writer, MakeError(404, "invalid_request_error",
@@ -172,9 +183,12 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
   std::vector<std::vector<int32_t>> prompts;
   std::vector<std::string> prompt_texts;
   if (api == ParsedRequest::Api::kChat) {
-    StatusOr<std::string> text = options_.chat_renderer ? options_.chat_renderer(req.messages)
-                                                        : StatusOr<std::string>(RenderFallbackChat(req.messages));
-    if (!text.ok()) return SendError(*writer, ApiErrorFromStatus(text.status().WithContext("chat template"), "messages"));
+    StatusOr<std::string> text = options_.chat_renderer
+                                     ? options_.chat_renderer(req.messages)
+                                     : StatusOr<std::string>(RenderFallbackChat(req.messages));
+    if (!text.ok()) {
+      return SendError(*writer, ApiErrorFromStatus(text.status().WithContext("chat template"), "messages"));
+    }
     auto ids = TokenizeText(*text, /*chat=*/true);
     if (!ids.ok()) return SendError(*writer, ApiErrorFromStatus(ids.status(), "messages"));
     prompts.push_back(std::move(*ids));
@@ -207,10 +221,11 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
     const int64_t prompt_len = static_cast<int64_t>(prompts[p].size());
     int64_t max_tokens = req.max_tokens ? *req.max_tokens : max_model_len - prompt_len;
     if (prompt_len >= max_model_len || prompt_len + max_tokens > max_model_len) {
-      return SendError(*writer, BadRequest("the prompt has " + std::to_string(prompt_len) + " tokens and " +
-                                               std::to_string(max_tokens) + " more were requested; the limit is " +
-                                               std::to_string(max_model_len) + " (max_model_len)",
-                                           req.max_tokens ? "max_tokens" : "messages"));
+      return SendError(*writer,
+                       BadRequest("the prompt has " + std::to_string(prompt_len) + " tokens and " +
+                                      std::to_string(max_tokens) + " more were requested; the limit is " +
+                                      std::to_string(max_model_len) + " (max_model_len)",
+                                  req.max_tokens ? "max_tokens" : "messages"));
     }
     for (int32_t j = 0; j < req.n; ++j) {
       GenerationRequest g;
@@ -238,8 +253,9 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
   job.context.api = api;
   job.context.id = NextId(api);
   job.context.model = options_.served_model_name;
-  job.context.created = std::chrono::duration_cast<std::chrono::seconds>(
-                            std::chrono::system_clock::now().time_since_epoch()).count();
+  job.context.created =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   job.stream = req.stream;
   job.include_usage = req.include_usage;
   job.want_logprobs = req.logprobs >= 0;

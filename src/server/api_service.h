@@ -58,7 +58,8 @@ class ApiService {
   void BeginShutdown() { shutting_down_ = true; }
 
  private:
-  void HandleGeneration(ParsedRequest::Api api, const std::string& body, const std::shared_ptr<ResponseWriter>& writer);
+  void HandleGeneration(ParsedRequest::Api api, const std::string& body,
+                        const std::shared_ptr<ResponseWriter>& writer);
   void HandleModels(const std::shared_ptr<ResponseWriter>& writer);
   StatusOr<std::vector<int32_t>> TokenizeText(const std::string& text, bool chat) const;
   StatusOr<StructuredOutput*> GetStructuredOutput();

@@ -35,7 +35,8 @@ class ApiServiceTest : public ::testing::Test {
   }
 
   // The text the fake generates for a prompt (TokenBytes of each token).
-  std::string ExpectedText(const std::vector<int32_t>& prompt, const SamplingParams& s, uint32_t draw, int n) {
+  std::string ExpectedText(const std::vector<int32_t>& prompt, const SamplingParams& s, uint32_t draw,
+                           int n) {
     std::string text;
     for (int32_t t : FakeEngine::ExpectedTokens(prompt, s, draw, n)) text += tok_->TokenBytes(t);
     return text;
@@ -124,7 +125,8 @@ TEST_F(ApiServiceTest, WrongModelIs404) {
 }
 
 TEST_F(ApiServiceTest, NChoicesUseDrawStreamsAndShareTheSeed) {
-  auto w = Call("POST", "/v1/completions", R"({"prompt": ["ab", [5, 6, 7]], "n": 2, "max_tokens": 3, "seed": 9})");
+  auto w =
+      Call("POST", "/v1/completions", R"({"prompt": ["ab", [5, 6, 7]], "n": 2, "max_tokens": 3, "seed": 9})");
   ASSERT_EQ(w->status(), 200) << w->body();
   auto sub = engine_->submitted();
   ASSERT_EQ(sub.size(), 4u);
@@ -135,7 +137,8 @@ TEST_F(ApiServiceTest, NChoicesUseDrawStreamsAndShareTheSeed) {
     EXPECT_EQ(sub[i].draw_stream, i % 2);
     EXPECT_EQ(sub[i].seed, std::optional<uint64_t>(9));
     EXPECT_EQ(r["choices"][i]["index"], i);
-    EXPECT_EQ(r["choices"][i]["text"], ExpectedText(sub[i].prompt_tokens, sub[i].sampling, sub[i].draw_stream, 3));
+    EXPECT_EQ(r["choices"][i]["text"],
+              ExpectedText(sub[i].prompt_tokens, sub[i].sampling, sub[i].draw_stream, 3));
     if (i % 2 == 0) prompt_tokens += static_cast<int64_t>(sub[i].prompt_tokens.size());
   }
   EXPECT_EQ(sub[2].prompt_tokens, (std::vector<int32_t>{5, 6, 7}));
@@ -149,12 +152,13 @@ TEST_F(ApiServiceTest, SeedIsPassedOnlyWhenGiven) {
   Call("POST", "/v1/completions", R"({"prompt": "x", "max_tokens": 1, "seed": 0})");
   auto sub = engine_->submitted();
   ASSERT_EQ(sub.size(), 2u);
-  EXPECT_FALSE(sub[0].seed.has_value());  // the engine draws a random seed
+  EXPECT_FALSE(sub[0].seed.has_value());               // the engine draws a random seed
   EXPECT_EQ(sub[1].seed, std::optional<uint64_t>(0));  // seed 0 is a real seed
 }
 
 TEST_F(ApiServiceTest, EchoAndLogprobs) {
-  auto w = Call("POST", "/v1/completions", R"({"prompt": "Hello", "max_tokens": 2, "echo": true, "temperature": 0})");
+  auto w = Call("POST", "/v1/completions",
+                R"({"prompt": "Hello", "max_tokens": 2, "echo": true, "temperature": 0})");
   ASSERT_EQ(w->status(), 200);
   std::vector<int32_t> prompt = tok_->Encode("Hello", true, true);
   SamplingParams greedy;
@@ -204,9 +208,10 @@ TEST_F(ApiServiceTest, StreamingSendsAChunkPerTokenEvenWithoutText) {
   engine_->SetTextless(true);
   for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
     const bool chat = std::string(path) == "/v1/chat/completions";
-    auto w = Call("POST", path,
-                  chat ? R"({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 5, "stream": true})"
-                       : R"({"prompt": "Hi", "max_tokens": 5, "stream": true})");
+    auto w =
+        Call("POST", path,
+             chat ? R"({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 5, "stream": true})"
+                  : R"({"prompt": "Hi", "max_tokens": 5, "stream": true})");
     ASSERT_TRUE(w->streaming());
     auto events = w->Events();
     ASSERT_FALSE(events.empty());
@@ -256,7 +261,8 @@ TEST_F(ApiServiceTest, ChatDefaultsMaxTokensToTheRestOfTheContext) {
   engine_->SetHold(true);  // no need to generate 250 tokens
   auto w = std::make_shared<CapturingWriter>();
   custom.Handle({"POST", "/v1/chat/completions", "", R"({"messages": [{"role": "user", "content": "hey"}],
-                                                         "logprobs": true, "top_logprobs": 1})"}, w);
+                                                         "logprobs": true, "top_logprobs": 1})"},
+                w);
   ASSERT_TRUE(engine_->WaitSubmitted(1));
   auto sub = engine_->submitted();
   std::vector<int32_t> prompt = tok_->Encode("[hey]", true, true);
@@ -283,7 +289,8 @@ TEST_F(ApiServiceTest, ChatFullResponseWithLogprobs) {
 TEST_F(ApiServiceTest, BadRequestsAndEngineErrors) {
   EXPECT_EQ(Call("POST", "/v1/completions", "{not json")->status(), 400);
   EXPECT_EQ(Call("POST", "/v1/completions", "")->status(), 400);
-  EXPECT_EQ(Call("POST", "/v1/completions", std::string(10000, '[') + std::string(10000, ']'))->status(), 400);
+  EXPECT_EQ(Call("POST", "/v1/completions", std::string(10000, '[') + std::string(10000, ']'))->status(),
+            400);
   EXPECT_EQ(Call("POST", "/v1/completions", R"({"prompt": "x", "max_tokens": 300})")->status(), 400);
   EXPECT_EQ(Call("POST", "/v1/chat/completions", R"({"messages": 3})")->status(), 400);
   auto w = Call("POST", "/v1/completions", R"({"prompt": "x", "max_tokens": "many"})");
@@ -316,12 +323,15 @@ TEST_F(ApiServiceTest, DisconnectAbortsEveryChoice) {
   auto aborted = engine_->aborted();
   ASSERT_EQ(aborted.size(), 3u);
   engine_->SetHold(false);
-  for (int i = 0; i < 500 && engine_->num_live() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 500 && engine_->num_live() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   EXPECT_EQ(engine_->num_live(), 0u);
 }
 
 TEST_F(ApiServiceTest, StructuredOutputAttachesAConstraint) {
-  auto w = Call("POST", "/v1/completions", R"({"prompt": "x", "max_tokens": 2, "guided_choice": ["yes", "no"]})");
+  auto w =
+      Call("POST", "/v1/completions", R"({"prompt": "x", "max_tokens": 2, "guided_choice": ["yes", "no"]})");
   EXPECT_EQ(w->status(), 200) << w->body();
   EXPECT_TRUE(engine_->submitted().back().has_constraint);
   w = Call("POST", "/v1/completions", R"({"prompt": "x", "guided_regex": "(unclosed"})");

@@ -56,10 +56,22 @@ class CapturingWriter : public ResponseWriter {
     std::unique_lock<std::mutex> lock(mu_);
     return cv_.wait_for(lock, std::chrono::seconds(5), [&] { return ends_ > 0; });
   }
-  int status() const { std::lock_guard<std::mutex> l(mu_); return status_; }
-  int ends() const { std::lock_guard<std::mutex> l(mu_); return ends_; }
-  bool streaming() const { std::lock_guard<std::mutex> l(mu_); return streaming_; }
-  std::string body() const { std::lock_guard<std::mutex> l(mu_); return body_; }
+  int status() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return status_;
+  }
+  int ends() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return ends_;
+  }
+  bool streaming() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return streaming_;
+  }
+  std::string body() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return body_;
+  }
   nlohmann::json json() const { return nlohmann::json::parse(body()); }
   // The SSE payloads ("data: X\n\n" -> X), in order.
   std::vector<std::string> Events() const {

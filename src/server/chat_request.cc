@@ -18,7 +18,8 @@ MaybeError ParseContent(const json& message, std::string* out) {
     *out = c->get<std::string>();
     return std::nullopt;
   }
-  const char* what = "message 'content' must be a string or a list of {\"type\": \"text\", \"text\": ...} parts";
+  const char* what =
+      "message 'content' must be a string or a list of {\"type\": \"text\", \"text\": ...} parts";
   if (!c->is_array()) return BadRequest(what, "messages");
   for (const json& part : *c) {
     if (!part.is_object()) return BadRequest(what, "messages");

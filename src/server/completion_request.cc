@@ -59,7 +59,8 @@ MaybeError ParsePrompts(const json& body, int64_t vocab, std::vector<PromptInput
 
 }  // namespace
 
-std::optional<ApiError> ParseCompletionRequest(const json& body, const RequestLimits& limits, ParsedRequest* out) {
+std::optional<ApiError> ParseCompletionRequest(const json& body, const RequestLimits& limits,
+                                               ParsedRequest* out) {
   if (!body.is_object()) return BadRequest("the request body must be a JSON object");
   out->api = ParsedRequest::Api::kCompletion;
   if (auto e = ParsePrompts(body, limits.vocab_size, &out->prompts)) return e;

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <condition_variable>
 #include <map>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "engine/engine.h"
@@ -80,12 +80,22 @@ class FakeEngine : public Engine {
     if (request.prompt_tokens.empty()) return InvalidArgument("empty prompt");
     RequestId id = next_id_++;
     if (request.seed) request.sampling.seed = *request.seed;
-    SubmittedRequest rec{id, request.prompt_tokens, request.sampling, request.seed, request.draw_stream, request.max_tokens,
-                         request.stop_token_ids, request.stop, request.ignore_eos, request.logprobs,
-                         request.priority, request.constraint != nullptr};
+    SubmittedRequest rec{id,
+                         request.prompt_tokens,
+                         request.sampling,
+                         request.seed,
+                         request.draw_stream,
+                         request.max_tokens,
+                         request.stop_token_ids,
+                         request.stop,
+                         request.ignore_eos,
+                         request.logprobs,
+                         request.priority,
+                         request.constraint != nullptr};
     submitted_.push_back(rec);
     Live live;
-    live.tokens = ExpectedTokens(request.prompt_tokens, request.sampling, request.draw_stream, request.max_tokens);
+    live.tokens =
+        ExpectedTokens(request.prompt_tokens, request.sampling, request.draw_stream, request.max_tokens);
     live.logprobs = request.logprobs;
     live.prompt_len = static_cast<int64_t>(request.prompt_tokens.size());
     live.callback = std::move(on_event);

@@ -6,7 +6,10 @@ namespace deepinfer::server {
 
 GenerationJob::GenerationJob(Engine& engine, JobOptions options, TokenTextFn token_text,
                              std::shared_ptr<ResponseWriter> writer)
-    : engine_(engine), options_(std::move(options)), token_text_(std::move(token_text)), writer_(std::move(writer)) {}
+    : engine_(engine),
+      options_(std::move(options)),
+      token_text_(std::move(token_text)),
+      writer_(std::move(writer)) {}
 
 std::optional<ApiError> GenerationJob::Start(std::vector<GenerationRequest> requests) {
   {
@@ -65,7 +68,8 @@ void GenerationJob::OnEvent(size_t index, GenerationEvent event) {
     c.completion_tokens = std::max(c.completion_tokens, event.completion_tokens);
     c.cached_tokens = std::max(c.cached_tokens, event.cached_prompt_tokens);
     const bool final_event = event.finish_reason != FinishReason::kNone || !event.error.empty();
-    std::string finish = event.finish_reason != FinishReason::kNone ? FinishReasonName(event.finish_reason) : "";
+    std::string finish =
+        event.finish_reason != FinishReason::kNone ? FinishReasonName(event.finish_reason) : "";
 
     if (!event.error.empty()) {
       ApiError error;
@@ -106,10 +110,12 @@ void GenerationJob::OnEvent(size_t index, GenerationEvent event) {
                                             std::move(logprobs), "")));
         }
         if (!finish.empty()) {
-          EmitLocked(SseEvent(ChatChunkJson(options_.context, c.result.index, json::object(), nullptr, finish)));
+          EmitLocked(
+              SseEvent(ChatChunkJson(options_.context, c.result.index, json::object(), nullptr, finish)));
         }
       } else if (has_tokens || !text.empty() || !logprobs.is_null() || !finish.empty()) {
-        EmitLocked(SseEvent(CompletionChunkJson(options_.context, c.result.index, text, std::move(logprobs), finish)));
+        EmitLocked(SseEvent(
+            CompletionChunkJson(options_.context, c.result.index, text, std::move(logprobs), finish)));
       }
       c.first = false;
     } else {
@@ -150,7 +156,9 @@ void GenerationJob::FinishLocked() {
   if (finished_) return;
   finished_ = true;
   if (options_.stream) {
-    if (options_.include_usage) writer_->SendStreamData(SseEvent(UsageChunkJson(options_.context, UsageLocked())));
+    if (options_.include_usage) {
+      writer_->SendStreamData(SseEvent(UsageChunkJson(options_.context, UsageLocked())));
+    }
     writer_->SendStreamData(kSseDone);
     writer_->EndStream();
     return;
@@ -169,7 +177,9 @@ Usage GenerationJob::UsageLocked() const {
   const size_t n = static_cast<size_t>(std::max(options_.n, 1));
   for (size_t p = 0; p < choices_.size(); p += n) {
     int64_t cached = 0;
-    for (size_t i = p; i < std::min(choices_.size(), p + n); ++i) cached = std::max(cached, choices_[i].cached_tokens);
+    for (size_t i = p; i < std::min(choices_.size(), p + n); ++i) {
+      cached = std::max(cached, choices_[i].cached_tokens);
+    }
     usage.prompt_tokens += choices_[p].prompt_tokens;
     usage.cached_tokens += cached;
   }

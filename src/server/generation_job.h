@@ -36,7 +36,8 @@ struct JobOptions {
 
 class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
  public:
-  GenerationJob(Engine& engine, JobOptions options, TokenTextFn token_text, std::shared_ptr<ResponseWriter> writer);
+  GenerationJob(Engine& engine, JobOptions options, TokenTextFn token_text,
+                std::shared_ptr<ResponseWriter> writer);
 
   // Submits one engine request per choice (requests[i] is choice i). On a
   // Submit error, aborts what was submitted and returns the error; nothing
@@ -73,9 +74,9 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   std::mutex mu_;
   std::vector<Choice> choices_;
   size_t num_done_ = 0;
-  bool started_ = false;   // every Submit succeeded; stream headers sent
-  bool failed_ = false;    // an error response went out (or Start failed): ignore events
-  bool finished_ = false;  // the response is complete
+  bool started_ = false;              // every Submit succeeded; stream headers sent
+  bool failed_ = false;               // an error response went out (or Start failed): ignore events
+  bool finished_ = false;             // the response is complete
   std::vector<std::string> pending_;  // stream data that arrived before started_
 };
 

@@ -24,9 +24,11 @@ std::string StatusLine(int status) {
   return "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\n";
 }
 
-std::string FullResponse(int status, const std::string& content_type, const std::string& body, bool keep_alive) {
+std::string FullResponse(int status, const std::string& content_type, const std::string& body,
+                         bool keep_alive) {
   std::string out = StatusLine(status);
-  out += "Server: deepinfer\r\nContent-Type: " + content_type + "\r\nContent-Length: " + std::to_string(body.size()) +
+  out += "Server: deepinfer\r\nContent-Type: " + content_type +
+         "\r\nContent-Length: " + std::to_string(body.size()) +
          "\r\nConnection: " + (keep_alive ? "keep-alive" : "close") + "\r\n\r\n";
   out += body;
   return out;
@@ -99,14 +101,15 @@ class SessionWriter : public ResponseWriter {
   std::mutex mu_;
   std::function<void()> handler_;
   bool disconnected_ = false;
-  bool ended_ = false;   // the final bytes were queued
+  bool ended_ = false;  // the final bytes were queued
   bool keep_alive_ = true;
   friend class HttpSession;
 };
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(tcp::socket socket, ApiService& service, const HttpServerOptions& options, ActivityCounter& activity)
+  HttpSession(tcp::socket socket, ApiService& service, const HttpServerOptions& options,
+              ActivityCounter& activity)
       : stream_(std::move(socket)), service_(service), options_(options), activity_(activity) {}
 
   void Run() {
@@ -149,7 +152,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (ec) return OnReadError(ec);
     auto& req = parser_->get();
     if (auto len = parser_->content_length(); len && *len > static_cast<uint64_t>(options_.max_body_bytes)) {
-      return RefuseAndClose(413, "the request body is larger than " + std::to_string(options_.max_body_bytes) + " bytes");
+      return RefuseAndClose(
+          413, "the request body is larger than " + std::to_string(options_.max_body_bytes) + " bytes");
     }
     auto expect = req[http::field::expect];
     if (beast::iequals(expect, "100-continue")) {
@@ -171,7 +175,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   void OnReadError(error_code ec) {
     if (ec == http::error::body_limit) {
-      return RefuseAndClose(413, "the request body is larger than " + std::to_string(options_.max_body_bytes) + " bytes");
+      return RefuseAndClose(
+          413, "the request body is larger than " + std::to_string(options_.max_body_bytes) + " bytes");
     }
     if (ec == http::error::header_limit) return RefuseAndClose(431, "the request headers are too large");
     if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::eof ||
@@ -213,9 +218,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   void StartMonitor() {
     monitor_pending_ = true;
-    stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](error_code ec, size_t n) {
-      self->OnMonitor(ec, n);
-    });
+    stream_.async_read_some(buffer_.prepare(4096),
+                            [self = shared_from_this()](error_code ec, size_t n) { self->OnMonitor(ec, n); });
   }
 
   void OnMonitor(error_code ec, size_t n) {
@@ -325,8 +329,9 @@ void SessionWriter::SendResponse(int http_status, std::string content_type, std:
 
 void SessionWriter::BeginStream() {
   std::string head = StatusLine(200);
-  head += "Server: deepinfer\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-          "Transfer-Encoding: chunked\r\nConnection: ";
+  head +=
+      "Server: deepinfer\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+      "Transfer-Encoding: chunked\r\nConnection: ";
   head += keep_alive_ ? "keep-alive\r\n\r\n" : "close\r\n\r\n";
   Post(std::move(head), false);
 }
@@ -341,7 +346,8 @@ void SessionWriter::EndStream() { Post("0\r\n\r\n", true); }
 }  // namespace
 
 struct HttpServer::Impl {
-  Impl(ApiService& s, HttpServerOptions o) : service(s), options(std::move(o)), acceptor(net::make_strand(ioc)) {}
+  Impl(ApiService& s, HttpServerOptions o)
+      : service(s), options(std::move(o)), acceptor(net::make_strand(ioc)) {}
 
   void Accept() {
     acceptor.async_accept(net::make_strand(ioc), [this](error_code ec, tcp::socket socket) {
@@ -390,8 +396,8 @@ Status HttpServer::Start() {
   if (!ec) acceptor.bind(endpoint, ec);
   if (!ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
   if (ec) {
-    return Unavailable("cannot listen on " + impl_->options.host + ":" + std::to_string(impl_->options.port) + ": " +
-                       ec.message());
+    return Unavailable("cannot listen on " + impl_->options.host + ":" + std::to_string(impl_->options.port) +
+                       ": " + ec.message());
   }
   bound_port_ = acceptor.local_endpoint().port();
   impl_->Accept();

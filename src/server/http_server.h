@@ -29,7 +29,7 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;  // 0: any free port (see HttpServer::port)
   int io_threads = 4;
-  int64_t max_body_bytes = 16 << 20;  // larger bodies: 413
+  int64_t max_body_bytes = 16 << 20;       // larger bodies: 413
   std::chrono::seconds idle_timeout{300};  // an idle keep-alive connection is closed after this
 };
 

@@ -3,8 +3,8 @@
 // and a client that disconnects mid-stream aborting its engine request.
 #include <utility>  // before Asio: 1.74's awaitable.hpp uses std::exchange without it
 
-#include <boost/asio.hpp>
 #include <gtest/gtest.h>
+#include <boost/asio.hpp>
 
 #include "server/fake_engine_test_util.h"
 #include "server/http_server.h"
@@ -93,9 +93,11 @@ TEST_F(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
   EXPECT_EQ(r.substr(0, 3), "200") << r;
   EXPECT_NE(r.find("\"completion_tokens\":2"), std::string::npos) << r;
   // Two pipelined requests in one write.
-  net::write(s, net::buffer(std::string("GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /nope HTTP/1.1\r\nHost: x\r\n\r\n")));
+  net::write(s, net::buffer(std::string(
+                    "GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /nope HTTP/1.1\r\nHost: x\r\n\r\n")));
   // Both answers may arrive in one read: read until the second one is complete.
-  std::string both = ReadUntil(s, "\"type\":\"invalid_request_error\"}}");  // keys are sorted: type ends the 404 body
+  std::string both =
+      ReadUntil(s, "\"type\":\"invalid_request_error\"}}");  // keys are sorted: type ends the 404 body
   size_t ok = both.find("HTTP/1.1 200"), missing = both.find("HTTP/1.1 404");
   EXPECT_NE(ok, std::string::npos) << both;
   EXPECT_NE(missing, std::string::npos) << both;
@@ -118,7 +120,8 @@ TEST_F(HttpServerTest, StreamIsChunkedSse) {
 TEST_F(HttpServerTest, OversizedAndMalformedRequests) {
   {
     tcp::socket s = Connect();  // refused on the header alone
-    net::write(s, net::buffer(std::string("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")));
+    net::write(s, net::buffer(std::string(
+                      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")));
     std::string r = ReadResponse(s);
     EXPECT_EQ(r.substr(0, 3), "413") << r;
     EXPECT_NE(r.find("\"error\""), std::string::npos);
@@ -140,7 +143,8 @@ TEST_F(HttpServerTest, DisconnectMidStreamAbortsTheRequest) {
   engine_->SetHold(true);
   {
     tcp::socket s = Connect();
-    net::write(s, net::buffer(Post("/v1/completions", R"({"prompt": "a", "max_tokens": 50, "stream": true})")));
+    net::write(s,
+               net::buffer(Post("/v1/completions", R"({"prompt": "a", "max_tokens": 50, "stream": true})")));
     ASSERT_TRUE(engine_->WaitSubmitted(1));
     s.close();
   }

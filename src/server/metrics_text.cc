@@ -68,8 +68,8 @@ void ExpertTokens(std::string& out, const std::vector<std::vector<int64_t>>& loa
          "Tokens routed to each expert of each MoE layer (a token counts once per chosen expert).");
   for (size_t l = 0; l < load.size(); ++l) {
     for (size_t e = 0; e < load[l].size(); ++e) {
-      out += "deepinfer_expert_tokens_total{layer=\"" + std::to_string(l) + "\",expert=\"" + std::to_string(e) +
-             "\"} " + std::to_string(load[l][e]) + "\n";
+      out += "deepinfer_expert_tokens_total{layer=\"" + std::to_string(l) + "\",expert=\"" +
+             std::to_string(e) + "\"} " + std::to_string(load[l][e]) + "\n";
     }
   }
 }

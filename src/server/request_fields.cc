@@ -28,7 +28,8 @@ MaybeError ParseStop(const json& body, const RequestLimits& limits, ParsedReques
   };
   if (v->is_array()) {
     if (static_cast<int64_t>(v->size()) > limits.max_stop_strings) {
-      return BadRequest("'stop' has more than " + std::to_string(limits.max_stop_strings) + " strings", "stop");
+      return BadRequest("'stop' has more than " + std::to_string(limits.max_stop_strings) + " strings",
+                        "stop");
     }
     for (const json& s : *v) {
       if (auto e = add(s)) return e;
@@ -41,7 +42,8 @@ MaybeError ParseStop(const json& body, const RequestLimits& limits, ParsedReques
 MaybeError ParseTokenIdList(const json& body, const char* name, int64_t vocab, std::vector<int32_t>* out) {
   const json* v = Find(body, name);
   if (!v) return std::nullopt;
-  std::string what = std::string("'") + name + "' must be a list of token ids in [0, " + std::to_string(vocab) + ")";
+  std::string what =
+      std::string("'") + name + "' must be a list of token ids in [0, " + std::to_string(vocab) + ")";
   if (!v->is_array()) return BadRequest(what, name);
   for (const json& id : *v) {
     if (!id.is_number_integer()) return BadRequest(what, name);
@@ -63,11 +65,12 @@ MaybeError ParseLogitBias(const json& body, int64_t vocab, SamplingParams* sampl
       id = std::stoll(key);
     }
     if (id < 0 || id >= vocab) {
-      return BadRequest("'logit_bias' key '" + key + "' is not a token id in [0, " + std::to_string(vocab) + ")",
-                        "logit_bias");
+      return BadRequest(
+          "'logit_bias' key '" + key + "' is not a token id in [0, " + std::to_string(vocab) + ")",
+          "logit_bias");
     }
-    if (!it.value().is_number() || !std::isfinite(it.value().get<double>()) || it.value().get<double>() < -100 ||
-        it.value().get<double>() > 100) {
+    if (!it.value().is_number() || !std::isfinite(it.value().get<double>()) ||
+        it.value().get<double>() < -100 || it.value().get<double>() > 100) {
       return BadRequest("'logit_bias' values must be numbers in [-100, 100]", "logit_bias");
     }
     sampling->logit_bias.emplace_back(static_cast<int32_t>(id), it.value().get<float>());
@@ -79,7 +82,10 @@ MaybeError ParseLogitBias(const json& body, int64_t vocab, SamplingParams* sampl
 // at most one of them.
 MaybeError ParseStructured(const json& body, ParsedRequest* out) {
   int count = 0;
-  auto set = [&](StructuredOutputSpec spec) { out->structured = std::move(spec); ++count; };
+  auto set = [&](StructuredOutputSpec spec) {
+    out->structured = std::move(spec);
+    ++count;
+  };
   if (const json* v = Find(body, "guided_json")) {
     if (v->is_object() || v->is_boolean()) {
       set({StructuredOutputSpec::Kind::kJsonSchema, v->dump(), {}});
@@ -107,7 +113,9 @@ MaybeError ParseStructured(const json& body, ParsedRequest* out) {
     }
     StructuredOutputSpec spec{StructuredOutputSpec::Kind::kChoice, "", {}};
     for (const json& c : *v) {
-      if (!c.is_string()) return BadRequest("'guided_choice' must be a non-empty list of strings", "guided_choice");
+      if (!c.is_string()) {
+        return BadRequest("'guided_choice' must be a non-empty list of strings", "guided_choice");
+      }
       spec.choices.push_back(c.get<std::string>());
     }
     set(std::move(spec));
@@ -124,7 +132,8 @@ MaybeError ParseStructured(const json& body, ParsedRequest* out) {
       const json* js = Find(*v, "json_schema");
       const json* schema = js && js->is_object() ? Find(*js, "schema") : nullptr;
       if (!schema || !(schema->is_object() || schema->is_boolean())) {
-        return BadRequest("'response_format.json_schema.schema' must be a JSON Schema object", "response_format");
+        return BadRequest("'response_format.json_schema.schema' must be a JSON Schema object",
+                          "response_format");
       }
       set({StructuredOutputSpec::Kind::kJsonSchema, schema->dump(), {}});
     } else if (t != "text") {
@@ -132,7 +141,8 @@ MaybeError ParseStructured(const json& body, ParsedRequest* out) {
     }
   }
   if (count > 1) {
-    return BadRequest("give at most one of guided_json, guided_regex, guided_grammar, guided_choice, response_format");
+    return BadRequest(
+        "give at most one of guided_json, guided_regex, guided_grammar, guided_choice, response_format");
   }
   return std::nullopt;
 }
@@ -156,7 +166,9 @@ MaybeError Bool(const json& body, const char* name, bool* out) {
 MaybeError Int(const json& body, const char* name, int64_t lo, int64_t hi, int64_t* out) {
   const json* v = Find(body, name);
   if (!v) return std::nullopt;
-  auto bad = [&] { return BadRequest(std::string("'") + name + "' must be an integer in " + Range(lo, hi), name); };
+  auto bad = [&] {
+    return BadRequest(std::string("'") + name + "' must be an integer in " + Range(lo, hi), name);
+  };
   int64_t value = 0;
   if (v->is_number_unsigned()) {
     uint64_t u = v->get<uint64_t>();
@@ -224,7 +236,9 @@ MaybeError ParseCommonFields(const json& body, const RequestLimits& limits, Pars
   if (auto e = Number(body, "presence_penalty", -2.0, 2.0, &s.presence_penalty)) return e;
   if (auto e = Number(body, "frequency_penalty", -2.0, 2.0, &s.frequency_penalty)) return e;
   if (auto e = Number(body, "repetition_penalty", 0.0, 100.0, &s.repetition_penalty)) return e;
-  if (s.repetition_penalty <= 0.0) return BadRequest("'repetition_penalty' must be > 0", "repetition_penalty");
+  if (s.repetition_penalty <= 0.0) {
+    return BadRequest("'repetition_penalty' must be > 0", "repetition_penalty");
+  }
   if (auto e = ParseLogitBias(body, limits.vocab_size, &s)) return e;
   if (const json* seed = Find(body, "seed")) {
     // Any 64-bit integer; negative seeds wrap (the generator takes 64 bits).

@@ -175,10 +175,12 @@ TEST(CompletionRequest, StructuredOutputFields) {
 
   EXPECT_EQ(CompletionError(R"({"prompt": "x", "guided_choice": []})").param, "guided_choice");
   EXPECT_EQ(CompletionError(R"({"prompt": "x", "guided_regex": 5})").param, "guided_regex");
-  EXPECT_EQ(CompletionError(R"({"prompt": "x", "response_format": {"type": "xml"}})").param, "response_format");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "response_format": {"type": "xml"}})").param,
+            "response_format");
   EXPECT_EQ(CompletionError(R"({"prompt": "x", "response_format": {"type": "json_schema"}})").param,
             "response_format");
-  EXPECT_EQ(CompletionError(R"({"prompt": "x", "guided_regex": "a", "guided_choice": ["a"]})").http_status, 400);
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "guided_regex": "a", "guided_choice": ["a"]})").http_status,
+            400);
 }
 
 ParsedRequest Chat(const std::string& body) {
@@ -221,9 +223,11 @@ TEST(ChatRequest, BadMessages) {
             "messages");
   EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})").param,
             "top_logprobs");
-  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}], "logprobs": 2})").param, "logprobs");
-  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}], "max_completion_tokens": -1})").param,
-            "max_completion_tokens");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}], "logprobs": 2})").param,
+            "logprobs");
+  EXPECT_EQ(
+      ChatError(R"({"messages": [{"role": "user", "content": "x"}], "max_completion_tokens": -1})").param,
+      "max_completion_tokens");
 }
 
 }  // namespace

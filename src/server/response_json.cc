@@ -19,7 +19,8 @@ const char* ObjectName(const ResponseContext& ctx, bool chunk) {
 }
 
 json Envelope(const ResponseContext& ctx, bool chunk) {
-  return json{{"id", ctx.id}, {"object", ObjectName(ctx, chunk)}, {"created", ctx.created}, {"model", ctx.model}};
+  return json{
+      {"id", ctx.id}, {"object", ObjectName(ctx, chunk)}, {"created", ctx.created}, {"model", ctx.model}};
 }
 
 }  // namespace
@@ -48,7 +49,9 @@ json CompletionLogprobsJson(const std::vector<TokenLogprob>& lps, const TokenTex
     offsets.push_back(text_offset);
     text_offset += static_cast<int64_t>(text.size());
   }
-  return json{{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top},
+  return json{{"tokens", tokens},
+              {"token_logprobs", token_logprobs},
+              {"top_logprobs", top},
               {"text_offset", offsets}};
 }
 
@@ -61,13 +64,14 @@ json ChatLogprobsJson(const std::vector<TokenLogprob>& lps, const TokenTextFn& t
       std::string alt = token_text(id);
       top.push_back({{"token", alt}, {"logprob", logprob}, {"bytes", BytesArray(alt)}});
     }
-    content.push_back({{"token", text}, {"logprob", lp.logprob}, {"bytes", BytesArray(text)}, {"top_logprobs", top}});
+    content.push_back(
+        {{"token", text}, {"logprob", lp.logprob}, {"bytes", BytesArray(text)}, {"top_logprobs", top}});
   }
   return json{{"content", content}};
 }
 
-json FullResponseJson(const ResponseContext& ctx, const std::vector<ChoiceResult>& choices, const Usage& usage,
-                      const TokenTextFn& token_text) {
+json FullResponseJson(const ResponseContext& ctx, const std::vector<ChoiceResult>& choices,
+                      const Usage& usage, const TokenTextFn& token_text) {
   json out = Envelope(ctx, /*chunk=*/false);
   json list = json::array();
   for (const ChoiceResult& c : choices) {
@@ -77,7 +81,8 @@ json FullResponseJson(const ResponseContext& ctx, const std::vector<ChoiceResult
       choice["logprobs"] = c.want_logprobs ? ChatLogprobsJson(c.logprobs, token_text) : json(nullptr);
     } else {
       choice["text"] = c.text;
-      choice["logprobs"] = c.want_logprobs ? CompletionLogprobsJson(c.logprobs, token_text, 0) : json(nullptr);
+      choice["logprobs"] =
+          c.want_logprobs ? CompletionLogprobsJson(c.logprobs, token_text, 0) : json(nullptr);
     }
     list.push_back(std::move(choice));
   }
@@ -89,8 +94,10 @@ json FullResponseJson(const ResponseContext& ctx, const std::vector<ChoiceResult
 json CompletionChunkJson(const ResponseContext& ctx, int32_t index, const std::string& text, json logprobs,
                          const std::string& finish_reason) {
   json out = Envelope(ctx, /*chunk=*/true);
-  out["choices"] = json::array(
-      {{{"index", index}, {"text", text}, {"logprobs", std::move(logprobs)}, {"finish_reason", NullIfEmpty(finish_reason)}}});
+  out["choices"] = json::array({{{"index", index},
+                                 {"text", text},
+                                 {"logprobs", std::move(logprobs)},
+                                 {"finish_reason", NullIfEmpty(finish_reason)}}});
   return out;
 }
 

@@ -38,8 +38,8 @@ struct Usage {
 struct ChoiceResult {
   int32_t index = 0;
   std::string text;
-  std::string finish_reason;            // "stop", "length", "abort"
-  std::vector<TokenLogprob> logprobs;   // when requested
+  std::string finish_reason;           // "stop", "length", "abort"
+  std::vector<TokenLogprob> logprobs;  // when requested
   bool want_logprobs = false;
 };
 
@@ -56,8 +56,8 @@ json CompletionLogprobsJson(const std::vector<TokenLogprob>& lps, const TokenTex
 json ChatLogprobsJson(const std::vector<TokenLogprob>& lps, const TokenTextFn& token_text);
 
 // A full (non-streaming) response.
-json FullResponseJson(const ResponseContext& ctx, const std::vector<ChoiceResult>& choices, const Usage& usage,
-                      const TokenTextFn& token_text);
+json FullResponseJson(const ResponseContext& ctx, const std::vector<ChoiceResult>& choices,
+                      const Usage& usage, const TokenTextFn& token_text);
 
 // One streaming chunk for choice `index`. finish_reason "" = null.
 // Completions: `text`. Chat: `delta` (built by ChatDelta).

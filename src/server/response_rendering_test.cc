@@ -44,7 +44,9 @@ TEST(ResponseJson, Usage) {
 }
 
 TokenTextFn Letters() {
-  return [](int32_t id) { return std::string(static_cast<size_t>(id % 3 + 1), static_cast<char>('a' + id % 26)); };
+  return [](int32_t id) {
+    return std::string(static_cast<size_t>(id % 3 + 1), static_cast<char>('a' + id % 26));
+  };
 }
 
 TEST(ResponseJson, CompletionLogprobs) {

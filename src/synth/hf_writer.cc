@@ -62,7 +62,9 @@ json ConfigJson(const SynthSpec& s, DType dtype) {
     j["rope_scaling"] = nullptr;
   }
   j["hidden_act"] = "silu";
-  if (s.arch != "qwen2" && s.arch != "qwen2_moe") j["attention_bias"] = s.qkv_bias;  // Qwen2 always has q/k/v biases
+  if (s.arch != "qwen2" && s.arch != "qwen2_moe") {
+    j["attention_bias"] = s.qkv_bias;  // Qwen2 always has q/k/v biases
+  }
   if (s.arch == "llama" || s.arch == "mistral") j["mlp_bias"] = false;
   if (s.arch == "mistral") {
     j["sliding_window"] = s.sliding_window;

@@ -26,8 +26,9 @@ struct SynthTensor {
   // Stacked experts: the GGUF tensor [n, shape[1:]...] is the concatenation
   // of n HF tensors of shape shape[1:] named hf_parts (hf_name is unused).
   std::vector<std::string> hf_parts;
-  std::vector<int64_t> gguf_shape;  // when the GGUF shape differs (same element count unless split); empty = shape
-  bool gguf_only = false;           // a second GGUF tensor made from an HF tensor listed before it
+  std::vector<int64_t>
+      gguf_shape;          // when the GGUF shape differs (same element count unless split); empty = shape
+  bool gguf_only = false;  // a second GGUF tensor made from an HF tensor listed before it
 };
 
 // Part i of a stacked tensor, as a tensor of its own (HF name, shape[1:]).

@@ -156,7 +156,9 @@ void SetGgufMetadata(const SynthSpec& s, const SynthOptions& o, GgufWriter& w) {
     w.SetU32(a + ".expert_count", static_cast<uint32_t>(s.experts));
     w.SetU32(a + ".expert_used_count", static_cast<uint32_t>(s.experts_per_token));
     w.SetU32(a + ".expert_feed_forward_length", static_cast<uint32_t>(s.expert_ffn));
-    if (s.shared_ffn > 0) w.SetU32(a + ".expert_shared_feed_forward_length", static_cast<uint32_t>(s.shared_ffn));
+    if (s.shared_ffn > 0) {
+      w.SetU32(a + ".expert_shared_feed_forward_length", static_cast<uint32_t>(s.shared_ffn));
+    }
     if (s.leading_dense_layers > 0) {
       w.SetU32(a + ".leading_dense_block_count", static_cast<uint32_t>(s.leading_dense_layers));
     }
@@ -210,26 +212,28 @@ Status WriteSynthGguf(const SynthSpec& spec, const SynthOptions& o) {
   for (const SynthTensor& t : tensors) {
     const std::vector<int64_t>& shape = t.gguf_shape.empty() ? t.shape : t.gguf_shape;
     const DType dt = shape.size() == 1 ? DType::kF32 : GgufDType(t, o.dtype);
-    w.AddTensor(t.gguf_name, dt, shape, [&t, &spec, &o, &i, n, dt, shape]() -> StatusOr<std::vector<uint8_t>> {
-      synth_internal::ReportProgress(o.progress, ++i, n, t.gguf_name);
-      std::vector<float> v;
-      if (t.hf_parts.empty()) {
-        v = synth_internal::SynthValues(t, o.seed);
-      } else {  // stacked experts: the HF parts one after another
-        for (size_t p = 0; p < t.hf_parts.size(); ++p) {
-          const std::vector<float> part = synth_internal::SynthValues(synth_internal::StackedPart(t, p), o.seed);
-          v.insert(v.end(), part.begin(), part.end());
-        }
-      }
-      if (t.permute == SynthTensor::Permute::kMlaKB || t.permute == SynthTensor::Permute::kMlaVB) {
-        v = SplitMlaKvB(v, spec.heads, spec.qk_nope, spec.v_head, spec.kv_lora,
-                        t.permute == SynthTensor::Permute::kMlaKB);
-      } else if (t.permute != SynthTensor::Permute::kNone) {
-        const int64_t heads = t.permute == SynthTensor::Permute::kQ ? spec.heads : spec.kv_heads;
-        v = PermuteRowsForGgufRope(v, heads, spec.head_dim, t.shape.back());
-      }
-      return synth_internal::EncodeRows(v, dt, shape);
-    });
+    w.AddTensor(
+        t.gguf_name, dt, shape, [&t, &spec, &o, &i, n, dt, shape]() -> StatusOr<std::vector<uint8_t>> {
+          synth_internal::ReportProgress(o.progress, ++i, n, t.gguf_name);
+          std::vector<float> v;
+          if (t.hf_parts.empty()) {
+            v = synth_internal::SynthValues(t, o.seed);
+          } else {  // stacked experts: the HF parts one after another
+            for (size_t p = 0; p < t.hf_parts.size(); ++p) {
+              const std::vector<float> part =
+                  synth_internal::SynthValues(synth_internal::StackedPart(t, p), o.seed);
+              v.insert(v.end(), part.begin(), part.end());
+            }
+          }
+          if (t.permute == SynthTensor::Permute::kMlaKB || t.permute == SynthTensor::Permute::kMlaVB) {
+            v = SplitMlaKvB(v, spec.heads, spec.qk_nope, spec.v_head, spec.kv_lora,
+                            t.permute == SynthTensor::Permute::kMlaKB);
+          } else if (t.permute != SynthTensor::Permute::kNone) {
+            const int64_t heads = t.permute == SynthTensor::Permute::kQ ? spec.heads : spec.kv_heads;
+            v = PermuteRowsForGgufRope(v, heads, spec.head_dim, t.shape.back());
+          }
+          return synth_internal::EncodeRows(v, dt, shape);
+        });
   }
   return w.Write(o.out);
 }
@@ -260,12 +264,14 @@ StatusOr<SynthSpec> ResolveSynthSpec(const std::string& arch, const std::string&
   const bool deepseek = arch == "deepseek_v2" || arch == "deepseek_v3";
   const bool moe = arch == "mixtral" || arch == "qwen2_moe" || arch == "qwen3_moe" || deepseek;
   if (arch != "llama" && arch != "mistral" && arch != "qwen2" && arch != "qwen3" && !moe) {
-    return InvalidArgument("--arch: unknown architecture '" + arch +
-                           "' (llama, mistral, qwen2, qwen3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3)");
+    return InvalidArgument(
+        "--arch: unknown architecture '" + arch +
+        "' (llama, mistral, qwen2, qwen3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3)");
   }
   const bool deepseek_big = deepseek && (preset == "v2-lite" || preset == "v3-mini");
   if (deepseek && preset != "tiny" && preset != "tiny-hybrid-swa" && !deepseek_big) {
-    return InvalidArgument("--preset: the " + arch + " synth has the presets tiny, tiny-hybrid-swa, v2-lite, v3-mini");
+    return InvalidArgument("--preset: the " + arch +
+                           " synth has the presets tiny, tiny-hybrid-swa, v2-lite, v3-mini");
   }
   if (moe && !deepseek && preset != "tiny") {
     return InvalidArgument("--preset: the " + arch + " synth has only the 'tiny' preset");
@@ -341,7 +347,8 @@ StatusOr<SynthSpec> ResolveSynthSpec(const std::string& arch, const std::string&
     // HF form (layer_types); Mistral slides every layer, Llama none. DeepSeek
     // reads layer_types as a deepinfer extension (HF DeepSeek has no window).
     if (arch != "qwen2" && arch != "qwen3" && !deepseek) {
-      return InvalidArgument("--preset tiny-hybrid-swa needs --arch qwen2 or qwen3 (their HF configs carry layer_types)");
+      return InvalidArgument(
+          "--preset tiny-hybrid-swa needs --arch qwen2 or qwen3 (their HF configs carry layer_types)");
     }
     s.sliding_window = 16;
     s.sliding_layers = {true, false, true};
@@ -399,8 +406,8 @@ void AddMoeTensors(const SynthSpec& s, int64_t l, Add& add, std::vector<SynthTen
   for (const Mat& m : mats) {
     add("", gg + m.gguf + ".weight", {s.experts, m.rows, m.cols}, I::kProjection);
     for (int64_t e = 0; e < s.experts; ++e) {
-      out.back().hf_parts.push_back(hf + "experts." + std::to_string(e) + "." + (mixtral ? m.hf_mixtral : m.hf) +
-                                    ".weight");
+      out.back().hf_parts.push_back(hf + "experts." + std::to_string(e) + "." +
+                                    (mixtral ? m.hf_mixtral : m.hf) + ".weight");
     }
   }
   if (s.shared_experts > 0) {
@@ -412,7 +419,8 @@ void AddMoeTensors(const SynthSpec& s, int64_t l, Add& add, std::vector<SynthTen
   if (s.shared_ffn > 0) {
     add(hf + "shared_expert.gate_proj.weight", gg + "ffn_gate_shexp.weight", {s.shared_ffn, s.hidden},
         I::kProjection);
-    add(hf + "shared_expert.up_proj.weight", gg + "ffn_up_shexp.weight", {s.shared_ffn, s.hidden}, I::kProjection);
+    add(hf + "shared_expert.up_proj.weight", gg + "ffn_up_shexp.weight", {s.shared_ffn, s.hidden},
+        I::kProjection);
     add(hf + "shared_expert.down_proj.weight", gg + "ffn_down_shexp.weight", {s.hidden, s.shared_ffn},
         I::kProjection);
     add(hf + "shared_expert_gate.weight", gg + "ffn_gate_inp_shexp.weight", {1, s.hidden}, I::kProjection);
@@ -480,8 +488,9 @@ std::vector<SynthTensor> SynthTensors(const SynthSpec& s) {
   auto add = [&out, &s](std::string hf, std::string gguf, std::vector<int64_t> shape, I init,
                         P perm = P::kNone) {
     float stddev = 0.2f;  // norms (around 1) and biases
-    if (init == I::kProjection)
+    if (init == I::kProjection) {
       stddev = static_cast<float>(1.0 / std::sqrt(static_cast<double>(shape.back())));
+    }
     if (init == I::kEmbedding) {
       stddev = s.tie_embeddings ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.hidden))) : 1.0f;
     }
@@ -565,8 +574,9 @@ std::vector<float> SynthValues(const SynthTensor& t, uint64_t seed) {
   const uint64_t key = StreamKey(seed, t.hf_name);
   const float offset = t.init == SynthTensor::Init::kNorm ? 1.0f : 0.0f;
   ParallelRange(n, 1 << 16, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
+    for (int64_t i = begin; i < end; ++i) {
       v[static_cast<size_t>(i)] = offset + t.stddev * NormalFromKey(key, static_cast<uint64_t>(i));
+    }
   });
   return v;
 }
@@ -584,8 +594,8 @@ StatusOr<std::vector<uint8_t>> EncodeRows(const std::vector<float>& values, DTyp
   std::atomic<bool> ok{true};
   ParallelRange(rows, (1 << 16) / cols + 1, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      if (!QuantizeRow(dtype, &values[static_cast<size_t>(r * cols)], &out[static_cast<size_t>(r * row_bytes)],
-                       cols)) {
+      if (!QuantizeRow(dtype, &values[static_cast<size_t>(r * cols)],
+                       &out[static_cast<size_t>(r * row_bytes)], cols)) {
         ok = false;
       }
     }

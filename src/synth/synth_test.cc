@@ -139,12 +139,16 @@ TEST(Synth, TinyLlamaGgufAndHfAreTheSameModel) {
       const auto hf = Floats(*p.hf->FindTensor(hf_name));
       const auto gg = Floats(*g.FindTensor(gg_name));
       const int64_t heads = which[0] == 'q' ? 4 : 2;
-      for (int64_t h = 0; h < heads; ++h)
-        for (int64_t i = 0; i < d / 2; ++i)
-          for (int64_t s = 0; s < 2; ++s)
-            for (int64_t c = 0; c < 64; ++c)
+      for (int64_t h = 0; h < heads; ++h) {
+        for (int64_t i = 0; i < d / 2; ++i) {
+          for (int64_t s = 0; s < 2; ++s) {
+            for (int64_t c = 0; c < 64; ++c) {
               ASSERT_EQ(gg[((h * d + 2 * i + s) * 64) + c], hf[((h * d + s * d / 2 + i) * 64) + c])
                   << gg_name;
+            }
+          }
+        }
+      }
     }
   }
   const std::pair<const char*, const char*> same[] = {

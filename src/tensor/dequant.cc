@@ -232,8 +232,9 @@ void DequantizeRow(DType t, const void* src, float* dst, int64_t n) {
       for (int64_t i = 0; i < n; ++i) dst[i] = LoadF16(s + 2 * i);
       break;
     case DType::kBF16:
-      for (int64_t i = 0; i < n; ++i)
+      for (int64_t i = 0; i < n; ++i) {
         dst[i] = BF16ToF32(static_cast<uint16_t>(s[2 * i] | (s[2 * i + 1] << 8)));
+      }
       break;
     case DType::kQ8_0:
       DequantQ8_0(s, dst, blocks);

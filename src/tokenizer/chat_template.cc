@@ -63,8 +63,9 @@ StatusOr<std::string> ReadSmallFile(const fs::path& path) {
   std::error_code ec;
   const uintmax_t size = fs::file_size(path, ec);
   if (ec) return NotFound(path.string() + ": " + ec.message());
-  if (size > kMaxTemplateFileBytes)
+  if (size > kMaxTemplateFileBytes) {
     return InvalidArgument(path.string() + ": file too large for a chat template");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound(path.string() + ": cannot open");
   std::ostringstream ss;

@@ -86,8 +86,9 @@ StatusOr<TokenizerData> LoadGguf(const GgufFile& gguf) {
                              " entries for " + std::to_string(n) + " tokens");
     }
     data.types.reserve(n);
-    for (int64_t t : types)
+    for (int64_t t : types) {
       data.types.push_back(static_cast<TokenType>(t));  // Create maps unknown values to normal
+    }
   }
   if (data.kind == TokenizerKind::kByteLevelBpe) {
     DI_ASSIGN_OR_RETURN(data.merges, gguf.GetStringArray("tokenizer.ggml.merges"));

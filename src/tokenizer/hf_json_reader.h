@@ -16,7 +16,8 @@
 
 namespace deepinfer {
 
-// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's members make the implicit moves noexcept(false); nothing throws there
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's members make the implicit moves
+// noexcept(false); nothing throws there
 struct HfTokenizerJson {
   nlohmann::json rest;  // the document, with model.vocab / model.merges set to null when captured
   bool has_vocab = false;

@@ -53,6 +53,7 @@ class Fields {
     if (!it->is_boolean()) return Error(field.empty() ? key : field + "." + key, "expected true or false");
     return it->get<bool>();
   }
+
  private:
   std::string file_;
 };
@@ -239,8 +240,9 @@ Status ParseConfig(const std::string& path, TokenizerData* data) {
       for (size_t i = 0; i < tmpl->size(); ++i) {
         const json& entry = (*tmpl)[i];
         const std::string field = "chat_template[" + std::to_string(i) + "]";
-        if (!entry.is_object() || !entry.contains("template"))
+        if (!entry.is_object() || !entry.contains("template")) {
           return f.Error(field, "expected {name, template}");
+        }
         DI_ASSIGN_OR_RETURN(std::string text, f.String(entry["template"], field + ".template"));
         const bool is_default = entry.contains("name") && entry["name"] == "default";
         if (data->chat_template.empty() || is_default) data->chat_template = text;

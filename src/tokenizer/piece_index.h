@@ -32,8 +32,9 @@ class PieceIndex {
       if (piece.empty()) continue;
       const uint64_t h = Hash(piece);
       size_t i = h & mask_;
-      while (slots_[i].id >= 0 && !(slots_[i].tag == Tag(h) && (*pieces_)[slots_[i].id] == piece))
+      while (slots_[i].id >= 0 && !(slots_[i].tag == Tag(h) && (*pieces_)[slots_[i].id] == piece)) {
         i = (i + 1) & mask_;
+      }
       slots_[i] = Slot{static_cast<int32_t>(id), Tag(h)};
     }
   }

@@ -259,8 +259,9 @@ StatusOr<PreTokenizer> PreTokenizer::Create(const std::vector<PreTokenizerStep>&
       case PreTokenizerStep::Kind::kSplit:
         pattern = s.pattern;
         literal = s.pattern_is_literal;
-        if (pattern.empty())
+        if (pattern.empty()) {
           return InvalidArgument("pre-tokenizer step " + std::to_string(i) + ": empty pattern");
+        }
         break;
       case PreTokenizerStep::Kind::kDigits:
         pattern = s.individual_digits ? "\\p{N}" : "\\p{N}+";

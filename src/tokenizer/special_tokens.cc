@@ -12,8 +12,9 @@ SpecialTokenMatcher::SpecialTokenMatcher(const TokenizerData& data) {
   std::vector<uint32_t> node_of(pieces.size(), 0);  // id -> its terminal node (0: not matched)
   for (size_t id = 0; id < pieces.size(); ++id) {
     const TokenType type = types[id];
-    if (type != TokenType::kControl && type != TokenType::kUserDefined && type != TokenType::kUnknown)
+    if (type != TokenType::kControl && type != TokenType::kUserDefined && type != TokenType::kUnknown) {
       continue;
+    }
     const std::string& piece = pieces[id];
     if (piece.empty()) continue;
     uint32_t node = 0;

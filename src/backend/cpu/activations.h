@@ -61,9 +61,9 @@ struct Int8Activations {
   AlignedBuffer<int8_t> q;
   AlignedBuffer<float> d;
   AlignedBuffer<int32_t> sum;
-  AlignedBuffer<float> lanes_d;      // lanes 0-7: d[2p], lanes 8-15: d[2p+1]
+  AlignedBuffer<float> lanes_d;       // lanes 0-7: d[2p], lanes 8-15: d[2p+1]
   AlignedBuffer<int32_t> lanes_bias;  // lane 0 / 8: -offset * sum of the block, other lanes 0
-  AlignedBuffer<float> lanes_dsum;   // lane 0 / 8: d * sum of the block, other lanes 0
+  AlignedBuffer<float> lanes_dsum;    // lane 0 / 8: d * sum of the block, other lanes 0
   BlockGroups groups;
   AlignedBuffer<int8_t> group_q;
   AlignedBuffer<float> group_d;
@@ -95,7 +95,8 @@ void QuantizeToken(const float* x_t, int64_t t, Int8Activations* out);
 // partner (the pair layout). Templated so each ISA's file inlines its block
 // function under its own compiler flags.
 template <class QuantizeBlockFn>
-inline void QuantizeTokenBlocks(const float* x_t, int64_t t, Int8Activations* out, QuantizeBlockFn quantize_block) {
+inline void QuantizeTokenBlocks(const float* x_t, int64_t t, Int8Activations* out,
+                                QuantizeBlockFn quantize_block) {
   int8_t* q = out->q.data() + t * out->pairs * 64;
   float* d = out->d.data() + t * out->pairs * 2;
   int32_t* sum = out->sum.data() + t * out->pairs * 2;

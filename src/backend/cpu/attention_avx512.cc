@@ -26,7 +26,8 @@ namespace deepinfer::cpu {
 namespace {
 
 // The K and V rows of positions [p0, p0 + n) of this head.
-inline void TileRows(const PagedKvView& kv, int64_t p0, int64_t n, const float** k_rows, const float** v_rows) {
+inline void TileRows(const PagedKvView& kv, int64_t p0, int64_t n, const float** k_rows,
+                     const float** v_rows) {
   int64_t j = 0;
   ForEachKvRow(kv, p0, n, [&](const float* k, const float* v) {
     k_rows[j] = k;
@@ -167,9 +168,10 @@ void AttendKeysAvx512(const AttentionQuery& q, const PagedKvView& kv, int64_t be
       for (int64_t j = 0; j < n; j += 8) {
         __m512 dots[8];
         DotLanes8(qi, k_rows + j, hd, dots);
-        _mm_store_ps(sc + j, _mm_mul_ps(SumLanes4(dots[0], dots[1], dots[2], dots[3]), _mm512_castps512_ps128(scale)));
-        _mm_store_ps(sc + j + 4,
-                     _mm_mul_ps(SumLanes4(dots[4], dots[5], dots[6], dots[7]), _mm512_castps512_ps128(scale)));
+        _mm_store_ps(
+            sc + j, _mm_mul_ps(SumLanes4(dots[0], dots[1], dots[2], dots[3]), _mm512_castps512_ps128(scale)));
+        _mm_store_ps(sc + j + 4, _mm_mul_ps(SumLanes4(dots[4], dots[5], dots[6], dots[7]),
+                                            _mm512_castps512_ps128(scale)));
       }
     }
     const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
@@ -199,7 +201,8 @@ void AttendKeysAvx512(const AttentionQuery& q, const PagedKvView& kv, int64_t be
       const __m512 corr = _mm512_set1_ps(correction[i]);
       for (int64_t off = 0; off < hd; off += 128) {  // 8 chunks (16 accumulators) at a time
         const int64_t width = std::min<int64_t>(128, hd - off);
-        kAccumulate[(width + 15) / 16 - 1](acc + off, width, scores + i * kAttentionKeyTile, v_rows, off, n, corr);
+        kAccumulate[(width + 15) / 16 - 1](acc + off, width, scores + i * kAttentionKeyTile, v_rows, off, n,
+                                           corr);
       }
     }
   }

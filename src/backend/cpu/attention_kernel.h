@@ -43,7 +43,8 @@ inline void ForEachKvRow(const PagedKvView& kv, int64_t p0, int64_t n, F&& f) {
   int64_t block = p0 / kv.block_size, slot = p0 % kv.block_size;
   for (int64_t j = 0; j < n; ++j) {
     const int64_t b = kv.block_table[block];
-    f(kv.k + b * kv.block_stride + slot * kv.slot_stride, kv.v + b * kv.v_block_stride + slot * kv.v_slot_stride);
+    f(kv.k + b * kv.block_stride + slot * kv.slot_stride,
+      kv.v + b * kv.v_block_stride + slot * kv.v_slot_stride);
     if (++slot == kv.block_size) {
       slot = 0;
       ++block;
@@ -70,7 +71,8 @@ struct AttentionQuery {
 void ResetAttentionState(int64_t n_q, int64_t head_dim, AttentionState s);
 
 // Folds keys [begin, end) (begin < end) into `state` with the active ISA.
-void AttendKeys(const AttentionQuery& q, const PagedKvView& kv, int64_t begin, int64_t end, AttentionState state);
+void AttendKeys(const AttentionQuery& q, const PagedKvView& kv, int64_t begin, int64_t end,
+                AttentionState state);
 // The portable version; the reference the SIMD version is tested against.
 void AttendKeysScalar(const AttentionQuery& q, const PagedKvView& kv, int64_t begin, int64_t end,
                       AttentionState state);

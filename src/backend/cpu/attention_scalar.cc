@@ -56,7 +56,8 @@ void AttendKeysScalar(const AttentionQuery& q, const PagedKvView& kv, int64_t be
   }
 }
 
-void AttendKeys(const AttentionQuery& q, const PagedKvView& kv, int64_t begin, int64_t end, AttentionState state) {
+void AttendKeys(const AttentionQuery& q, const PagedKvView& kv, int64_t begin, int64_t end,
+                AttentionState state) {
   static const bool avx512 = ActiveIsa() == Isa::kAvx512;
   if (avx512) {
     AttendKeysAvx512(q, kv, begin, end, state);

@@ -19,8 +19,8 @@ namespace {
 
 struct Layout {
   int64_t block_size, num_blocks, kv_heads, head_dim;
-  std::vector<float> k, v;         // [block][slot][kv_head][head_dim]
-  std::vector<int32_t> table;      // a random permutation of the blocks
+  std::vector<float> k, v;     // [block][slot][kv_head][head_dim]
+  std::vector<int32_t> table;  // a random permutation of the blocks
   PagedKvView View(int64_t kv_head) const {
     PagedKvView view;
     view.k = k.data() + kv_head * head_dim;
@@ -36,12 +36,13 @@ struct Layout {
   const float* K(int64_t kv_head, int64_t pos) const { return View(kv_head).k + Offset(pos); }
   const float* V(int64_t kv_head, int64_t pos) const { return View(kv_head).v + Offset(pos); }
   int64_t Offset(int64_t pos) const {
-    return table[pos / block_size] * block_size * kv_heads * head_dim + (pos % block_size) * kv_heads * head_dim;
+    return table[pos / block_size] * block_size * kv_heads * head_dim +
+           (pos % block_size) * kv_heads * head_dim;
   }
 };
 
-Layout MakeLayout(std::mt19937& rng, int64_t block_size, int64_t positions, int64_t kv_heads, int64_t head_dim,
-                  float spread) {
+Layout MakeLayout(std::mt19937& rng, int64_t block_size, int64_t positions, int64_t kv_heads,
+                  int64_t head_dim, float spread) {
   Layout l{block_size, (positions + block_size - 1) / block_size + 3, kv_heads, head_dim, {}, {}, {}};
   std::normal_distribution<float> n(0.0f, spread);
   l.k.resize(l.num_blocks * block_size * kv_heads * head_dim);
@@ -68,16 +69,17 @@ std::vector<double> Reference(const Layout& l, int64_t kv_head, const float* q, 
   double sum = 0;
   for (double& x : s) sum += (x = std::exp(x - m));
   std::vector<double> out(hd, 0.0);
-  for (int64_t j = begin; j < end; ++j)
+  for (int64_t j = begin; j < end; ++j) {
     for (int64_t d = 0; d < hd; ++d) out[d] += s[j - begin] / sum * l.V(kv_head, j)[d];
+  }
   return out;
 }
 
 using Kernel = void (*)(const AttentionQuery&, const PagedKvView&, int64_t, int64_t, AttentionState);
 
 // Runs `kernel` over [begin, end), cut at `cuts` (merged in order); returns f32 [n_q, hd].
-std::vector<float> RunKernel(Kernel kernel, const Layout& l, int64_t kv_head, const float* q, int64_t n_q, float scale,
-                       std::vector<int64_t> bounds) {
+std::vector<float> RunKernel(Kernel kernel, const Layout& l, int64_t kv_head, const float* q, int64_t n_q,
+                             float scale, std::vector<int64_t> bounds) {
   const int64_t hd = l.head_dim;
   std::vector<float> acc(n_q * hd), mx(n_q), sum(n_q), acc2(n_q * hd), mx2(n_q), sum2(n_q), out(n_q * hd);
   AttentionState a{mx.data(), sum.data(), acc.data()}, b{mx2.data(), sum2.data(), acc2.data()};
@@ -125,8 +127,8 @@ TEST(AttentionKernel, MatchesTwoPassReferenceOnRandomShapes) {
         const std::vector<double> ref = Reference(l, head, q.data() + i * hd, scale, begin, end);
         for (int64_t d = 0; d < hd; ++d) {
           ASSERT_NEAR(got[i * hd + d], ref[d], 2e-5 * (1 + std::abs(ref[d])))
-              << "trial " << trial << " head_dim " << hd << " block " << bs << " range [" << begin << ", " << end
-              << ") q " << i << " d " << d << (kernel == &AttendKeysScalar ? " scalar" : " avx512");
+              << "trial " << trial << " head_dim " << hd << " block " << bs << " range [" << begin << ", "
+              << end << ") q " << i << " d " << d << (kernel == &AttendKeysScalar ? " scalar" : " avx512");
         }
       }
     }

@@ -62,14 +62,18 @@ void TilePart(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t kb, int64_t k
   const uint16_t* xs[T];
   for (int t = 0; t < T; ++t) xs[t] = a.xb + (t0 + t) * a.xb_stride;
   __m512 acc[R][T];
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_load_ps(reinterpret_cast<const float*>(acc_mem + r * T + t));
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) {
+      acc[r][t] = _mm512_load_ps(reinterpret_cast<const float*>(acc_mem + r * T + t));
+    }
+  }
   for (int64_t i = kb; i < full; i += 32) {
     __m512bh w[R];
     for (int r = 0; r < R; ++r) w[r] = AsBf16(_mm512_loadu_si512(rows[r] + 2 * i));
     if constexpr (T == 1) {  // GEMV streams weights from DRAM: ask 8 lines ahead per row
-      for (int r = 0; r < R; ++r)
+      for (int r = 0; r < R; ++r) {
         _mm_prefetch(reinterpret_cast<const char*>(rows[r] + 2 * i + kPrefetchBytes), _MM_HINT_T0);
+      }
     }
     for (int t = 0; t < T; ++t) {
       const __m512bh x = AsBf16(_mm512_load_si512(xs[t] + i));
@@ -85,8 +89,9 @@ void TilePart(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t kb, int64_t k
       for (int r = 0; r < R; ++r) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], w[r], x);
     }
   }
-  for (int r = 0; r < R; ++r)
+  for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) _mm512_store_ps(reinterpret_cast<float*>(acc_mem + r * T + t), acc[r][t]);
+  }
 }
 
 // y (+ bias) of the R x T tile at (r0, t0) from its finished accumulators.
@@ -155,8 +160,9 @@ void KBlockedRows(const MatMulArgs& a, int64_t b0, int64_t b1, int64_t t0) {
   constexpr int R = kGemmRows, T = kGemmTokens;
   alignas(64) __m512 acc[kKBlockedRowBlock / R][R * T];
   const int tiles = static_cast<int>((b1 - b0) / R);
-  for (int i = 0; i < tiles; ++i)
+  for (int i = 0; i < tiles; ++i) {
     for (int j = 0; j < R * T; ++j) acc[i][j] = _mm512_setzero_ps();
+  }
   for (int64_t kb = 0; kb < a.k; kb += kKBlock) {
     const int64_t ke = std::min(a.k, kb + kKBlock);
     for (int i = 0; i < tiles; ++i) TilePart<R, T>(a, b0 + i * R, t0, kb, ke, acc[i]);

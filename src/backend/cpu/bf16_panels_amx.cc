@@ -37,9 +37,11 @@
 namespace deepinfer::cpu {
 namespace {
 
-constexpr TileConfig kBf16Config = {
-    1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0},
-    {16, 16, 16, 16, 16, 16, 16, 16, 0, 0, 0, 0, 0, 0, 0, 0}};
+constexpr TileConfig kBf16Config = {1,
+                                    0,
+                                    {},
+                                    {64, 64, 64, 64, 64, 64, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0},
+                                    {16, 16, 16, 16, 16, 16, 16, 16, 0, 0, 0, 0, 0, 0, 0, 0}};
 
 constexpr int64_t kChunkPairs = 16;  // K-pairs per tile operand
 
@@ -160,9 +162,9 @@ void Bf16PanelsAmx(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   for (int64_t p = p_begin; p < p_end; p += 2) {
     const bool two_panels = p + 1 < p_end;
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += 32) {
-      const TokenRows tok[2] = {
-          TokensAt(c, t0, s.pad[0]),
-          t0 + 16 < a.n_tokens ? TokensAt(c, t0 + 16, s.pad[1]) : TokenRows{nullptr, 0, 0}};
+      const TokenRows tok[2] = {TokensAt(c, t0, s.pad[0]), t0 + 16 < a.n_tokens
+                                                               ? TokensAt(c, t0 + 16, s.pad[1])
+                                                               : TokenRows{nullptr, 0, 0}};
       const bool two_tiles = tok[1].count > 0;
       if (two_tiles && two_panels) {
         Block<2, 2>(c, tok, t0, p, s.cbuf.data(), s.tail.data());

@@ -88,8 +88,9 @@ void TilePart(const Panels& g, int64_t p0, int64_t t0, int64_t ib, int64_t ie, _
   const uint16_t* x[T];
   for (int t = 0; t < T; ++t) x[t] = g.Token(t0 + t);
   __m512 acc[P][T];
-  for (int p = 0; p < P; ++p)
+  for (int p = 0; p < P; ++p) {
     for (int t = 0; t < T; ++t) acc[p][t] = acc_mem[t * stride + p];
+  }
   for (int64_t i = ib; i < ie; ++i) {
     __m512bh wv[P];
     for (int p = 0; p < P; ++p) wv[p] = AsBf16(_mm512_load_si512(w[p] + 64 * i));
@@ -104,12 +105,14 @@ void TilePart(const Panels& g, int64_t p0, int64_t t0, int64_t ib, int64_t ie, _
     }
   }
   if (last != nullptr) {
-    for (int p = 0; p < P; ++p)
+    for (int p = 0; p < P; ++p) {
       for (int t = 0; t < T; ++t) StoreRows(*last, p0 + p, t0 + t, acc[p][t]);
+    }
     return;
   }
-  for (int p = 0; p < P; ++p)
+  for (int p = 0; p < P; ++p) {
     for (int t = 0; t < T; ++t) acc_mem[t * stride + p] = acc[p][t];
+  }
 }
 
 // Pairs [ib, ie) of panels [b0, b1) x tokens [t0, t0 + T): P-panel tiles,

@@ -37,13 +37,26 @@ std::vector<float> AwkwardTokens(std::mt19937& rng, int64_t k, int64_t n_tokens)
         blk[1] = -0.49999997f;
         blk[2] = -0.0f;
         break;
-      case 1: blk[index(rng)] = nan; break;
-      case 2: blk[index(rng)] = -inf; break;
-      case 3: for (int i = 0; i < 32; ++i) blk[i] = 0.0f; break;
-      case 4: for (int i = 0; i < 32; ++i) blk[i] *= 1e-41f; break;  // subnormal: d underflows
-      case 5: for (int i = 0; i < 32; ++i) blk[i] *= 3e37f; break;   // near the top of the range
-      case 6: for (int i = 0; i < 32; ++i) blk[i] = nan; break;
-      default: break;
+      case 1:
+        blk[index(rng)] = nan;
+        break;
+      case 2:
+        blk[index(rng)] = -inf;
+        break;
+      case 3:
+        for (int i = 0; i < 32; ++i) blk[i] = 0.0f;
+        break;
+      case 4:
+        for (int i = 0; i < 32; ++i) blk[i] *= 1e-41f;
+        break;  // subnormal: d underflows
+      case 5:
+        for (int i = 0; i < 32; ++i) blk[i] *= 3e37f;
+        break;  // near the top of the range
+      case 6:
+        for (int i = 0; i < 32; ++i) blk[i] = nan;
+        break;
+      default:
+        break;
     }
   }
   return x;

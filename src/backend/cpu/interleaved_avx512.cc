@@ -100,8 +100,9 @@ void GroupTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
     xb[t] = xq.group_bias.data() + (t0 + t) * xq.GroupLaneStride();
   }
   __m512 acc[R][T];
-  for (int r = 0; r < R; ++r)
+  for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
 
   for (int64_t g = 0; g < full; ++g) {
     const uint8_t* wg[R];
@@ -119,8 +120,11 @@ void GroupTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
           for (int64_t l = 0; l < kFullBytes; l += 64) _mm_prefetch(next + l, _MM_HINT_T0);
         }
         if (g == 0) {
-          const char* next_scales = reinterpret_cast<const char*>(ws[r]) + prefetch.tiles_ahead * R * a.row_bytes;
-          for (int64_t l = 0; l < xq.GroupLaneStride() * 2; l += 64) _mm_prefetch(next_scales + l, _MM_HINT_T0);
+          const char* next_scales =
+              reinterpret_cast<const char*>(ws[r]) + prefetch.tiles_ahead * R * a.row_bytes;
+          for (int64_t l = 0; l < xq.GroupLaneStride() * 2; l += 64) {
+            _mm_prefetch(next_scales + l, _MM_HINT_T0);
+          }
         }
       }
     }
@@ -159,8 +163,9 @@ void GroupTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
       }
     }
     if constexpr (kSplit) {
-      for (int r = 0; r < R; ++r)
+      for (int r = 0; r < R; ++r) {
         for (int t = 0; t < T; ++t) isum[r][t] = _mm512_add_epi32(isum[r][t], isum2[r][t]);
+      }
     }
     __m512 dx[T];
     for (int t = 0; t < T; ++t) dx[t] = _mm512_load_ps(xd[t] + g * kGroupBlocks);
@@ -190,7 +195,8 @@ void GroupTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
       }
     }
     for (int r = 0; r < R; ++r) {
-      const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(ws[r] + full * kGroupBlocks)));
+      const __m256 dw =
+          _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(ws[r] + full * kGroupBlocks)));
       for (int t = 0; t < T; ++t) {
         const __m256 scale = _mm256_mul_ps(dw, _mm256_load_ps(xd[t] + full * kGroupBlocks));
         acc[r][t] = _mm512_mask3_fmadd_ps(_mm512_castps256_ps512(_mm256_cvtepi32_ps(isum[r][t])),

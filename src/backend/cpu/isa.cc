@@ -13,9 +13,12 @@ namespace deepinfer::cpu {
 
 const char* IsaName(Isa isa) {
   switch (isa) {
-    case Isa::kScalar: return "scalar";
-    case Isa::kAvx2: return "avx2";
-    case Isa::kAvx512: return "avx512";
+    case Isa::kScalar:
+      return "scalar";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
   }
   return "?";
 }
@@ -41,7 +44,8 @@ bool CpuHasF16c() {
 bool CpuSupports(Isa isa) {
 #if defined(__x86_64__) || defined(__i386__)
   switch (isa) {
-    case Isa::kScalar: return true;
+    case Isa::kScalar:
+      return true;
     case Isa::kAvx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuHasF16c();
     case Isa::kAvx512:

@@ -61,17 +61,17 @@ struct MatMulArgs {
   const uint8_t* w = nullptr;  // [n_rows] rows of row_bytes, file layout (any alignment)
   int64_t row_bytes = 0;
   int64_t k = 0;
-  int64_t n_rows = 0;    // N; also the stride of y
+  int64_t n_rows = 0;  // N; also the stride of y
   int64_t n_tokens = 0;
-  const float* x = nullptr;                // f32 [n_tokens, k] (float weight types)
-  const Int8Activations* xq = nullptr;     // quantized weight types
+  const float* x = nullptr;             // f32 [n_tokens, k] (float weight types)
+  const Int8Activations* xq = nullptr;  // quantized weight types
   // BF16 weights: the activations rounded once per call (RoundTokenToBf16),
   // bf16 [n_tokens, xb_stride], xb_stride a multiple of 32 (64 bytes), rows
   // 64-byte aligned, zero from k to xb_stride.
   const uint16_t* xb = nullptr;
   int64_t xb_stride = 0;
-  const float* bias = nullptr;             // [n_rows] or null
-  float* y = nullptr;                      // f32 [n_tokens, n_rows]
+  const float* bias = nullptr;  // [n_rows] or null
+  float* y = nullptr;           // f32 [n_tokens, n_rows]
 };
 
 using RowRangeKernel = void (*)(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
@@ -95,22 +95,34 @@ struct KernelSet {
 
   RowRangeKernel For(DType t) const {
     switch (t) {
-      case DType::kF32: return f32;
-      case DType::kF16: return f16;
-      case DType::kBF16: return bf16;
-      case DType::kQ8_0: return q8_0;
-      case DType::kQ4_0: return q4_0;
-      case DType::kQ4_K: return q4_k;
-      default: return nullptr;
+      case DType::kF32:
+        return f32;
+      case DType::kF16:
+        return f16;
+      case DType::kBF16:
+        return bf16;
+      case DType::kQ8_0:
+        return q8_0;
+      case DType::kQ4_0:
+        return q4_0;
+      case DType::kQ4_K:
+        return q4_k;
+      default:
+        return nullptr;
     }
   }
   RowRangeKernel ForPacked(DType t) const {
     switch (t) {
-      case DType::kQ8_0: return q8_0_packed;
-      case DType::kQ4_0: return q4_0_packed;
-      case DType::kQ4_K: return q4_k_packed;
-      case DType::kBF16: return bf16_packed;
-      default: return nullptr;
+      case DType::kQ8_0:
+        return q8_0_packed;
+      case DType::kQ4_0:
+        return q4_0_packed;
+      case DType::kQ4_K:
+        return q4_k_packed;
+      case DType::kBF16:
+        return bf16_packed;
+      default:
+        return nullptr;
     }
   }
 };

@@ -101,7 +101,8 @@ void QuantRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 // 8 weights widened to f32.
 inline __m256 LoadWeights8(DType dtype, const uint8_t* row, int64_t i) {
   switch (dtype) {
-    case DType::kF32: return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i);
+    case DType::kF32:
+      return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i);
     case DType::kF16:
       return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i)));
     default:  // BF16

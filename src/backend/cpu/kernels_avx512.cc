@@ -36,9 +36,7 @@ inline float Half(const uint8_t* p) {
 }
 
 // a in lanes 0-7, b in lanes 8-15: one factor per 32-block of a block pair.
-inline __m512 Halves(float a, float b) {
-  return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
-}
+inline __m512 Halves(float a, float b) { return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1); }
 
 // A block pair of one weight row: 64 unsigned 4/8-bit values in natural
 // element order, the per-block scales, and (Q4_K) the per-block minimums.
@@ -143,7 +141,9 @@ struct PackedQ4_KFormat {
     return {_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), ScalePair(scales, p),
             ScalePair(scales + 2 * pairs, p)};
   }
-  static WeightPair Single(const uint8_t* row, const float* scales, int64_t p) { return Pair(row, scales, p); }
+  static WeightPair Single(const uint8_t* row, const float* scales, int64_t p) {
+    return Pair(row, scales, p);
+  }
 };
 
 template <class Format, int R, int T>
@@ -167,12 +167,15 @@ void QuantTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
     xdsum[t] = Format::kHasMin ? xq.lanes_dsum.data() + (t0 + t) * pairs * 16 : nullptr;
   }
   __m512 acc[R][T];
-  for (int r = 0; r < R; ++r)
+  for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
 
   for (int64_t p = 0; p < pairs; ++p) {
     WeightPair w[R];
-    for (int r = 0; r < R; ++r) w[r] = p < full_pairs ? Format::Pair(rows[r], scales[r], p) : Format::Single(rows[r], scales[r], p);
+    for (int r = 0; r < R; ++r) {
+      w[r] = p < full_pairs ? Format::Pair(rows[r], scales[r], p) : Format::Single(rows[r], scales[r], p);
+    }
     for (int t = 0; t < T; ++t) {
       const __m512i x = _mm512_load_si512(xs[t] + p * 64);
       const __m512i bias = _mm512_load_si512(xbias[t] + p * 16);
@@ -221,8 +224,9 @@ void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
   const float* xs[T];
   for (int t = 0; t < T; ++t) xs[t] = a.x + (t0 + t) * k;
   __m512 acc[R][T];
-  for (int r = 0; r < R; ++r)
+  for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
   int64_t i = 0;
   for (; i + 16 <= k; i += 16) {
     __m512 w[R];
@@ -252,12 +256,16 @@ void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
 template <class Format>
 struct QuantKernel {
   template <int R, int T>
-  static void Tile(const MatMulArgs& a, int64_t r0, int64_t t0) { QuantTile<Format, R, T>(a, r0, t0); }
+  static void Tile(const MatMulArgs& a, int64_t r0, int64_t t0) {
+    QuantTile<Format, R, T>(a, r0, t0);
+  }
 };
 template <class Format>
 struct FloatKernel {
   template <int R, int T>
-  static void Tile(const MatMulArgs& a, int64_t r0, int64_t t0) { FloatTile<Format, R, T>(a, r0, t0); }
+  static void Tile(const MatMulArgs& a, int64_t r0, int64_t t0) {
+    FloatTile<Format, R, T>(a, r0, t0);
+  }
 };
 
 // Loop order: blocks of kRowBlock rows (their weights stay in L1/L2), then
@@ -289,7 +297,7 @@ void RowRange(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 // token does not know which layout the matrix it meets is in; each costs a
 // few instructions per block against K * N / 64 vpdpbusd of the matmul.
 void Prepare(Int8Activations* xq, DType dtype, int64_t t) {
-  const int32_t offset = dtype == DType::kQ8_0 ? Q8_0Format::kOffset
+  const int32_t offset = dtype == DType::kQ8_0   ? Q8_0Format::kOffset
                          : dtype == DType::kQ4_0 ? Q4_0Format::kOffset
                                                  : Q4_KFormat::kOffset;
   const bool need_dsum = dtype == DType::kQ4_K;
@@ -300,11 +308,13 @@ void Prepare(Int8Activations* xq, DType dtype, int64_t t) {
   const __m512i neg_offset = _mm512_set1_epi32(-offset);
   for (int64_t p = 0; p < xq->pairs; ++p) {
     const size_t base = static_cast<size_t>((t * xq->pairs + p) * 16);
-    const __m512 d2 = _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(d + 2 * p))));
+    const __m512 d2 =
+        _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(d + 2 * p))));
     const __m512i s2 = _mm512_castsi128_si512(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sum + 2 * p)));
     _mm512_store_ps(xq->lanes_d.data() + base, _mm512_permutexvar_ps(halves, d2));
-    _mm512_store_si512(xq->lanes_bias.data() + base,
-                       _mm512_maskz_permutexvar_epi32(kFirstLanes, halves, _mm512_mullo_epi32(s2, neg_offset)));
+    _mm512_store_si512(
+        xq->lanes_bias.data() + base,
+        _mm512_maskz_permutexvar_epi32(kFirstLanes, halves, _mm512_mullo_epi32(s2, neg_offset)));
     if (need_dsum) {
       const __m512 dsum = _mm512_mul_ps(d2, _mm512_cvtepi32_ps(s2));
       _mm512_store_ps(xq->lanes_dsum.data() + base, _mm512_maskz_permutexvar_ps(kFirstLanes, halves, dsum));

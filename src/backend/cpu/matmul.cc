@@ -23,9 +23,12 @@ constexpr size_t kMaxSharedTargets = 4;
 const KernelSet& KernelsFor(Isa isa) {
   DI_CHECK(CpuSupports(isa));
   switch (isa) {
-    case Isa::kAvx512: return Avx512Kernels();
-    case Isa::kAvx2: return Avx2Kernels();
-    case Isa::kScalar: break;
+    case Isa::kAvx512:
+      return Avx512Kernels();
+    case Isa::kAvx2:
+      return Avx2Kernels();
+    case Isa::kScalar:
+      break;
   }
   return ScalarKernels();
 }
@@ -113,7 +116,8 @@ void PrepareActivations(const KernelSet& kernels, const float* x, int64_t n_toke
     const int64_t stride = RoundUp(k, 32);
     bf16_scratch.Resize(static_cast<size_t>(n_tokens * stride));
     uint16_t* xb = bf16_scratch.data();
-    ForEachToken(n_tokens, pool, [&](int64_t t) { kernels.round_bf16(x + t * k, k, stride, xb + t * stride); });
+    ForEachToken(n_tokens, pool,
+                 [&](int64_t t) { kernels.round_bf16(x + t * k, k, stride, xb + t * stride); });
     args.xb = xb;
     args.xb_stride = stride;
   }

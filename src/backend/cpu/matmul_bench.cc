@@ -92,14 +92,21 @@ int main(int argc, char** argv) {
   std::string types = "f32,f16,bf16,q8_0,q4_0,q4_k";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--rows") rows = std::atoll(value.c_str());
-    else if (flag == "--k") k = std::atoll(value.c_str());
-    else if (flag == "--tokens") tokens = std::atoll(value.c_str());
-    else if (flag == "--threads") threads = std::atoi(value.c_str());
-    else if (flag == "--seconds") seconds = std::atof(value.c_str());
-    else if (flag == "--types") types = value;
-    else if (flag == "--packed") packed = value != "0";
-    else if (flag == "--isa") {
+    if (flag == "--rows") {
+      rows = std::atoll(value.c_str());
+    } else if (flag == "--k") {
+      k = std::atoll(value.c_str());
+    } else if (flag == "--tokens") {
+      tokens = std::atoll(value.c_str());
+    } else if (flag == "--threads") {
+      threads = std::atoi(value.c_str());
+    } else if (flag == "--seconds") {
+      seconds = std::atof(value.c_str());
+    } else if (flag == "--types") {
+      types = value;
+    } else if (flag == "--packed") {
+      packed = value != "0";
+    } else if (flag == "--isa") {
       auto parsed = IsaFromName(value);
       if (!parsed || !CpuSupports(*parsed)) {
         std::fprintf(stderr, "unsupported --isa %s\n", value.c_str());

@@ -98,7 +98,7 @@ TEST(MatMulSharedTest, MixedShapesAndTypesFallBackToSeparateCalls) {
   std::mt19937 rng(11);
   ThreadPool pool(2);
   const Weights a = RandomWeights(rng, DType::kQ8_0, 40, 256);
-  const Weights b = RandomWeights(rng, DType::kQ4_0, 24, 256);   // other type
+  const Weights b = RandomWeights(rng, DType::kQ4_0, 24, 256);  // other type
   const Weights c = RandomWeights(rng, DType::kQ8_0, 16, 256);
   for (Isa isa : SupportedIsas()) {
     ExpectSharedEqualsSeparate(isa, {{a.view}, {b.view}, {c.view}}, 3, pool, rng);

@@ -30,7 +30,7 @@ struct Matrix {
   std::vector<uint8_t> bytes;
   TensorView view;                       // the file layout, or (after UsePacked) the packed copy
   const PackedLayout* packed = nullptr;  // the packed copy's layout, else null
-  std::vector<float> dense;  // dequantized, [n_rows, k]
+  std::vector<float> dense;              // dequantized, [n_rows, k]
   // Q4_K: a bound on the per-row minimum term dmin * m (0 for other types),
   // which enters the error scale because it can cancel against d * sc * q.
   std::vector<float> min_bound;
@@ -103,7 +103,12 @@ std::vector<Shape> ShapesFor(DType t) {
     // 40, 72, 1000, 31), 8-row GEMV tiles, 4 x 6 GEMM tiles and one tile of
     // the 1..5 leftover tokens (4, 10, 11, 25 tokens), 16-row tasks (37, 21 rows).
     shapes.insert(shapes.end(),
-                  {{7, 40, 4}, {21, 72, 10}, {13, 1000, 11}, {37, 64, 25}, {9, 31, 1}, {21, 2048, 1},
+                  {{7, 40, 4},
+                   {21, 72, 10},
+                   {13, 1000, 11},
+                   {37, 64, 25},
+                   {9, 31, 1},
+                   {21, 2048, 1},
                    {37, 4100, 13}});  // K > 2048: the K-blocked GEMM (1024-element parts, tail in the last)
   }
   return shapes;
@@ -120,7 +125,8 @@ float RoundToBf16Reference(float x) {
   return static_cast<float>(std::ldexp(std::nearbyint(std::ldexp(m, 8)), e - 8));
 }
 
-const DType kKernelTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K};
+const DType kKernelTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16,
+                              DType::kQ8_0, DType::kQ4_0, DType::kQ4_K};
 
 std::vector<Isa> SupportedIsas() {
   std::vector<Isa> out;
@@ -138,7 +144,7 @@ void UsePacked(PackedWeights& packer, Matrix& m) {
 }
 
 std::vector<float> RunMatMul(Isa isa, const Matrix& m, const std::vector<float>& x, int64_t n_tokens,
-                       const float* bias, int threads) {
+                             const float* bias, int threads) {
   ThreadPool pool(threads);
   std::vector<float> y(static_cast<size_t>(n_tokens * m.view.rows()), -1.0f);
   MatMulWithIsa(isa, m.view, m.packed, x.data(), n_tokens, bias, y.data(), pool);
@@ -236,9 +242,9 @@ TEST(MatMulTest, ResultsAreBatchAndThreadInvariant) {
   };
   // BF16 also at K = 1000 (31 full 32-element chunks and a masked tail) and
   // K = 4100 (the K-blocked GEMM against GEMV and the unblocked leftover tile).
-  const Case cases[] = {{DType::kF32, 45},  {DType::kF16, 45},  {DType::kBF16, 45},  {DType::kBF16, 1000},
-                        {DType::kBF16, 4100},
-                        {DType::kQ8_0, 96}, {DType::kQ4_0, 96}, {DType::kQ4_K, 512}, {DType::kQ6_K, 512}};
+  const Case cases[] = {{DType::kF32, 45},    {DType::kF16, 45},    {DType::kBF16, 45},
+                        {DType::kBF16, 1000}, {DType::kBF16, 4100}, {DType::kQ8_0, 96},
+                        {DType::kQ4_0, 96},   {DType::kQ4_K, 512},  {DType::kQ6_K, 512}};
   for (Isa isa : SupportedIsas()) {
     for (const auto [t, k] : cases) {
       const int64_t n_rows = 37, n_tokens = 11;
@@ -327,16 +333,18 @@ TEST(MatMulTest, PackedWeightsMatchFileLayout) {
           double products = std::fabs(bias[r]);
           for (int64_t b = 0; b < s.k / 32; ++b) {
             double amax = 0.0;
-            for (int i = 0; i < 32; ++i) amax = std::max(amax, static_cast<double>(std::fabs(xt[b * 32 + i])));
             for (int i = 0; i < 32; ++i) {
-              products += std::fabs(m.dense[r * s.k + b * 32 + i]) * (std::fabs(xt[b * 32 + i]) + amax / 254.0);
+              amax = std::max(amax, static_cast<double>(std::fabs(xt[b * 32 + i])));
+            }
+            for (int i = 0; i < 32; ++i) {
+              products +=
+                  std::fabs(m.dense[r * s.k + b * 32 + i]) * (std::fabs(xt[b * 32 + i]) + amax / 254.0);
             }
           }
           const double tol = 2.0 * (static_cast<double>(s.k) / 64.0 + 5.0) * 0x1p-24 * products;
           const size_t idx = static_cast<size_t>(tok * s.n_rows + r);
-          ASSERT_NEAR(y[idx], expected[idx], tol)
-              << DTypeName(t) << " n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens << " r=" << r
-              << " t=" << tok;
+          ASSERT_NEAR(y[idx], expected[idx], tol) << DTypeName(t) << " n=" << s.n_rows << " k=" << s.k
+                                                  << " tokens=" << s.n_tokens << " r=" << r << " t=" << tok;
         }
       }
     }
@@ -386,9 +394,9 @@ TEST(MatMulTest, Bf16PanelLayout) {
 TEST(MatMulTest, PackedBf16MatchesScalar) {
   if (!PacksType(ActiveIsa(), DType::kBF16)) GTEST_SKIP() << "the active ISA does not pack BF16";
   std::mt19937 rng(8);
-  std::vector<Shape> shapes = {{1, 1, 1},      {17, 5, 64},    {33, 40, 13}, {16, 72, 64},  {37, 1000, 2},
-                               {64, 1001, 64}, {130, 31, 7},   {17, 33, 1},  {33, 4100, 64}, {17, 4101, 3},
-                               {1, 2048, 64},  {64, 2048, 12}};
+  std::vector<Shape> shapes = {{1, 1, 1},      {17, 5, 64},    {33, 40, 13},  {16, 72, 64},
+                               {37, 1000, 2},  {64, 1001, 64}, {130, 31, 7},  {17, 33, 1},
+                               {33, 4100, 64}, {17, 4101, 3},  {1, 2048, 64}, {64, 2048, 12}};
   for (int64_t t = 1; t <= 13; ++t) shapes.push_back({33, 72, t});
   ThreadPool pool(2);
   for (const Shape& s : shapes) {
@@ -430,21 +438,24 @@ TEST(MatMulTest, PackedResultsAreBatchAndThreadInvariant) {
     // 10 tokens: the int8 GEMM's last four run as two 2-token tiles; 35:
     // with AMX, two 16-token AMX tiles and 3 tokens (and 5 of the 37 rows)
     // through the AVX-512 tiles, while each token alone is a GEMV.
-    for (int64_t k : ks) for (int64_t n_tokens : {10, 11, 35}) {
-      const int64_t n_rows = 37;
-      Matrix m = RandomMatrix(rng, t, n_rows, k);
-      PackedWeights packer;
-      UsePacked(packer, m);
-      ASSERT_NE(m.packed, nullptr);
-      const std::vector<float> x = RandomFloats(rng, n_tokens * k, 1.0f);
-      const std::vector<float> batched = RunMatMul(ActiveIsa(), m, x, n_tokens, nullptr, 1);
-      const std::vector<float> threaded = RunMatMul(ActiveIsa(), m, x, n_tokens, nullptr, 3);
-      ASSERT_EQ(0, std::memcmp(batched.data(), threaded.data(), batched.size() * 4)) << DTypeName(t) << " k=" << k;
-      for (int64_t tok = 0; tok < n_tokens; ++tok) {
-        const std::vector<float> xt(x.begin() + tok * k, x.begin() + (tok + 1) * k);
-        const std::vector<float> alone = RunMatMul(ActiveIsa(), m, xt, 1, nullptr, 2);
-        ASSERT_EQ(0, std::memcmp(alone.data(), batched.data() + tok * n_rows, n_rows * 4))
-            << DTypeName(t) << " k=" << k << " tokens " << n_tokens << " token " << tok;
+    for (int64_t k : ks) {
+      for (int64_t n_tokens : {10, 11, 35}) {
+        const int64_t n_rows = 37;
+        Matrix m = RandomMatrix(rng, t, n_rows, k);
+        PackedWeights packer;
+        UsePacked(packer, m);
+        ASSERT_NE(m.packed, nullptr);
+        const std::vector<float> x = RandomFloats(rng, n_tokens * k, 1.0f);
+        const std::vector<float> batched = RunMatMul(ActiveIsa(), m, x, n_tokens, nullptr, 1);
+        const std::vector<float> threaded = RunMatMul(ActiveIsa(), m, x, n_tokens, nullptr, 3);
+        ASSERT_EQ(0, std::memcmp(batched.data(), threaded.data(), batched.size() * 4))
+            << DTypeName(t) << " k=" << k;
+        for (int64_t tok = 0; tok < n_tokens; ++tok) {
+          const std::vector<float> xt(x.begin() + tok * k, x.begin() + (tok + 1) * k);
+          const std::vector<float> alone = RunMatMul(ActiveIsa(), m, xt, 1, nullptr, 2);
+          ASSERT_EQ(0, std::memcmp(alone.data(), batched.data() + tok * n_rows, n_rows * 4))
+              << DTypeName(t) << " k=" << k << " tokens " << n_tokens << " token " << tok;
+        }
       }
     }
   }
@@ -462,7 +473,7 @@ TEST(MatMulTest, AmxMatchesAvx512BitForBit) {
   const bool was_enabled = SetAmxEnabled(true);
   std::mt19937 rng(11);
   const Shape shapes[] = {{48, 2048, 16}, {37, 768, 33}, {21, 288, 20}, {64, 160, 16},
-                          {32, 5632, 48}, {16, 96, 64}, {37, 800, 17}};
+                          {32, 5632, 48}, {16, 96, 64},  {37, 800, 17}};
   for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
     for (const Shape& s : shapes) {
       Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);

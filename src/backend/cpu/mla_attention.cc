@@ -50,8 +50,9 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
         if (s.absorb) {
           score = Dot(q_lat.data(), cached, lora);
         } else {
-          for (int64_t d = 0; d < nope; ++d)
+          for (int64_t d = 0; d < nope; ++d) {
             k_nope[static_cast<size_t>(d)] = Dot(w_uk + d * lora, cached, lora);
+          }
           score = Dot(q, k_nope.data(), nope);
         }
         score = (score + Dot(q + nope, cached + lora, rd)) * s.scale;

@@ -23,7 +23,8 @@ void RmsNormAvx512(const float* x, const float* weight, int64_t n, double eps, f
   const float inv = static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(n) + eps));
   const __m512 vinv = _mm512_set1_ps(inv);
   for (i = 0; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __mmask16 m =
+        n - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (n - i)) - 1);
     const __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), vinv),
                                    _mm512_maskz_loadu_ps(m, weight + i));
     _mm512_mask_storeu_ps(out + i, m, v);

@@ -50,15 +50,17 @@
 namespace deepinfer::cpu {
 namespace {
 
-constexpr int kSteps = 8;          // 4-byte steps of a 32-element block
-constexpr int kBlockBytes = 512;   // transposed block: [8 steps][16 rows][4]
+constexpr int kSteps = 8;         // 4-byte steps of a 32-element block
+constexpr int kBlockBytes = 512;  // transposed block: [8 steps][16 rows][4]
 
 // Tiles: 0, 1 = C (16 tokens x 16 int32), 2, 3 = A (16 tokens x 32 bytes),
 // 4, 5 = B (8 steps x 64 bytes). Two sets, so the next block's TDPBSSD
 // overlaps this block's epilogue.
-constexpr TileConfig kTileConfig = {
-    1, 0, {}, {64, 64, 32, 32, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {16, 16, 16, 16, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+constexpr TileConfig kTileConfig = {1,
+                                    0,
+                                    {},
+                                    {64, 64, 32, 32, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                    {16, 16, 16, 16, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
 
 // In-place transpose of a 16 x 16 matrix of dwords (row i = v[i]).
 inline void Transpose16x16(__m512i v[16]) {
@@ -110,17 +112,18 @@ struct Q4_0Panel {
       raw = _mm512_castsi256_si512(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + (s & 3) * 32)));
     }
     const __m512i mask = _mm512_set1_epi8(0x0f);
-    const __m512i nib = s < 4 ? _mm512_and_si512(raw, mask) : _mm512_and_si512(_mm512_srli_epi16(raw, 4), mask);
+    const __m512i nib =
+        s < 4 ? _mm512_and_si512(raw, mask) : _mm512_and_si512(_mm512_srli_epi16(raw, 4), mask);
     return _mm512_sub_epi8(nib, _mm512_set1_epi8(8));
   }
 };
 
 // Per-thread scratch: the transposed panel and the epilogue's buffers.
 struct Scratch {
-  AlignedBuffer<int8_t> w;    // [blocks][8][16][4]
-  AlignedBuffer<float> dw;    // [blocks][16]
-  AlignedBuffer<int32_t> c;   // 2 x [16 tokens][16 rows]
-  AlignedBuffer<float> lane;  // [16 lanes][16 tokens][16 rows]
+  AlignedBuffer<int8_t> w;       // [blocks][8][16][4]
+  AlignedBuffer<float> dw;       // [blocks][16]
+  AlignedBuffer<int32_t> c;      // 2 x [16 tokens][16 rows]
+  AlignedBuffer<float> lane;     // [16 lanes][16 tokens][16 rows]
   AlignedBuffer<int32_t> order;  // blocks in the order they are folded
 };
 
@@ -146,15 +149,18 @@ void TransposePanel(const MatMulArgs& a, int64_t r0, Scratch& s) {
     const int real = static_cast<int>(std::min<int64_t>(lanes, blocks - b0));
     __m512i v[16];
     for (int st = 0; st < kSteps; ++st) {
-      for (int r = 0; r < 16; ++r) v[r] = Panel::Step(a.w + (r0 + r) * a.row_bytes + g * full_bytes, st, lanes);
+      for (int r = 0; r < 16; ++r) {
+        v[r] = Panel::Step(a.w + (r0 + r) * a.row_bytes + g * full_bytes, st, lanes);
+      }
       Transpose16x16(v);  // v[l] = the 16 rows' step st of block b0 + l
       for (int l = 0; l < real; ++l) _mm512_store_si512(s.w.data() + (b0 + l) * kBlockBytes + st * 64, v[l]);
     }
     for (int r = 0; r < 16; ++r) {
       const auto* ws = reinterpret_cast<const uint16_t*>(a.w + (r0 + r) * a.row_bytes + scales_offset) + b0;
-      const __m512 d = lanes == 16 ? _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(ws)))
-                                   : _mm512_castps256_ps512(
-                                         _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(ws))));
+      const __m512 d =
+          lanes == 16
+              ? _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(ws)))
+              : _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(ws))));
       v[r] = _mm512_castps_si512(d);
     }
     Transpose16x16(v);  // v[l] = the 16 rows' scales of block b0 + l
@@ -190,7 +196,8 @@ inline void FoldBlock(const int32_t* c, const float* dw, const float* dx, __m512
 
 // The order in which this kernel visits blocks: lane by lane (ForEachLaneBlock),
 // with lane_first[l] = the index in `order` of lane l's first block.
-void LaneOrder(const Int8Activations& xq, AlignedBuffer<int32_t>& order, int32_t lane_first[kGroupBlocks + 1]) {
+void LaneOrder(const Int8Activations& xq, AlignedBuffer<int32_t>& order,
+               int32_t lane_first[kGroupBlocks + 1]) {
   order.Resize(static_cast<size_t>(xq.blocks));
   int32_t n = 0;
   for (int l = 0; l < kGroupBlocks; ++l) {
@@ -206,7 +213,8 @@ void LaneOrder(const Int8Activations& xq, AlignedBuffer<int32_t>& order, int32_t
 // store waits for the tile unit (each right behind its producer stalled it:
 // docs/kernels.md, "AMX int8 GEMM").
 // Tile registers are not renamed, so two tile sets alternate.
-void TokenTile(const MatMulArgs& a, int64_t r0, int64_t t0, Scratch& s, const int32_t lane_first[kGroupBlocks + 1]) {
+void TokenTile(const MatMulArgs& a, int64_t r0, int64_t t0, Scratch& s,
+               const int32_t lane_first[kGroupBlocks + 1]) {
   const Int8Activations& xq = *a.xq;
   const int32_t* order = s.order.data();
   const int8_t* q = xq.tile_q.data() + (t0 / 16) * xq.blocks * 512;  // [blocks][16 tokens][32]

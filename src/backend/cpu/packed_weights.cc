@@ -14,9 +14,7 @@ namespace {
 float LoadF16(const uint8_t* p) { return F16ToF32(static_cast<uint16_t>(p[0] | (p[1] << 8))); }
 
 // Element j (0..31) of a Q4_0 block as its stored nibble (w + 8).
-int Q4_0Nibble(const uint8_t* block, int j) {
-  return j < 16 ? block[2 + j] & 0x0f : block[2 + j - 16] >> 4;
-}
+int Q4_0Nibble(const uint8_t* block, int j) { return j < 16 ? block[2 + j] & 0x0f : block[2 + j - 16] >> 4; }
 
 // One interleaved group (packed_weights.h) of `lanes` blocks starting at
 // block b0 of a Q8_0 / Q4_0 row `src`: its values at `dst`, its f16 scales
@@ -120,7 +118,8 @@ PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k) {
     bytes = k / 64 * (32 + 16);  // values, f32 scales and f32 minimums per pair
   } else {
     const BlockGroups groups = GroupsFor(k / 32);
-    bytes = InterleavedScalesOffset(t, groups) + (groups.full * kGroupBlocks + groups.half * kGroupBlocks / 2) * 2;
+    bytes = InterleavedScalesOffset(t, groups) +
+            (groups.full * kGroupBlocks + groups.half * kGroupBlocks / 2) * 2;
   }
   layout.row_stride = (bytes + 63) / 64 * 64;
   layout.bytes = rows * layout.row_stride;

@@ -94,8 +94,9 @@ void PagedAttention(const float* q, int64_t n_tokens, const int64_t* positions,
                     for (int64_t pair = b; pair < e; ++pair) {
                       const int64_t first = first_item[pair], last = first_item[pair + 1];
                       const AttentionState s = state_of(first);
-                      for (int64_t i = first + 1; i < last; ++i)
+                      for (int64_t i = first + 1; i < last; ++i) {
                         MergeAttentionState(group, hd, s, state_of(i));
+                      }
                       const int64_t t = pair / p.num_kv_heads, g = pair % p.num_kv_heads;
                       FinishAttention(group, hd, s, out + t * qd + g * group * hd);
                     }

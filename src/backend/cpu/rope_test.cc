@@ -12,12 +12,13 @@ namespace deepinfer::cpu {
 namespace {
 
 TEST(RopeKernel, MatchesRotationForBothPairings) {
-  std::vector<void (*)(float*, int64_t, int64_t, const RopeRotation&)> kernels = {&RopeRotateScalar, &RopeRotate};
+  std::vector<void (*)(float*, int64_t, int64_t, const RopeRotation&)> kernels = {&RopeRotateScalar,
+                                                                                  &RopeRotate};
   if (CpuSupports(Isa::kAvx512)) kernels.push_back(&RopeRotateAvx512);
   std::mt19937 rng(9);
   for (bool interleaved : {false, true}) {
-    for (auto [head_dim, rope_dim, heads] : {std::tuple{64, 64, 3}, {128, 128, 1}, {32, 16, 5}, {40, 38, 2},
-                                             {96, 64, 4}, {10, 6, 7}}) {
+    for (auto [head_dim, rope_dim, heads] :
+         {std::tuple{64, 64, 3}, {128, 128, 1}, {32, 16, 5}, {40, 38, 2}, {96, 64, 4}, {10, 6, 7}}) {
       const int64_t half = rope_dim / 2;
       std::vector<float> cs(half), sn(half), x(head_dim * heads);
       for (int64_t i = 0; i < half; ++i) {

@@ -28,7 +28,8 @@ TEST(TopK, MatchesSortWithTiesToLowerId) {
   std::mt19937 rng(13);
   for (int trial = 0; trial < 300; ++trial) {
     const int64_t n = std::uniform_int_distribution<int64_t>(1, 300)(rng);
-    const int64_t k = std::uniform_int_distribution<int64_t>(0, std::min<int64_t>(n, trial % 2 ? 8 : 40))(rng);
+    const int64_t k =
+        std::uniform_int_distribution<int64_t>(0, std::min<int64_t>(n, trial % 2 ? 8 : 40))(rng);
     std::vector<float> s(n);
     // Few distinct values: many ties.
     for (auto& v : s) v = static_cast<float>(std::uniform_int_distribution<int>(-3, 3)(rng));

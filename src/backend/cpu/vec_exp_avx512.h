@@ -16,7 +16,8 @@ inline __m512 ExpAvx512(__m512 x) {
   // Below -104 the result is 0 in float; above 88.8 it is +inf.
   x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
   x = _mm512_min_ps(x, _mm512_set1_ps(88.8f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 n =
+      _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, ln2_hi, x);
   r = _mm512_fnmadd_ps(n, ln2_lo, r);
   __m512 p = _mm512_set1_ps(1.0f / 720);

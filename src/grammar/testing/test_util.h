@@ -27,7 +27,8 @@ inline std::set<int32_t> AcceptedIds(const PositionMask& m) {
 
 // Every dense state of `compiled` has the mask a plain byte walk gives (a
 // CompiledGrammar of the same automaton without profiles or class tries).
-inline void ExpectMasksEqualPlainWalk(const CompiledGrammar& compiled, const std::shared_ptr<const Vocabulary>& vocab,
+inline void ExpectMasksEqualPlainWalk(const CompiledGrammar& compiled,
+                                      const std::shared_ptr<const Vocabulary>& vocab,
                                       const std::string& label) {
   const GrammarAutomaton& a = compiled.automaton();
   CompiledGrammar plain(a, vocab);

@@ -66,11 +66,13 @@ Status ReadDeepseekHf(const Json& j, bool v3, ModelConfig& c) {
   DI_ASSIGN_OR_RETURN(bool norm, GetBoolOr(j, "norm_topk_prob", v3));
   DI_ASSIGN_OR_RETURN(double scale, GetFloatOr(j, "routed_scaling_factor", v3 ? 2.5 : 1.0));
   std::string method = v3 ? "noaux_tc" : "greedy";
-  if (Present(j, "topk_method") && j.at("topk_method").is_string())
+  if (Present(j, "topk_method") && j.at("topk_method").is_string()) {
     method = j.at("topk_method").get<std::string>();
+  }
   std::string scoring = v3 ? "sigmoid" : "softmax";
-  if (Present(j, "scoring_func") && j.at("scoring_func").is_string())
+  if (Present(j, "scoring_func") && j.at("scoring_func").is_string()) {
     scoring = j.at("scoring_func").get<std::string>();
+  }
   if (scoring != "softmax" && scoring != "sigmoid") {
     return Unimplemented("config.json: scoring_func '" + scoring + "' is not supported (softmax, sigmoid)");
   }

@@ -153,8 +153,8 @@ class GgufParser {
   Status ReadScalar(const std::string& where, Wide* out) {
     Disk d;
     if (!in_.Read(&d)) return Truncated(where);
-    *out = static_cast<Wide>(
-        d);  // NOLINT(bugprone-signed-char-misuse): GGUF int8 is signed; sign extension is meant
+    // GGUF int8 values are signed: the sign extension is meant.
+    *out = static_cast<Wide>(d);  // NOLINT(bugprone-signed-char-misuse)
     return Status::Ok();
   }
 

@@ -16,8 +16,9 @@
 
 namespace deepinfer {
 
-// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's members make the implicit moves
-// noexcept(false); nothing throws there
+// nlohmann::json's members make the implicit moves noexcept(false); nothing
+// throws there.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct HfTokenizerJson {
   nlohmann::json rest;  // the document, with model.vocab / model.merges set to null when captured
   bool has_vocab = false;

@@ -34,8 +34,8 @@ uint8_t* WeightArena::Allocate(size_t bytes) {
     c.map_size = c.size + kHugePage;
     c.map = mmap(nullptr, c.map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (c.map == MAP_FAILED) throw std::bad_alloc();
-    // NOLINTNEXTLINE(performance-no-int-to-ptr): aligning a fresh mapping, not deriving a pointer to an
-    // object
+    // Aligning a fresh mapping, not deriving a pointer to some other object:
+    // NOLINTNEXTLINE(performance-no-int-to-ptr)
     c.base = reinterpret_cast<uint8_t*>(RoundUp(reinterpret_cast<uintptr_t>(c.map), kHugePage));
     // Advisory: without THP support this fails and 4 KiB pages are used.
     if (ActiveBackendConfig().huge_pages) madvise(c.base, c.size, MADV_HUGEPAGE);

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -70,7 +71,7 @@ double ThreadCpuUs() {
 double Percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
+  size_t i = static_cast<size_t>(std::llround(q * static_cast<double>(v.size() - 1)));
   return v[std::min(i, v.size() - 1)];
 }
 

@@ -66,7 +66,7 @@ struct Color {
   uint8_t r, g, b;
 };
 
-constexpr Color kWhite{255, 255, 255}, kBlack{0, 0, 0}, kGrid{225, 225, 225};
+constexpr Color kBlack{0, 0, 0}, kGrid{225, 225, 225};
 // Distinguishable series colours (cycled).
 constexpr std::array<Color, 6> kPalette = {Color{31, 119, 180}, Color{214, 39, 40},   Color{44, 160, 44},
                                            Color{255, 127, 14}, Color{148, 103, 189}, Color{140, 86, 75}};

@@ -68,7 +68,8 @@ ExprId Grammar::Literal(std::string_view bytes) {
   return Sequence(std::move(seq));
 }
 
-ExprId Grammar::Sequence(const std::vector<ExprId>& children) {
+// NOLINTNEXTLINE(performance-unnecessary-value-param): callers move their list in
+ExprId Grammar::Sequence(std::vector<ExprId> children) {
   std::vector<ExprId> kept;
   for (ExprId c : children) {
     if (exprs_[c].kind == ExprKind::kEmpty) continue;
@@ -82,7 +83,8 @@ ExprId Grammar::Sequence(const std::vector<ExprId>& children) {
   return Add(std::move(e));
 }
 
-ExprId Grammar::Choice(const std::vector<ExprId>& children) {
+// NOLINTNEXTLINE(performance-unnecessary-value-param): callers move their list in
+ExprId Grammar::Choice(std::vector<ExprId> children) {
   std::vector<ExprId> kept;
   for (ExprId c : children) {
     if (exprs_[c].kind != ExprKind::kNothing) kept.push_back(c);

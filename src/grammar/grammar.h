@@ -85,8 +85,9 @@ class Grammar {
   ExprId Bytes(std::vector<ByteRange> ranges);
   ExprId Byte(uint8_t b) { return Bytes({{b, b}}); }
   ExprId Literal(std::string_view bytes);
-  ExprId Sequence(const std::vector<ExprId>& children);
-  ExprId Choice(const std::vector<ExprId>& children);
+  // By value: callers build the list and move it in.
+  ExprId Sequence(std::vector<ExprId> children);
+  ExprId Choice(std::vector<ExprId> children);
   ExprId Ref(RuleId rule);
   ExprId Repeat(ExprId child, int32_t min, int32_t max);
   ExprId Star(ExprId child) { return Repeat(child, 0, kUnbounded); }

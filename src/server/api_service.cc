@@ -76,7 +76,7 @@ ApiService::ApiService(Engine& engine, ServiceOptions options)
   id_salt_ = (id_salt_ << 32) ^ std::random_device{}();
 }
 
-void ApiService::Handle(const HttpRequestView& request, std::shared_ptr<ResponseWriter> writer) {
+void ApiService::Handle(const HttpRequestView& request, const std::shared_ptr<ResponseWriter>& writer) {
   const std::string path = PathOf(request.target);
   const bool get = request.method == "GET" || request.method == "HEAD";
   const bool post = request.method == "POST";

@@ -50,7 +50,7 @@ class ApiService {
  public:
   ApiService(Engine& engine, ServiceOptions options);
 
-  void Handle(const HttpRequestView& request, std::shared_ptr<ResponseWriter> writer);
+  void Handle(const HttpRequestView& request, const std::shared_ptr<ResponseWriter>& writer);
 
   // /health answers 200 only while ready and not shutting down; generation
   // routes answer 503 once shutdown began.

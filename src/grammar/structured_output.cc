@@ -63,7 +63,7 @@ class StructuredOutputImpl : public StructuredOutput {
 }  // namespace
 
 StatusOr<std::unique_ptr<StructuredOutput>> StructuredOutput::Create(std::vector<std::string> token_bytes,
-                                                                     std::vector<int32_t> eos_ids) {
+                                                                     const std::vector<int32_t>& eos_ids) {
   if (token_bytes.empty()) return InvalidArgument("structured output: empty vocabulary");
   if (token_bytes.size() > 0x7FFFFFFFu) return InvalidArgument("structured output: vocabulary too large");
   for (int32_t id : eos_ids) {
@@ -72,7 +72,7 @@ StatusOr<std::unique_ptr<StructuredOutput>> StructuredOutput::Create(std::vector
                              " outside the vocabulary of " + std::to_string(token_bytes.size()));
     }
   }
-  auto vocab = std::make_shared<const grammar::Vocabulary>(std::move(token_bytes), std::move(eos_ids));
+  auto vocab = std::make_shared<const grammar::Vocabulary>(std::move(token_bytes), eos_ids);
   return std::unique_ptr<StructuredOutput>(std::make_unique<StructuredOutputImpl>(std::move(vocab)));
 }
 

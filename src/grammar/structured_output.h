@@ -38,7 +38,7 @@ class StructuredOutput {
   // token_bytes[id] = the raw bytes token id contributes to the text ("" for
   // special/control tokens that never match); eos_ids end generation.
   static StatusOr<std::unique_ptr<StructuredOutput>> Create(std::vector<std::string> token_bytes,
-                                                            std::vector<int32_t> eos_ids);
+                                                            const std::vector<int32_t>& eos_ids);
   virtual ~StructuredOutput() = default;
   virtual StatusOr<std::unique_ptr<TokenConstraint>> MakeConstraint(const StructuredOutputSpec& spec) = 0;
   virtual int64_t vocab_size() const = 0;

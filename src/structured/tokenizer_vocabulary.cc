@@ -17,7 +17,7 @@ TokenizerVocabulary GrammarVocabularyOf(const Tokenizer& tok, int64_t max_ids) {
 
 StatusOr<std::unique_ptr<StructuredOutput>> StructuredOutputFor(const Tokenizer& tok, int64_t max_ids) {
   TokenizerVocabulary v = GrammarVocabularyOf(tok, max_ids);
-  return StructuredOutput::Create(std::move(v.token_bytes), std::move(v.end_of_generation_ids));
+  return StructuredOutput::Create(std::move(v.token_bytes), v.end_of_generation_ids);
 }
 
 }  // namespace deepinfer

@@ -13,22 +13,11 @@ class GqaDecoderLayer : public DecoderLayer {
 
   void Forward(const ForwardBatch& batch, const TokenPlan& plan, KvCache& kv, int64_t kv_layer,
                ThreadPool& pool, LayerScratch& s, float* x) override {
-    const int64_t n = plan.num_tokens(), h = config_.hidden_size;
-    s.xn.resize(static_cast<size_t>(n * h));
-    s.proj.resize(static_cast<size_t>(n * h));
-    float* xn = s.xn.data();
-    float* proj = s.proj.data();
-    for (int64_t t = 0; t < n; ++t) {
-      ops::RmsNorm(x + t * h, attn_norm.data(), h, config_.rms_norm_eps, xn + t * h);
-    }
-    GqaAttentionForward(config_, attn, *rope_, kv_layer, window_, batch, plan, xn, kv, pool, s.attention,
-                        proj);
-    for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
-    for (int64_t t = 0; t < n; ++t) {
-      ops::RmsNorm(x + t * h, ffn_norm.data(), h, config_.rms_norm_eps, xn + t * h);
-    }
-    ffn->Forward(xn, n, pool, s.ffn, proj);
-    for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
+    PreNormResidualForward(config_, attn_norm, ffn_norm, *ffn, plan.num_tokens(), pool, s, x,
+                           [&](const float* xn, float* proj) {
+                             GqaAttentionForward(config_, attn, *rope_, kv_layer, window_, batch, plan, xn,
+                                                 kv, pool, s.attention, proj);
+                           });
   }
   void VisitMatrices(const MatrixVisitor& visit) override {
     for (ops::Matrix* t : {&attn.q, &attn.k, &attn.v, &attn.o}) visit(*t);
@@ -46,6 +35,23 @@ class GqaDecoderLayer : public DecoderLayer {
 };
 
 }  // namespace
+
+void PreNormResidualForward(const ModelConfig& c, const std::vector<float>& attn_norm,
+                            const std::vector<float>& ffn_norm, FeedForward& ffn, int64_t n, ThreadPool& pool,
+                            LayerScratch& s, float* x,
+                            const std::function<void(const float* xn, float* proj)>& attend) {
+  const int64_t h = c.hidden_size;
+  s.xn.resize(static_cast<size_t>(n * h));
+  s.proj.resize(static_cast<size_t>(n * h));
+  float* xn = s.xn.data();
+  float* proj = s.proj.data();
+  for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, attn_norm.data(), h, c.rms_norm_eps, xn + t * h);
+  attend(xn, proj);
+  for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
+  for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, ffn_norm.data(), h, c.rms_norm_eps, xn + t * h);
+  ffn.Forward(xn, n, pool, s.ffn, proj);
+  for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
+}
 
 void VisitSwiglu(SwigluWeights& w, const MatrixVisitor& visit) {
   for (ops::Matrix* t : {&w.gate, &w.up, &w.down}) {

@@ -77,6 +77,14 @@ class DecoderLayer {
   virtual void VisitMatrices(const MatrixVisitor& visit) = 0;
 };
 
+// The pre-norm residual block every decoder layer runs over x f32 [n, hidden]:
+// x += Attn(RMSNorm(x)); x += FFN(RMSNorm(x)). `attend(xn, proj)` writes the
+// attention output f32 [n, hidden] of the normed input xn f32 [n, hidden].
+void PreNormResidualForward(const ModelConfig& c, const std::vector<float>& attn_norm,
+                            const std::vector<float>& ffn_norm, FeedForward& ffn, int64_t n, ThreadPool& pool,
+                            LayerScratch& s, float* x,
+                            const std::function<void(const float* xn, float* proj)>& attend);
+
 // Llama-style layer: attention tensors and norms of decoder layer `layer`
 // (standard role names; q/k/v biases required iff config.attention_bias, the
 // o bias optional, q/k norms iff config.qk_norm), the given feed-forward,

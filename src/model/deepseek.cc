@@ -16,21 +16,9 @@ class MlaDecoderLayer : public DecoderLayer {
 
   void Forward(const ForwardBatch& batch, const TokenPlan& plan, KvCache& kv, int64_t kv_layer,
                ThreadPool& pool, LayerScratch& s, float* x) override {
-    const int64_t n = plan.num_tokens(), h = config_.hidden_size;
-    s.xn.resize(static_cast<size_t>(n * h));
-    s.proj.resize(static_cast<size_t>(n * h));
-    float* xn = s.xn.data();
-    float* proj = s.proj.data();
-    for (int64_t t = 0; t < n; ++t) {
-      ops::RmsNorm(x + t * h, attn_norm.data(), h, config_.rms_norm_eps, xn + t * h);
-    }
-    attn_.Forward(batch, plan, xn, kv, kv_layer, pool, proj);
-    for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
-    for (int64_t t = 0; t < n; ++t) {
-      ops::RmsNorm(x + t * h, ffn_norm.data(), h, config_.rms_norm_eps, xn + t * h);
-    }
-    ffn->Forward(xn, n, pool, s.ffn, proj);
-    for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
+    PreNormResidualForward(
+        config_, attn_norm, ffn_norm, *ffn, plan.num_tokens(), pool, s, x,
+        [&](const float* xn, float* proj) { attn_.Forward(batch, plan, xn, kv, kv_layer, pool, proj); });
   }
   void set_absorb(bool absorb) { attn_.set_absorb(absorb); }
   void VisitMatrices(const MatrixVisitor& visit) override {

@@ -8,6 +8,9 @@ itself and of every module reachable through those edges; anything else is an er
 (files named *_test.cc, *_test_util.h, *_bench.cc, or under a testing/ folder) may also include the
 modules that build its fixtures (TEST_FIXTURES: checkpoint, synth, server).
 
+A module listed in the "## Public headers" table of the same document may be included from outside its
+folder only through the headers that table names (the engine's internals stay behind engine_impl.h).
+
 Usage: check_includes.py [REPO_ROOT]   (exit 1 and one line per violation on failure)
 """
 import pathlib
@@ -16,7 +19,8 @@ import sys
 
 ROW = re.compile(r"^\|\s*`(src/[a-z_]+|tools)`\s*\|.*\|\s*([^|]*?)\s*\|\s*$")
 TEST_FIXTURES = {"checkpoint", "synth", "server"}
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/')
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/([^"]+)"')
+PUBLIC_ROW = re.compile(r"^\|\s*`([a-z_]+)`\s*\|\s*([^|]*?)\s*\|\s*$")
 
 
 def read_table(doc):
@@ -37,6 +41,19 @@ def read_table(doc):
         else:
             deps[name] = {d.strip().strip("`").split("/")[-1] for d in column.split(",")}
     return deps
+
+
+def read_public_headers(doc):
+    """{module: {"engine/engine.h", ...}} from the "## Public headers" table."""
+    public, in_section = {}, False
+    for line in doc.read_text().splitlines():
+        if line.startswith("## "):
+            in_section = line.startswith("## Public headers")
+            continue
+        m = PUBLIC_ROW.match(line) if in_section else None
+        if m:
+            public[m.group(1)] = {h.strip().strip("`") for h in m.group(2).split(",")}
+    return public
 
 
 def closure(deps):
@@ -77,6 +94,7 @@ def main():
     if not deps:
         raise SystemExit("check_includes: no module table found in docs/architecture.md")
     reach = closure(deps)
+    public = read_public_headers(root / "docs" / "architecture.md")
     errors = []
     folders = [p for p in (root / "src").iterdir() if p.is_dir()] + [root / "tools"]
     for folder in folders:
@@ -94,6 +112,12 @@ def main():
                 target = m.group(1)
                 if target not in deps:
                     continue  # a third-party header such as "nlohmann/json.hpp"
+                header = f"{target}/{m.group(2)}"
+                if target != module and target in public and header not in public[target]:
+                    errors.append(f"{path.relative_to(root)}:{number}: {header} is internal to {target}/ "
+                                  f"(docs/architecture.md: outside it include only "
+                                  f"{', '.join(sorted(public[target]))})")
+                    continue
                 if target in reach[module] or (is_test_code(path) and target in TEST_FIXTURES):
                     continue
                 errors.append(f"{path.relative_to(root)}:{number}: {module} may not include {target}/ "

@@ -1,7 +1,10 @@
 // Engine: the serving core. Owns the model, the KV cache, the scheduler and a
 // step loop on its own threads; callers submit token-level requests and get
 // their output as a stream of events. The HTTP server (src/server) sees only
-// this header.
+// this header and engine_metrics.h: plain configuration, request and event
+// types, no model, KV cache or scheduler internals (those are behind
+// engine_impl.h). scripts/check_includes.py rejects any other engine header
+// outside src/engine.
 //
 // Usage:
 //   DI_ASSIGN_OR_RETURN(auto engine, Engine::Create(std::move(loaded), config));
@@ -30,17 +33,18 @@
 #include <utility>
 #include <vector>
 
-#include "checkpoint/checkpoint.h"
 #include "core/status.h"
-#include "model/model.h"
+#include "engine/engine_metrics.h"
+#include "model/model_config.h"
 #include "sampling/logprobs.h"
 #include "sampling/sampler.h"
 #include "sampling/token_constraint.h"
-#include "scheduler/request.h"
+#include "scheduler/request_id.h"
 #include "scheduler/scheduler_config.h"
 
 namespace deepinfer {
 
+struct LoadedModel;  // checkpoint/checkpoint.h: what Create takes
 class Tokenizer;
 
 struct EngineConfig {
@@ -96,38 +100,6 @@ struct GenerationEvent {
 };
 
 using EventCallback = std::function<void(GenerationEvent)>;
-
-// Fixed-bucket histogram (Prometheus "le" buckets, cumulative when rendered).
-struct Histogram {
-  std::vector<double> upper_bounds;  // ascending; +Inf implied
-  std::vector<int64_t> counts;       // per bucket (not cumulative), size upper_bounds + 1
-  double sum = 0.0;
-  int64_t count = 0;
-};
-
-struct EngineMetrics {
-  int64_t num_requests_running = 0;
-  int64_t num_requests_waiting = 0;
-  double kv_cache_usage_ratio = 0.0;  // blocks held by live requests / pool
-  int64_t kv_blocks_total = 0;
-  int64_t kv_blocks_in_use = 0;         // referenced by live requests
-  double prefix_cache_hit_ratio = 0.0;  // cached prompt tokens / prompt tokens, over all admitted
-  int64_t prompt_tokens_total = 0;
-  int64_t generation_tokens_total = 0;
-  int64_t requests_finished_total = 0;
-  int64_t num_preemptions_total = 0;
-  int64_t steps_total = 0;
-  double executor_idle_seconds_total = 0.0;  // time the runner waited between steps while work existed
-  double executor_busy_seconds_total = 0.0;
-  int64_t spec_draft_tokens_total = 0;
-  int64_t spec_accepted_tokens_total = 0;
-  Histogram time_to_first_token_seconds;
-  Histogram time_per_output_token_seconds;
-  // MoE models: tokens routed to each expert since load, [layer][expert]
-  // (Model::ExpertLoad(); an empty row for a dense layer). Each token of a
-  // MoE layer counts once for each of its top-k experts. Empty for dense models.
-  std::vector<std::vector<int64_t>> expert_tokens_total;
-};
 
 class Engine {
  public:

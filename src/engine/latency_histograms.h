@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "engine/engine.h"
+#include "engine/engine_metrics.h"
 
 namespace deepinfer {
 

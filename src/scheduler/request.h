@@ -22,16 +22,14 @@
 #include <span>
 #include <vector>
 
+#include "scheduler/request_id.h"
+
 namespace deepinfer {
 
-using RequestId = int64_t;
-
 enum class RequestState : uint8_t { kWaiting, kRunning, kPreempted, kFinished };
-enum class FinishReason : uint8_t { kNone, kStop, kLength, kAbort };
 
-// "waiting", "running", ...; "stop", "length", "abort" (OpenAI's finish_reason names), "" for kNone.
+// "waiting", "running", "preempted", "finished".
 const char* RequestStateName(RequestState state);
-const char* FinishReasonName(FinishReason reason);
 
 // What the engine submits.
 struct RequestParams {

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "engine/engine.h"
+#include "engine/engine_metrics.h"
 
 namespace deepinfer::server {
 

@@ -24,9 +24,9 @@ bash scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
 
 echo "== ThreadSanitizer (clang, -Werror=thread-safety) build of the engine, scheduler, runner and thread pool" >&2
 CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja "${san_flags[@]}" -DDEEPINFER_SANITIZE_THREAD=ON >/dev/null
-cmake --build build-tsan --target engine_test scheduler_test core_test runner_test di_grammar di_server
+cmake --build build-tsan --target engine_test engine_speculation_test scheduler_test core_test runner_test di_grammar di_server
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  ctest --test-dir build-tsan --output-on-failure -j "$jobs" -R '^(EngineTest|Scheduler|ThreadPool|MutexTest|RowSampler|ToForwardBatch|StepExecutor|TaskWorker)'
+  ctest --test-dir build-tsan --output-on-failure -j "$jobs" -R '^(EngineTest|Speculation|Scheduler|ThreadPool|MutexTest|RowSampler|ToForwardBatch|StepExecutor|TaskWorker)'
 
 echo "== ASan+UBSan build and tests" >&2
 bash scripts/build.sh build-asan "${san_flags[@]}" -DDEEPINFER_SANITIZE=ON

@@ -242,7 +242,7 @@ StatusOr<BenchResult> RunBench(Model& model, const BenchConfig& c, const BenchPr
           row.samples = true;
         }
         DI_ASSIGN_OR_RETURN(StepResult step, RunStep(runner, seqs, std::move(rows)));
-        for (int64_t s = 0; s < batch_size; ++s) next[s] = step.rows[static_cast<size_t>(s)].token;
+        for (int64_t s = 0; s < batch_size; ++s) next[s] = step.rows[static_cast<size_t>(s)].tokens.back();
         report(name + " decode", ++done, c.gen_tokens * c.rounds);
       }
       times.push_back(SecondsSince(t0));

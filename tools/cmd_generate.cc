@@ -28,6 +28,7 @@
 #include "tokenizer/tokenizer.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
+#include "tools/speculative_flags.h"
 #include "tools/structured_flags.h"
 
 namespace deepinfer::tools {
@@ -38,7 +39,8 @@ constexpr const char* kUsage =
     "         [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--threads N]\n"
     "         [--prefill-chunk N] [--ignore-eos] [--verbose]\n"
     "         [--json-schema F|JSON | --json-object | --regex R | --grammar F | --choice A,B]\n"
-    "         [--any-whitespace]\n";
+    "         [--any-whitespace]\n"
+    "         [--speculative-method ngram [--num-speculative-tokens 5] [--spec-schedule adaptive|fixed]]\n";
 
 constexpr int32_t kBlockSize = 16;
 
@@ -53,6 +55,7 @@ struct GenerateOptions {
   SamplingParams sampling;
   bool constrained = false;
   StructuredOutputSpec structured;
+  EngineConfig speculation;  // only .speculative and .scheduler.max_num_speculative_tokens are read
 };
 
 StatusOr<GenerateOptions> ParseOptions(const Args& args) {
@@ -62,6 +65,7 @@ StatusOr<GenerateOptions> ParseOptions(const Args& args) {
   std::set<std::string> bool_flags = {"ignore-eos", "verbose", "help"};
   value_flags.insert(StructuredValueFlags().begin(), StructuredValueFlags().end());
   bool_flags.insert(StructuredBoolFlags().begin(), StructuredBoolFlags().end());
+  value_flags.insert(SpeculativeValueFlags().begin(), SpeculativeValueFlags().end());
   Flags flags(value_flags, bool_flags);
   DI_RETURN_IF_ERROR(flags.Parse(args));
   if (flags.Has("help")) return InvalidArgument(kUsage);
@@ -101,6 +105,7 @@ StatusOr<GenerateOptions> ParseOptions(const Args& args) {
   o.ignore_eos = flags.Has("ignore-eos");
   o.verbose = flags.Has("verbose");
   DI_ASSIGN_OR_RETURN(o.structured, ParseStructuredFlags(flags, &o.constrained));
+  DI_RETURN_IF_ERROR(ParseSpeculativeFlags(flags, &o.speculation));
   if (o.constrained && o.ignore_eos) {
     return InvalidArgument("--ignore-eos cannot be combined with a constraint");
   }
@@ -109,9 +114,11 @@ StatusOr<GenerateOptions> ParseOptions(const Args& args) {
 
 // An engine for one request of up to `context` tokens: one sequence, prefill
 // steps of `prefill_chunk` tokens, a KV pool of exactly that context.
-StatusOr<std::unique_ptr<Engine>> OneRequestEngine(LoadedModel loaded, int64_t context,
-                                                   int64_t prefill_chunk) {
+StatusOr<std::unique_ptr<Engine>> OneRequestEngine(LoadedModel loaded, int64_t context, int64_t prefill_chunk,
+                                                   const EngineConfig& speculation) {
   EngineConfig config;
+  config.speculative = speculation.speculative;
+  config.scheduler.max_num_speculative_tokens = speculation.scheduler.max_num_speculative_tokens;
   config.scheduler.max_num_seqs = 1;
   config.scheduler.max_num_batched_tokens = prefill_chunk;
   config.scheduler.max_model_len = context;
@@ -165,7 +172,8 @@ Status Generate(const GenerateOptions& o, LoadedModel loaded, std::unique_ptr<To
   Completion done;
   std::unique_ptr<Engine> engine;  // owns the model and `tok` from here on
   if (budget > 0) {
-    DI_ASSIGN_OR_RETURN(engine, OneRequestEngine(std::move(loaded), num_prompt + budget, o.prefill_chunk));
+    DI_ASSIGN_OR_RETURN(
+        engine, OneRequestEngine(std::move(loaded), num_prompt + budget, o.prefill_chunk, o.speculation));
     GenerationRequest request;
     request.prompt_tokens = std::move(prompt);
     request.sampling = o.sampling;

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "checkpoint/checkpoint.h"
@@ -22,6 +23,7 @@
 #include "tokenizer/tokenizer.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
+#include "tools/speculative_flags.h"
 
 namespace deepinfer::tools {
 namespace {
@@ -31,7 +33,7 @@ constexpr const char* kUsage =
     "         [--served-model-name NAME] [--max-num-seqs N] [--max-model-len L]\n"
     "         [--max-num-batched-tokens T] [--kv-cache-memory BYTES] [--block-size 16] [--threads N]\n"
     "         [--no-prefix-cache] [--no-async-scheduling] [--no-jump-forward] [--batch-invariant]\n"
-    "         [--speculative-method mtp|ngram|draft --num-speculative-tokens K]\n"
+    "         [--speculative-method ngram [--num-speculative-tokens 5] [--spec-schedule adaptive|fixed]]\n"
     "         [--chat-template FILE] [--scheduling-policy fcfs|priority] [--max-waiting-requests N]\n"
     "         [--io-threads N] [--max-body-bytes N] [--verbose]\n";
 
@@ -40,7 +42,6 @@ struct ServeOptions {
   std::string chat_template_file;
   int threads = 0;
   bool batch_invariant = false;
-  std::string speculative_method;
   server::HttpServerOptions http;
   server::ServiceOptions service;
   EngineConfig engine;
@@ -72,12 +73,25 @@ StatusOr<int64_t> ParseBytes(const std::string& flag, const std::string& text) {
 }
 
 StatusOr<ServeOptions> ParseOptions(const Args& args) {
-  Flags flags(
-      {"model", "host", "port", "api-key", "served-model-name", "max-num-seqs", "max-model-len",
-       "max-num-batched-tokens", "kv-cache-memory", "block-size", "threads", "speculative-method",
-       "num-speculative-tokens", "chat-template", "scheduling-policy", "max-waiting-requests", "io-threads",
-       "max-body-bytes"},
-      {"no-prefix-cache", "no-async-scheduling", "no-jump-forward", "batch-invariant", "verbose", "help"});
+  std::set<std::string> value_flags = {"model",
+                                       "host",
+                                       "port",
+                                       "api-key",
+                                       "served-model-name",
+                                       "max-num-seqs",
+                                       "max-model-len",
+                                       "max-num-batched-tokens",
+                                       "kv-cache-memory",
+                                       "block-size",
+                                       "threads",
+                                       "chat-template",
+                                       "scheduling-policy",
+                                       "max-waiting-requests",
+                                       "io-threads",
+                                       "max-body-bytes"};
+  value_flags.insert(SpeculativeValueFlags().begin(), SpeculativeValueFlags().end());
+  Flags flags(value_flags, {"no-prefix-cache", "no-async-scheduling", "no-jump-forward", "batch-invariant",
+                            "verbose", "help"});
   DI_RETURN_IF_ERROR(flags.Parse(args));
   if (flags.Has("help")) return InvalidArgument(kUsage);
   ServeOptions o;
@@ -106,21 +120,6 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
   o.threads = static_cast<int>(threads);
   o.batch_invariant = flags.Has("batch-invariant");
   o.verbose = flags.Has("verbose");
-  o.speculative_method = flags.GetString("speculative-method");
-  if (!o.speculative_method.empty() && o.speculative_method != "mtp" && o.speculative_method != "ngram" &&
-      o.speculative_method != "draft") {
-    return InvalidArgument("--speculative-method must be mtp, ngram or draft");
-  }
-  DI_ASSIGN_OR_RETURN(int64_t spec_tokens, flags.GetInt("num-speculative-tokens", 0));
-  if (spec_tokens < 0 || spec_tokens > 64) {
-    return InvalidArgument("--num-speculative-tokens must be in [0, 64]");
-  }
-  if (spec_tokens > 0 && o.speculative_method.empty()) {
-    return InvalidArgument("--num-speculative-tokens needs --speculative-method");
-  }
-  if (!o.speculative_method.empty() && spec_tokens == 0) {
-    return InvalidArgument("--speculative-method needs --num-speculative-tokens K (K >= 1)");
-  }
   EngineConfig& e = o.engine;
   DI_ASSIGN_OR_RETURN(int64_t max_num_seqs, flags.GetInt("max-num-seqs", e.scheduler.max_num_seqs));
   if (max_num_seqs < 1 || max_num_seqs > (1 << 20)) {
@@ -140,7 +139,7 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
   e.enable_prefix_cache = !flags.Has("no-prefix-cache");
   e.async_scheduling = !flags.Has("no-async-scheduling");
   e.jump_forward = !flags.Has("no-jump-forward");
-  e.scheduler.max_num_speculative_tokens = static_cast<int32_t>(spec_tokens);
+  DI_RETURN_IF_ERROR(ParseSpeculativeFlags(flags, &e));
   std::string policy = flags.GetString("scheduling-policy", "fcfs");
   if (policy == "fcfs") {
     e.scheduler.policy = SchedulingPolicy::kFcfs;

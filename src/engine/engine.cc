@@ -8,6 +8,7 @@
 #include "engine/engine_impl.h"
 #include "engine/kv_pool_size.h"
 #include "engine/latency_histograms.h"
+#include "spec/ngram_drafter.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deepinfer {
@@ -20,8 +21,12 @@ Status EngineConfig::Validate() const {
     return InvalidArgument("kv_cache_memory_fraction must be in (0, 1]");
   }
   if (max_waiting_requests < 1) return InvalidArgument("max_waiting_requests must be >= 1");
-  if (scheduler.max_num_speculative_tokens != 0) {
-    return Unimplemented("speculative decoding is not supported by this engine yet");
+  if (!speculative.method.empty() && speculative.method != "ngram") {
+    return InvalidArgument("--speculative-method " + speculative.method +
+                           ": this build drafts with ngram only (mtp and draft are not implemented yet)");
+  }
+  if (speculative.method.empty() != (scheduler.max_num_speculative_tokens == 0)) {
+    return InvalidArgument("--speculative-method and --num-speculative-tokens K (K >= 1) go together");
   }
   return Status::Ok();
 }
@@ -55,12 +60,16 @@ EngineImpl::EngineImpl(LoadedModel model, const EngineConfig& config, int32_t nu
                                              KvConfig{.num_blocks = num_blocks,
                                                       .block_size = config.block_size,
                                                       .enable_prefix_cache = config.enable_prefix_cache})),
+      calibrator_(std::max(config.scheduler.max_num_speculative_tokens, 1)),
       output_(loaded_.tokenizer.get(),
               [this](RequestId id) {
                 MutexLock lock(mu_);
                 AbortLocked(id, FinishReason::kStop);
               }),
       executor_(runner_) {
+  if (config_.speculative.method == "ngram") {
+    runner_.SetDrafter(std::make_unique<NgramDrafter>(), config_.scheduler.max_num_speculative_tokens);
+  }
   if (loaded_.tokenizer) {
     for (int32_t id = 0; id < loaded_.model->config().vocab_size; ++id) {
       if (loaded_.tokenizer->IsEndOfGeneration(id)) end_of_generation_ids_.push_back(id);
@@ -238,6 +247,16 @@ EngineMetrics EngineImpl::Metrics() const {
     m.steps_total = steps_total_;
     m.spec_draft_tokens_total = s.spec_draft_tokens;
     m.spec_accepted_tokens_total = s.spec_accepted_tokens;
+    if (!config_.speculative.method.empty()) {
+      m.spec_num_drafts_total = spec_verifications_;
+      m.spec_accepted_per_position = spec_accepted_per_position_;
+      m.spec_draft_length_counts = spec_draft_length_counts_;
+      for (const DepthCalibration& d : calibrator_.depths()) {
+        const double n = static_cast<double>(std::max<int64_t>(d.trials, 1));
+        m.spec_predicted_acceptance.push_back(d.predicted_sum / n);
+        m.spec_observed_acceptance.push_back(static_cast<double>(d.accepted) / n);
+      }
+    }
     m.expert_tokens_total = expert_load_;
   }
   m.executor_idle_seconds_total = executor_.idle_seconds();

@@ -47,9 +47,19 @@ namespace deepinfer {
 struct LoadedModel;  // checkpoint/checkpoint.h: what Create takes
 class Tokenizer;
 
+// Speculative decoding (docs/speculative.md). The number of drafts per
+// request and step is at most scheduler.max_num_speculative_tokens
+// (--num-speculative-tokens); verification is lossless, so these settings
+// change speed, never output.
+struct SpeculativeConfig {
+  std::string method;    // --speculative-method: "" (off) or "ngram"
+  bool adaptive = true;  // --spec-schedule adaptive (default) | fixed (verify every proposed draft)
+};
+
 struct EngineConfig {
   SchedulerConfig scheduler;  // --max-num-seqs, --max-num-batched-tokens, --max-model-len, policy
-  int32_t block_size = 16;    // --block-size
+  SpeculativeConfig speculative;
+  int32_t block_size = 16;  // --block-size
   // --kv-cache-memory: bytes for the KV pool; 0 = kv_cache_memory_fraction of
   // the memory available at start-up.
   int64_t kv_cache_memory_bytes = 0;

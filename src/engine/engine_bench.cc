@@ -3,6 +3,9 @@
 //
 //   engine_bench [--model PATH | --preset llama-110m --dtype q8_0] [--concurrency 1,64]
 //                [--prompt-tokens 32] [--gen-tokens 64] [--threads N]
+//                [--spec none,fixed,adaptive --spec-tokens 5 --rounds 3]
+// --spec compares ngram speculation schedules (async only), alternating the
+// modes within each round; without it, async vs sync.
 // Without --model, a random-weight model of the preset is written to
 // /tmp/engine_bench_<preset>_<dtype>.gguf once and reused.
 #include <chrono>
@@ -30,14 +33,16 @@ struct Options {
   std::string model, preset = "llama-110m", dtype = "q8_0";
   std::vector<int> concurrency = {1, 64};
   int prompt_tokens = 32, gen_tokens = 64, threads = 0;
+  std::vector<std::string> spec;  // none | fixed | adaptive
+  int spec_tokens = 5, rounds = 1;
 };
 
 struct RunStats {
   double decode_tok_s = 0, idle_s = 0, busy_s = 0;
-  int64_t steps = 0;
+  int64_t steps = 0, drafts = 0, accepted = 0;
 };
 
-StatusOr<RunStats> RunOnce(const Options& o, bool async, int concurrency) {
+StatusOr<RunStats> RunOnce(const Options& o, bool async, int concurrency, const std::string& spec = "none") {
   LoadOptions load;
   load.num_threads = o.threads;
   DI_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(o.model, load));
@@ -47,6 +52,11 @@ StatusOr<RunStats> RunOnce(const Options& o, bool async, int concurrency) {
   config.scheduler.max_num_seqs = std::max(concurrency, 1);
   config.scheduler.max_model_len = o.prompt_tokens + o.gen_tokens + 16;
   config.kv_cache_memory_bytes = 0;
+  if (spec != "none") {
+    config.speculative.method = "ngram";
+    config.speculative.adaptive = spec == "adaptive";
+    config.scheduler.max_num_speculative_tokens = o.spec_tokens;
+  }
   DI_ASSIGN_OR_RETURN(auto engine, Engine::Create(std::move(loaded), config));
 
   std::mutex mu;
@@ -93,6 +103,8 @@ StatusOr<RunStats> RunOnce(const Options& o, bool async, int concurrency) {
   s.idle_s = after.executor_idle_seconds_total - before.executor_idle_seconds_total;
   s.busy_s = after.executor_busy_seconds_total - before.executor_busy_seconds_total;
   s.steps = after.steps_total - before.steps_total;
+  s.drafts = after.spec_draft_tokens_total;
+  s.accepted = after.spec_accepted_tokens_total;
   return s;
 }
 
@@ -112,6 +124,13 @@ int Main(int argc, char** argv) {
       o.gen_tokens = std::stoi(v);
     } else if (k == "--threads") {
       o.threads = std::stoi(v);
+    } else if (k == "--spec") {
+      std::stringstream ss(v);
+      for (std::string part; std::getline(ss, part, ',');) o.spec.push_back(part);
+    } else if (k == "--spec-tokens") {
+      o.spec_tokens = std::stoi(v);
+    } else if (k == "--rounds") {
+      o.rounds = std::stoi(v);
     } else if (k == "--concurrency") {
       o.concurrency.clear();
       std::stringstream ss(v);
@@ -141,6 +160,26 @@ int Main(int argc, char** argv) {
     }
   }
   std::printf("model %s, prompt %d, gen %d\n", o.model.c_str(), o.prompt_tokens, o.gen_tokens);
+  if (!o.spec.empty()) {
+    for (int c : o.concurrency) {
+      for (int round = 0; round < o.rounds; ++round) {
+        for (const std::string& mode : o.spec) {
+          auto s = RunOnce(o, /*async=*/true, c, mode);
+          if (!s.ok()) {
+            std::fprintf(stderr, "engine_bench: %s\n", s.status().message().c_str());
+            return 1;
+          }
+          std::printf(
+              "concurrency %3d round %d spec %-8s decode %8.1f tok/s  steps %5lld  drafts %6lld accepted "
+              "%6lld\n",
+              c, round, mode.c_str(), s->decode_tok_s, static_cast<long long>(s->steps),
+              static_cast<long long>(s->drafts), static_cast<long long>(s->accepted));
+          std::fflush(stdout);
+        }
+      }
+    }
+    return 0;
+  }
   for (int c : o.concurrency) {
     for (bool async : {true, false}) {
       auto s = RunOnce(o, async, c);

@@ -26,6 +26,8 @@
 #include "runner/sampling_context.h"
 #include "runner/step_runner.h"
 #include "scheduler/scheduler.h"
+#include "spec/acceptance_calibrator.h"
+#include "spec/step_cost_model.h"
 
 namespace deepinfer {
 
@@ -89,6 +91,21 @@ class EngineImpl final : public Engine {
   int64_t cached_prompt_tokens_total_ GUARDED_BY(mu_) = 0;
   // Model::ExpertLoad() after the last commit.
   std::vector<std::vector<int64_t>> expert_load_ GUARDED_BY(mu_);
+
+  // Speculative decoding (engine_speculation.cc).
+  // Verification results into calibration and metrics; proposals through the
+  // draft-length policy into the scheduler.
+  void CommitSpeculationLocked(const StepResult& result) REQUIRES(mu_);
+  AcceptanceCalibrator calibrator_ GUARDED_BY(mu_);
+  StepCostModel step_cost_ GUARDED_BY(mu_);
+  // Raw confidences of the drafts last handed to the scheduler, per request.
+  std::unordered_map<RequestId, std::vector<float>> draft_confidence_ GUARDED_BY(mu_);
+  // Some request will verify drafts next: plan after the commit (drafts come
+  // with it) instead of ahead of it.
+  bool speculating_ GUARDED_BY(mu_) = false;
+  int64_t spec_verifications_ GUARDED_BY(mu_) = 0;
+  std::vector<int64_t> spec_accepted_per_position_ GUARDED_BY(mu_);
+  std::vector<int64_t> spec_draft_length_counts_ GUARDED_BY(mu_);
 
   Mutex shutdown_mu_;  // one Shutdown at a time
   // Declared last: started after everything above exists, stopped first.

@@ -47,6 +47,8 @@ bool EngineImpl::PlanWhenIdle(std::optional<LaunchedStep>* step) {
 std::optional<StepPlan> EngineImpl::PlanAhead() {
   if (!config_.async_scheduling) return std::nullopt;
   MutexLock lock(mu_);
+  // A plan made now could not use the drafts the running step proposes.
+  if (speculating_) return std::nullopt;
   return scheduler_->PlanStep();
 }
 
@@ -117,6 +119,7 @@ void EngineImpl::CommitLocked(StepResult& result) {
   }
   std::unordered_map<RequestId, const Request*> finished;
   for (const Request& r : commit->finished) finished[r.id] = &r;
+  if (!config_.speculative.method.empty()) CommitSpeculationLocked(result);
 
   for (RequestUpdate& u : commit->updates) {
     const Request* r = scheduler_->FindRequest(u.request_id);
@@ -136,8 +139,11 @@ void EngineImpl::CommitLocked(StepResult& result) {
       }
     }
     auto row = rows.find(u.request_id);
-    if (row != rows.end() && row->second->logprob.has_value() && !u.new_tokens.empty()) {
-      item.logprobs.push_back(*row->second->logprob);
+    if (row != rows.end()) {
+      // One per sampled token the commit kept (forced tokens have none).
+      const std::vector<TokenLogprob>& lps = row->second->logprobs;
+      item.logprobs.assign(
+          lps.begin(), lps.begin() + static_cast<std::ptrdiff_t>(std::min(lps.size(), u.new_tokens.size())));
     }
     item.tokens = std::move(u.new_tokens);
     if (u.finish_reason != FinishReason::kNone) {

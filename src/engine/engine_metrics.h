@@ -29,8 +29,17 @@ struct EngineMetrics {
   int64_t steps_total = 0;
   double executor_idle_seconds_total = 0.0;  // time the runner waited between steps while work existed
   double executor_busy_seconds_total = 0.0;
-  int64_t spec_draft_tokens_total = 0;
-  int64_t spec_accepted_tokens_total = 0;
+  // Speculative decoding (all zero / empty when it is off).
+  int64_t spec_num_drafts_total = 0;                // verifications: rows that verified >= 1 draft
+  int64_t spec_draft_tokens_total = 0;              // drafts verified
+  int64_t spec_accepted_tokens_total = 0;           // of which accepted
+  std::vector<int64_t> spec_accepted_per_position;  // [depth]: accepted drafts at that depth
+  std::vector<int64_t> spec_draft_length_counts;    // [k]: times the schedule chose k drafts for a request
+  // Calibration per depth: mean calibrated confidence of the drafts verified
+  // there (predicted) and the share accepted (observed), both conditional on
+  // the earlier drafts being accepted; NaN-free: 0 where nothing was verified.
+  std::vector<double> spec_predicted_acceptance;
+  std::vector<double> spec_observed_acceptance;
   Histogram time_to_first_token_seconds;
   Histogram time_per_output_token_seconds;
   // MoE models: tokens routed to each expert since load, [layer][expert]

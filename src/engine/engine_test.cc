@@ -23,7 +23,9 @@ namespace deepinfer {
 namespace {
 
 using testing::Collector;
+using testing::FreeThenForced;
 using testing::Greedy;
+using testing::MultiplesOnly;
 using testing::Reference;
 using testing::RunReference;
 
@@ -463,27 +465,6 @@ TEST(EngineTest, LogprobsAreTheLogSoftmaxOfTheRawLogits) {
   }
 }
 
-// Allows only token ids that are multiples of `modulus`; records what it accepted.
-class MultiplesOnly : public TokenConstraint {
- public:
-  MultiplesOnly(int32_t modulus, std::vector<int32_t>* accepted) : modulus_(modulus), accepted_(accepted) {}
-  void FillAllowedMask(TokenBitmask* mask) override {
-    mask->ClearAll();
-    for (int32_t id = 0; id < static_cast<int32_t>(mask->size()); id += modulus_) mask->Set(id);
-  }
-  bool Accept(int32_t token) override {
-    if (token % modulus_ != 0) return false;
-    accepted_->push_back(token);
-    return true;
-  }
-  void Rollback(int n) override { accepted_->resize(accepted_->size() - static_cast<size_t>(n)); }
-  bool IsComplete() const override { return false; }
-
- private:
-  int32_t modulus_;
-  std::vector<int32_t>* accepted_;
-};
-
 TEST(EngineTest, ConstraintMasksAreRespected) {
   auto engine = MakeEngine(BaseConfig());
   std::mt19937 rng(29);
@@ -505,40 +486,6 @@ TEST(EngineTest, ConstraintMasksAreRespected) {
   EXPECT_EQ(accepted_a, oa.tokens);
   EXPECT_EQ(accepted_b, ob.tokens);
 }
-
-// A scripted constraint: in every cycle of 4 outputs the first is free (any
-// multiple of 3) and the next three are forced (ids 40, 41, 42), so
-// ForcedTokens offers jump-forward right after each free token.
-class FreeThenForced : public TokenConstraint {
- public:
-  explicit FreeThenForced(std::vector<int32_t>* accepted) : accepted_(accepted) {}
-  void FillAllowedMask(TokenBitmask* mask) override {
-    mask->ClearAll();
-    const size_t k = accepted_->size() % 4;
-    if (k == 0) {
-      for (int32_t id = 0; id < static_cast<int32_t>(mask->size()); id += 3) mask->Set(id);
-    } else {
-      mask->Set(Forced(k));
-    }
-  }
-  bool Accept(int32_t token) override {
-    const size_t k = accepted_->size() % 4;
-    if (k == 0 ? token % 3 != 0 : token != Forced(k)) return false;
-    accepted_->push_back(token);
-    return true;
-  }
-  void Rollback(int n) override { accepted_->resize(accepted_->size() - static_cast<size_t>(n)); }
-  bool IsComplete() const override { return false; }
-  std::vector<int32_t> ForcedTokens() override {
-    std::vector<int32_t> out;
-    for (size_t k = accepted_->size() % 4; k != 0 && k < 4; ++k) out.push_back(Forced(k));
-    return out;
-  }
-
- private:
-  static int32_t Forced(size_t k) { return 39 + static_cast<int32_t>(k); }
-  std::vector<int32_t>* accepted_;
-};
 
 // Jump-forward appends the forced tokens without sampling them: the outputs
 // are the same token for token as with it off (a forced position allows one

@@ -2,15 +2,17 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 
 #include "sampling/penalties.h"
 
 namespace deepinfer {
 namespace {
 
-// The position the row's sampled token will occupy.
+// The position the row's first sampled token will occupy (a verification row
+// samples there and at one position per draft after it).
 int64_t SampledPosition(const ScheduledSequence& seq) {
-  return seq.start_pos + static_cast<int64_t>(seq.tokens.size());
+  return seq.start_pos + static_cast<int64_t>(seq.tokens.size()) - seq.num_draft_tokens;
 }
 
 // Brings ctx.output_tokens (and the constraint) to exactly the outputs before
@@ -22,7 +24,7 @@ void SyncOutputs(const ScheduledSequence& seq, int64_t position, SamplingContext
   if (static_cast<int64_t>(ctx.output_tokens.size()) < want) {
     ctx.output_tokens.resize(static_cast<size_t>(want), 0);
   }
-  for (size_t j = 0; j < seq.tokens.size(); ++j) {
+  for (size_t j = 0; j + static_cast<size_t>(seq.num_draft_tokens) < seq.tokens.size(); ++j) {
     const int64_t out_index = seq.start_pos + static_cast<int64_t>(j) - num_prompt;
     if (out_index >= 0 && out_index < want) ctx.output_tokens[static_cast<size_t>(out_index)] = seq.tokens[j];
   }
@@ -60,8 +62,9 @@ int32_t FinishSoonToken(SamplingContext& ctx) {
 RowSampler::RowSampler(int64_t vocab, bool jump_forward)
     : vocab_(vocab), jump_forward_(jump_forward), scratch_(static_cast<size_t>(vocab)) {}
 
-bool RowSampler::Prepare(const ScheduledSequence& seq, SamplingContext& ctx, TokenBitmask* mask) const {
-  SyncOutputs(seq, SampledPosition(seq), ctx);
+bool RowSampler::Prepare(const ScheduledSequence& seq, SamplingContext& ctx, TokenBitmask* mask,
+                         bool sync) const {
+  if (sync) SyncOutputs(seq, SampledPosition(seq), ctx);
   mask->Reset(0);
   if (!ctx.constraint) return false;
   mask->Reset(static_cast<size_t>(vocab_));
@@ -76,10 +79,8 @@ void RowSampler::FillMask(SamplingContext& ctx, TokenBitmask* mask) const {
   ctx.constraint->FillAllowedMask(mask);
 }
 
-SampledRow RowSampler::Sample(const ScheduledSequence& seq, SamplingContext& ctx, const float* logits,
-                              const TokenBitmask* mask) {
-  SampledRow out;
-  out.request_id = seq.request_id;
+int32_t RowSampler::SampleOne(SamplingContext& ctx, const float* logits, const TokenBitmask* mask,
+                              int64_t position, SampledRow* out) {
   const float* work = logits;
   if (mask != nullptr || HasLogitAdjustments(ctx.params)) {
     std::memcpy(scratch_.data(), logits, scratch_.size() * sizeof(float));
@@ -87,25 +88,59 @@ SampledRow RowSampler::Sample(const ScheduledSequence& seq, SamplingContext& ctx
     if (mask != nullptr) ApplyAllowedMask(*mask, scratch_.data());
     work = scratch_.data();
   }
-  const int64_t position = SampledPosition(seq);
-  out.token = SampleToken(work, vocab_, ctx.params, static_cast<uint64_t>(position), ctx.draw_stream);
-  if (mask != nullptr && !mask->Test(out.token)) {
-    out.error = "structured output: the constraint allows no token at position " + std::to_string(position);
+  const int32_t token =
+      SampleToken(work, vocab_, ctx.params, static_cast<uint64_t>(position), ctx.draw_stream);
+  out->tokens.push_back(token);
+  if (mask != nullptr && !mask->Test(token)) {
+    out->error = "structured output: the constraint allows no token at position " + std::to_string(position);
   }
   if (ctx.logprobs >= 0) {
-    LogprobResult lp = ComputeLogprobs(logits, vocab_, out.token, ctx.logprobs);
-    out.logprob = TokenLogprob{out.token, lp.logprob, std::move(lp.top)};
+    LogprobResult lp = ComputeLogprobs(logits, vocab_, token, ctx.logprobs);
+    out->logprobs.push_back(TokenLogprob{token, lp.logprob, std::move(lp.top)});
   }
-  ctx.output_tokens.push_back(out.token);
-  if (ctx.constraint && out.error.empty()) {
-    if (ctx.constraint->Accept(out.token)) {
+  ctx.output_tokens.push_back(token);
+  if (ctx.constraint && out->error.empty()) {
+    if (ctx.constraint->Accept(token)) {
       ++ctx.constraint_accepted;
     } else {
-      out.error = "structured output: the constraint rejected token " + std::to_string(out.token);
+      out->error = "structured output: the constraint rejected token " + std::to_string(token);
     }
   }
-  if (jump_forward_ && ctx.constraint && out.error.empty() && ctx.logprobs < 0 &&
-      !ctx.constraint->IsComplete()) {
+  return token;
+}
+
+SampledRow RowSampler::Sample(const ScheduledSequence& seq, SamplingContext& ctx, const float* logits,
+                              const TokenBitmask* mask) {
+  SampledRow out;
+  out.request_id = seq.request_id;
+  out.num_drafts = seq.num_draft_tokens;
+  const int64_t first = SampledPosition(seq);
+  const auto num_drafts = static_cast<size_t>(seq.num_draft_tokens);
+  const std::span<const int32_t> drafts = std::span<const int32_t>(seq.tokens).last(num_drafts);
+  // Verification: position first + j is sampled exactly as a plain decode of
+  // it would be — same logits (the forward pass is invariant to how positions
+  // are grouped), same adjustments, mask and (seed, position, stream) draw —
+  // and the row goes on only while the sample equals the draft that the next
+  // logits row was computed from. So the output is token for token the one
+  // without speculation. A constrained row stops where the constraint would
+  // force tokens (plain decoding appends them unsampled) or is complete.
+  TokenBitmask later_mask;
+  for (size_t j = 0;; ++j) {
+    const float* row_logits = logits + j * static_cast<size_t>(vocab_);
+    const TokenBitmask* row_mask = mask;
+    if (j > 0 && ctx.constraint) {
+      row_mask = nullptr;
+      if (Prepare(seq, ctx, &later_mask, /*sync=*/false)) FillMask(ctx, &later_mask);
+      if (!later_mask.empty()) row_mask = &later_mask;
+    }
+    const int32_t token = SampleOne(ctx, row_logits, row_mask, first + static_cast<int64_t>(j), &out);
+    if (!out.error.empty() || j == num_drafts || token != drafts[j]) break;
+    if (ctx.constraint &&
+        (ctx.constraint->IsComplete() || (JumpsForward(ctx) && !ctx.constraint->ForcedTokens().empty()))) {
+      break;
+    }
+  }
+  if (JumpsForward(ctx) && out.error.empty() && !ctx.constraint->IsComplete()) {
     // The scheduler may drop these (SequenceOutput::num_forced); the next
     // row's Prepare then rolls the constraint back to what it kept.
     for (int32_t token : ctx.constraint->ForcedTokens()) {

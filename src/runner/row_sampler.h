@@ -8,7 +8,10 @@
 //     shortest valid ending, so the ending's next token is the only one
 //     allowed) or the constraint's allowed set, which the caller fills with
 //     FillMask — possibly on another thread while the forward pass runs.
-//   Sample (after): log-probabilities from the raw logits; logit_bias,
+//   Sample (after): for a verification row (drafts after the decode input),
+//     each position in turn while the samples equal the drafts (lossless:
+//     the same tokens as decoding without drafts); per position
+//     log-probabilities from the raw logits; logit_bias,
 //     penalties and the mask applied to a copy; the token drawn with the
 //     request's (seed, position, draw_stream); the constraint advanced; and
 //     jump-forward: the tokens the constraint then forces, appended unsampled.
@@ -27,15 +30,21 @@
 #include "sampling/logprobs.h"
 #include "sampling/token_bitmask.h"
 #include "scheduler/step_plan.h"
+#include "spec/drafter.h"
 
 namespace deepinfer {
 
 struct SampledRow {
   RequestId request_id = 0;
-  int32_t token = 0;
-  std::optional<TokenLogprob> logprob;  // when the request asked for logprobs
-  std::string error;                    // non-empty: the request cannot continue
-  std::vector<int32_t> forced;          // jump-forward tokens after `token` (the constraint accepted them)
+  // The sampled tokens: one, or for a verification row 1 + the accepted
+  // drafts (the last is the first sample that differed from its draft, or
+  // the bonus token after the last draft).
+  std::vector<int32_t> tokens;
+  std::vector<TokenLogprob> logprobs;  // one per sampled token when the request asked for logprobs
+  std::string error;                   // non-empty: the request cannot continue
+  std::vector<int32_t> forced;         // jump-forward tokens after `tokens` (the constraint accepted them)
+  int32_t num_drafts = 0;              // drafts this row verified (tokens.size() - 1 of them accepted)
+  DraftProposal proposal;              // drafts continuing tokens + forced, for the next step
 };
 
 class RowSampler {
@@ -48,16 +57,27 @@ class RowSampler {
   // unconstrained request; else sizes it to the vocabulary (one bit per id)
   // and returns true when FillMask must still fill it, false when it is final
   // (finish-soon already chose the token).
-  bool Prepare(const ScheduledSequence& seq, SamplingContext& ctx, TokenBitmask* mask) const;
+  // sync=false keeps ctx's outputs as they are (a verification row preparing
+  // its later positions after accepting drafts).
+  bool Prepare(const ScheduledSequence& seq, SamplingContext& ctx, TokenBitmask* mask,
+               bool sync = true) const;
   // The constraint's allowed tokens into a mask Prepare asked to fill.
   void FillMask(SamplingContext& ctx, TokenBitmask* mask) const;
 
-  // After the forward pass: the row's token (see the file comment). `logits`
-  // is the row's f32 [vocab]; `mask` is Prepare's (null when it left it empty).
+  // After the forward pass: the row's token(s) (see the file comment).
+  // `logits` is the row's f32 [1 + num_draft_tokens, vocab]; `mask` is
+  // Prepare's for the first sampled position (null when it left it empty).
   SampledRow Sample(const ScheduledSequence& seq, SamplingContext& ctx, const float* logits,
                     const TokenBitmask* mask);
 
  private:
+  bool JumpsForward(const SamplingContext& ctx) const {
+    return jump_forward_ && ctx.constraint && ctx.logprobs < 0;
+  }
+  // Samples one position into *out and advances ctx; returns the token.
+  int32_t SampleOne(SamplingContext& ctx, const float* logits, const TokenBitmask* mask, int64_t position,
+                    SampledRow* out);
+
   const int64_t vocab_;
   const bool jump_forward_;
   std::vector<float> scratch_;  // one adjusted row

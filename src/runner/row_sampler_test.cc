@@ -78,10 +78,10 @@ TEST(RowSamplerTest, UnconstrainedGreedyTakesTheArgmaxAndReportsLogprobs) {
   EXPECT_TRUE(mask.empty());
   const std::vector<float> logits = Prefer(7);
   SampledRow out = sampler.Sample(row, ctx, logits.data(), nullptr);
-  EXPECT_EQ(out.token, 7);
+  EXPECT_EQ(out.tokens, std::vector<int32_t>{7});
   EXPECT_TRUE(out.error.empty());
-  ASSERT_TRUE(out.logprob.has_value());
-  EXPECT_EQ(out.logprob->top.size(), 2u);
+  ASSERT_EQ(out.logprobs.size(), 1u);
+  EXPECT_EQ(out.logprobs[0].top.size(), 2u);
   EXPECT_EQ(ctx.output_tokens, (std::vector<int32_t>{7}));
 }
 
@@ -96,7 +96,7 @@ TEST(RowSamplerTest, MaskSteersTheTokenAndJumpForwardAppendsForcedOnes) {
     sampler.FillMask(ctx, &mask);
     const std::vector<float> logits = Prefer(7);
     SampledRow out = sampler.Sample(row, ctx, logits.data(), &mask);
-    EXPECT_EQ(out.token, 3) << "jump " << jump;
+    EXPECT_EQ(out.tokens, std::vector<int32_t>{3}) << "jump " << jump;
     EXPECT_TRUE(out.error.empty());
     EXPECT_EQ(out.forced, jump ? (std::vector<int32_t>{4, 5}) : std::vector<int32_t>{});
     EXPECT_EQ(literal->accepted(), jump ? 3u : 1u);

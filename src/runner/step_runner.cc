@@ -15,6 +15,11 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 StepRunner::StepRunner(Model& model, KvCache& kv, bool jump_forward)
     : model_(model), kv_(kv), vocab_(model.config().vocab_size), sampler_(vocab_, jump_forward) {}
 
+void StepRunner::SetDrafter(std::unique_ptr<Drafter> drafter, int32_t max_draft_tokens) {
+  drafter_ = std::move(drafter);
+  max_draft_tokens_ = max_draft_tokens;
+}
+
 void StepRunner::CopyBlocks(const std::vector<BlockCopy>& copies) {
   // A block of one layer is block_size * kv_dim contiguous K floats and
   // block_size * v_dim V floats (KvCache layout); MLA caches have no V (v_dim 0).
@@ -51,7 +56,10 @@ StepResult StepRunner::Run(LaunchedStep& step) {
       for (size_t i : to_fill) sampler_.FillMask(*step.contexts[i], &masks[i]);
     });
   }
+  const Clock::time_point forward_start = Clock::now();
   result.status = model_.Forward(batch, kv_, logits_.data());
+  result.forward_seconds = Seconds(Clock::now() - forward_start);
+  result.num_tokens = batch.NumTokens();
   mask_worker_.Join();
   if (!result.status.ok()) {
     for (const ScheduledSequence& seq : step.plan.seqs) result.failed_requests.push_back(seq.request_id);
@@ -63,17 +71,24 @@ StepResult StepRunner::Run(LaunchedStep& step) {
     const ScheduledSequence& seq = step.plan.seqs[i];
     if (!seq.samples) continue;
     const float* logits = logits_.data() + row * static_cast<size_t>(vocab_);
-    ++row;
+    row += 1 + static_cast<size_t>(seq.num_draft_tokens);
     SamplingContext* ctx = step.contexts[i].get();
     if (ctx == nullptr) {  // cannot happen while contexts live exactly as long as requests
-      SampledRow broken{
-          seq.request_id, ArgMax(logits, vocab_), std::nullopt, "internal error: no sampling context", {}};
-      result.output.seqs.push_back({seq.request_id, {broken.token}});
+      SampledRow broken;
+      broken.request_id = seq.request_id;
+      broken.tokens = {ArgMax(logits, vocab_)};
+      broken.error = "internal error: no sampling context";
+      result.output.seqs.push_back({seq.request_id, broken.tokens});
       result.rows.push_back(std::move(broken));
       continue;
     }
     SampledRow sampled = sampler_.Sample(seq, *ctx, logits, masks[i].empty() ? nullptr : &masks[i]);
-    SequenceOutput out{seq.request_id, {sampled.token}};
+    if (drafter_ != nullptr && sampled.error.empty() && sampled.forced.empty()) {
+      sequence_.assign(ctx->prompt_tokens.begin(), ctx->prompt_tokens.end());
+      sequence_.insert(sequence_.end(), ctx->output_tokens.begin(), ctx->output_tokens.end());
+      sampled.proposal = drafter_->Propose(sequence_, max_draft_tokens_);
+    }
+    SequenceOutput out{seq.request_id, sampled.tokens};
     out.tokens.insert(out.tokens.end(), sampled.forced.begin(), sampled.forced.end());
     out.num_forced = static_cast<int32_t>(sampled.forced.size());
     result.output.seqs.push_back(std::move(out));

@@ -25,6 +25,7 @@
 #include "runner/sampling_context.h"
 #include "runner/task_worker.h"
 #include "scheduler/step_plan.h"
+#include "spec/drafter.h"
 
 namespace deepinfer {
 
@@ -39,6 +40,8 @@ struct StepResult {
   std::vector<SampledRow> rows;
   Status status;                           // a failed forward pass: no tokens were sampled
   std::vector<RequestId> failed_requests;  // with status: the requests of the step
+  int64_t num_tokens = 0;                  // tokens the forward pass computed
+  double forward_seconds = 0.0;            // its wall time (the speculation cost model's sample)
 };
 
 class StepRunner {
@@ -49,6 +52,9 @@ class StepRunner {
   // with a context (in plan order). REQUIRES: step.contexts has one entry per
   // plan.seqs entry; placeholders resolved.
   StepResult Run(LaunchedStep& step);
+  // Speculative decoding: after sampling a row, the drafter proposes up to
+  // max_draft_tokens continuations (SampledRow::proposal). Not while steps run.
+  void SetDrafter(std::unique_ptr<Drafter> drafter, int32_t max_draft_tokens);
 
  private:
   void CopyBlocks(const std::vector<BlockCopy>& copies);
@@ -57,8 +63,11 @@ class StepRunner {
   KvCache& kv_;
   const int64_t vocab_;
   RowSampler sampler_;
-  std::vector<float> logits_;  // f32 [rows, vocab]
-  TaskWorker mask_worker_;     // fills constraint masks during the forward pass
+  std::vector<float> logits_;         // f32 [rows, vocab]
+  TaskWorker mask_worker_;            // fills constraint masks during the forward pass
+  std::unique_ptr<Drafter> drafter_;  // null: no speculation
+  int32_t max_draft_tokens_ = 0;
+  std::vector<int32_t> sequence_;  // prompt + outputs handed to the drafter
 };
 
 // A thread running one step at a time: Launch hands a step over, Wait takes

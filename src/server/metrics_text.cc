@@ -74,6 +74,46 @@ void ExpertTokens(std::string& out, const std::vector<std::vector<int64_t>>& loa
   }
 }
 
+// Speculative decoding, in vLLM's spec_decode names (docs/speculative.md).
+void SpeculativeDecoding(std::string& out, const EngineMetrics& m) {
+  Sample(out, "deepinfer_spec_decode_num_drafts_total", "counter",
+         "Verifications: rows that verified drafts.", static_cast<double>(m.spec_num_drafts_total));
+  Sample(out, "deepinfer_spec_decode_num_draft_tokens_total", "counter", "Draft tokens verified.",
+         static_cast<double>(m.spec_draft_tokens_total));
+  Sample(out, "deepinfer_spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted.",
+         static_cast<double>(m.spec_accepted_tokens_total));
+  if (m.spec_accepted_per_position.empty()) return;  // speculation off
+  auto per_position = [&](const char* name, const char* type, const char* help, auto value) {
+    Header(out, name, type, help);
+    for (size_t d = 0; d < m.spec_accepted_per_position.size(); ++d) {
+      out += std::string(name) + "{position=\"" + std::to_string(d) + "\"} " + Num(value(d)) + "\n";
+    }
+  };
+  per_position("deepinfer_spec_decode_num_accepted_tokens_per_pos_total", "counter",
+               "Accepted drafts at each depth (0 = the first draft).",
+               [&](size_t d) { return static_cast<double>(m.spec_accepted_per_position[d]); });
+  per_position(
+      "deepinfer_spec_decode_predicted_acceptance", "gauge",
+      "Mean calibrated confidence of the drafts verified at each depth (given the earlier accepted).",
+      [&](size_t d) {
+        return d < m.spec_predicted_acceptance.size() ? m.spec_predicted_acceptance[d] : 0.0;
+      });
+  per_position(
+      "deepinfer_spec_decode_observed_acceptance", "gauge",
+      "Share of the drafts verified at each depth that were accepted (given the earlier accepted).",
+      [&](size_t d) { return d < m.spec_observed_acceptance.size() ? m.spec_observed_acceptance[d] : 0.0; });
+  Histogram lengths;
+  for (size_t k = 0; k + 1 < m.spec_draft_length_counts.size(); ++k)
+    lengths.upper_bounds.push_back(static_cast<double>(k));
+  lengths.counts = m.spec_draft_length_counts;
+  for (size_t k = 0; k < m.spec_draft_length_counts.size(); ++k) {
+    lengths.count += m.spec_draft_length_counts[k];
+    lengths.sum += static_cast<double>(k) * static_cast<double>(m.spec_draft_length_counts[k]);
+  }
+  HistogramText(out, "deepinfer_spec_decode_draft_length",
+                "Drafts the verification schedule chose per request and step.", lengths);
+}
+
 }  // namespace
 
 std::string RenderPrometheusMetrics(const EngineMetrics& m) {
@@ -105,10 +145,7 @@ std::string RenderPrometheusMetrics(const EngineMetrics& m) {
          "Time the model runner waited between steps while work existed.", m.executor_idle_seconds_total);
   Sample(out, "deepinfer_executor_busy_seconds_total", "counter", "Time the model runner spent in steps.",
          m.executor_busy_seconds_total);
-  Sample(out, "deepinfer_spec_draft_tokens_total", "counter", "Speculative draft tokens proposed.",
-         static_cast<double>(m.spec_draft_tokens_total));
-  Sample(out, "deepinfer_spec_accepted_tokens_total", "counter", "Speculative draft tokens accepted.",
-         static_cast<double>(m.spec_accepted_tokens_total));
+  SpeculativeDecoding(out, m);
   ExpertTokens(out, m.expert_tokens_total);
   HistogramText(out, "deepinfer_time_to_first_token_seconds", "Time from arrival to the first output token.",
                 m.time_to_first_token_seconds);

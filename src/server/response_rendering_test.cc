@@ -140,10 +140,37 @@ TEST(MetricsText, NamesValuesAndCumulativeHistograms) {
   EXPECT_EQ(values["deepinfer_time_to_first_token_seconds_sum"], "4.5");
   EXPECT_EQ(values["deepinfer_time_to_first_token_seconds_count"], "6");
   EXPECT_EQ(values["deepinfer_time_per_output_token_seconds_count"], "0");
-  EXPECT_EQ(values.count("deepinfer_spec_accepted_tokens_total"), 1u);
-  EXPECT_EQ(values.count("deepinfer_spec_draft_tokens_total"), 1u);
+  EXPECT_EQ(values.count("deepinfer_spec_decode_num_accepted_tokens_total"), 1u);
+  EXPECT_EQ(values.count("deepinfer_spec_decode_num_draft_tokens_total"), 1u);
   EXPECT_NE(text.find("# TYPE deepinfer_time_to_first_token_seconds histogram\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE deepinfer_prompt_tokens_total counter\n"), std::string::npos);
+}
+
+TEST(PrometheusText, SpeculativeDecodingSeriesPerPositionAndTheDraftLengthHistogram) {
+  EngineMetrics m;
+  m.spec_num_drafts_total = 10;
+  m.spec_draft_tokens_total = 30;
+  m.spec_accepted_tokens_total = 12;
+  m.spec_accepted_per_position = {7, 4, 1};
+  m.spec_predicted_acceptance = {0.75, 0.5, 0.25};
+  m.spec_observed_acceptance = {0.7, 0.5, 0.2};
+  m.spec_draft_length_counts = {5, 0, 2, 8};  // k = 0, 1, 2, 3
+  const std::string text = RenderPrometheusMetrics(m);
+  auto has = [&](const std::string& line) { return text.find(line + "\n") != std::string::npos; };
+  EXPECT_TRUE(has("deepinfer_spec_decode_num_drafts_total 10"));
+  EXPECT_TRUE(has("deepinfer_spec_decode_num_draft_tokens_total 30"));
+  EXPECT_TRUE(has("deepinfer_spec_decode_num_accepted_tokens_total 12"));
+  EXPECT_TRUE(has("deepinfer_spec_decode_num_accepted_tokens_per_pos_total{position=\"0\"} 7"));
+  EXPECT_TRUE(has("deepinfer_spec_decode_num_accepted_tokens_per_pos_total{position=\"2\"} 1"));
+  EXPECT_TRUE(has("deepinfer_spec_decode_predicted_acceptance{position=\"1\"} 0.5"));
+  EXPECT_TRUE(has("deepinfer_spec_decode_observed_acceptance{position=\"2\"} 0.2"));
+  // Cumulative buckets: le=0 -> 5, le=1 -> 5, le=2 -> 7, +Inf -> 15; sum 0*5 + 2*2 + 3*8 = 28.
+  EXPECT_TRUE(has("deepinfer_spec_decode_draft_length_bucket{le=\"0\"} 5"));
+  EXPECT_TRUE(has("deepinfer_spec_decode_draft_length_bucket{le=\"2\"} 7"));
+  EXPECT_TRUE(has("deepinfer_spec_decode_draft_length_bucket{le=\"+Inf\"} 15"));
+  EXPECT_TRUE(has("deepinfer_spec_decode_draft_length_sum 28"));
+  // Speculation off: no per-position series.
+  EXPECT_EQ(RenderPrometheusMetrics(EngineMetrics{}).find("per_pos"), std::string::npos);
 }
 
 }  // namespace

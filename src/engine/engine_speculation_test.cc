@@ -1,0 +1,270 @@
+// Speculative decoding through the engine is lossless: with ngram drafts
+// (fixed and adaptive schedules, sync and async loops), every request's
+// tokens and the bits of its log-probs equal those of the same engine without
+// speculation — greedy and seeded sampling, alone and 16 at once — while
+// drafts were in fact verified and accepted. Aborts mid-verification free
+// every KV block.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "checkpoint/checkpoint.h"
+#include "engine/engine.h"
+#include "engine/engine_test_util.h"
+#include "tokenizer/tokenizer.h"
+
+namespace deepinfer {
+namespace {
+
+using testing::Collector;
+
+const std::string kModel = std::string(DI_SHARED_DIR) + "/models/gguf/stories260K.gguf";
+
+LoadedModel Load() {
+  LoadOptions o;
+  o.num_threads = 2;
+  auto m = LoadModel(kModel, o);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return std::move(*m);
+}
+
+struct Mode {
+  const char* name;
+  const char* method;  // "" = no speculation
+  bool adaptive;
+  bool async;
+};
+
+EngineConfig ConfigFor(const Mode& m) {
+  EngineConfig c;
+  c.scheduler.max_model_len = 128;
+  c.scheduler.max_num_seqs = 16;
+  c.scheduler.max_num_batched_tokens = 96;  // chunked prefills mixed with verifications
+  c.kv_cache_memory_bytes = 8 << 20;
+  c.async_scheduling = m.async;
+  c.speculative.method = m.method;
+  c.speculative.adaptive = m.adaptive;
+  c.scheduler.max_num_speculative_tokens = std::string(m.method).empty() ? 0 : 5;
+  return c;
+}
+
+// Story-like prompts that repeat phrases, so prompt lookup finds drafts.
+std::vector<std::vector<int32_t>> Prompts(const Tokenizer& tok, int n) {
+  const char* texts[] = {
+      "Once upon a time there was a little girl. The little girl liked to play. One day the little girl",
+      "Tom had a red ball. Tom liked the red ball. Tom threw the red ball to his dog and",
+      "The cat sat on the mat. The dog sat on the mat. The bird sat on the",
+      "Lily went to the park. At the park, Lily saw a big tree. Lily went to the big tree and",
+  };
+  std::vector<std::vector<int32_t>> out;
+  for (int i = 0; i < n; ++i) out.push_back(tok.Encode(texts[i % 4], /*add_special=*/true, false));
+  return out;
+}
+
+struct RunOutput {
+  std::vector<Collector::Output> outputs;
+  EngineMetrics metrics;
+};
+
+RunOutput RunEngine(const Mode& mode, int n, bool sampled) {
+  auto created = Engine::Create(Load(), ConfigFor(mode));
+  EXPECT_TRUE(created.ok()) << created.status().ToString();
+  Engine& engine = **created;
+  Collector col;
+  std::vector<RequestId> ids;
+  const auto prompts = Prompts(engine.tokenizer(), n);
+  for (int i = 0; i < n; ++i) {
+    GenerationRequest r;
+    r.prompt_tokens = prompts[static_cast<size_t>(i)];
+    r.max_tokens = 60 + 3 * (i % 8);  // stories260K: 128 positions
+    r.ignore_eos = true;
+    r.logprobs = 2;
+    if (sampled) {
+      r.sampling.temperature = 0.8f;
+      r.seed = 1000 + i;
+    } else {
+      r.sampling.temperature = 0;
+    }
+    auto id = engine.Submit(std::move(r), col.Callback());
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    ids.push_back(*id);
+  }
+  col.Wait(n);
+  RunOutput out;
+  for (RequestId id : ids) out.outputs.push_back(col.Get(id));
+  out.metrics = engine.Metrics();
+  EXPECT_EQ(out.metrics.kv_blocks_in_use, 0);
+  return out;
+}
+
+void ExpectSame(const RunOutput& plain, const RunOutput& spec, const std::string& what) {
+  ASSERT_EQ(plain.outputs.size(), spec.outputs.size());
+  for (size_t i = 0; i < plain.outputs.size(); ++i) {
+    const Collector::Output& a = plain.outputs[i];
+    const Collector::Output& b = spec.outputs[i];
+    EXPECT_TRUE(b.error.empty()) << what << ": " << b.error;
+    ASSERT_EQ(a.tokens, b.tokens) << what << ", request " << i;
+    ASSERT_EQ(a.logprobs.size(), b.logprobs.size()) << what << ", request " << i;
+    for (size_t t = 0; t < a.logprobs.size(); ++t) {
+      EXPECT_EQ(a.logprobs[t].token, b.logprobs[t].token);
+      EXPECT_EQ(std::memcmp(&a.logprobs[t].logprob, &b.logprobs[t].logprob, sizeof(float)), 0)
+          << what << ", request " << i << ", token " << t;
+      ASSERT_EQ(a.logprobs[t].top.size(), b.logprobs[t].top.size());
+      for (size_t k = 0; k < a.logprobs[t].top.size(); ++k) {
+        EXPECT_EQ(a.logprobs[t].top[k].first, b.logprobs[t].top[k].first);
+        EXPECT_EQ(std::memcmp(&a.logprobs[t].top[k].second, &b.logprobs[t].top[k].second, sizeof(float)), 0);
+      }
+    }
+  }
+}
+
+const Mode kModes[] = {
+    {"ngram_fixed_sync", "ngram", false, false},
+    {"ngram_fixed_async", "ngram", false, true},
+    {"ngram_adaptive_sync", "ngram", true, false},
+    {"ngram_adaptive_async", "ngram", true, true},
+};
+
+class SpeculationLossless : public ::testing::TestWithParam<Mode> {};
+
+TEST_P(SpeculationLossless, GreedyAndSeededOutputsEqualPlainDecodingAloneAndInABatchOf16) {
+  const Mode& mode = GetParam();
+  for (bool sampled : {false, true}) {
+    for (int n : {1, 16}) {
+      const std::string what =
+          std::string(mode.name) + (sampled ? " T=0.8" : " greedy") + " n=" + std::to_string(n);
+      const RunOutput plain = RunEngine({"plain", "", false, mode.async}, n, sampled);
+      const RunOutput spec = RunEngine(mode, n, sampled);
+      ExpectSame(plain, spec, what);
+      if (!mode.adaptive || n == 1) {
+        // Speculation really ran: drafts were verified and some accepted.
+        EXPECT_GT(spec.metrics.spec_draft_tokens_total, 0) << what;
+        EXPECT_GT(spec.metrics.spec_accepted_tokens_total, 0) << what;
+      }
+      EXPECT_EQ(plain.metrics.spec_draft_tokens_total, 0);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, SpeculationLossless, ::testing::ValuesIn(kModes),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// Structured output and speculation together: drafts the constraint would not
+// allow are rejected by the masked sample, forced tokens end a verification,
+// and the outputs equal plain decoding's under both constraints.
+TEST(SpeculationWithConstraints, OutputsEqualPlainDecodingUnderMasksAndJumpForward) {
+  for (bool async : {false, true}) {
+    for (int kind : {0, 1, 2}) {  // multiples of 2; forced runs with jump-forward on; and off
+      std::vector<std::vector<int32_t>> outputs[2];
+      int64_t drafts = 0;
+      for (int spec = 0; spec < 2; ++spec) {
+        EngineConfig config = ConfigFor({"c", spec ? "ngram" : "", false, async});
+        config.jump_forward = kind != 2;
+        auto created = Engine::Create(Load(), config);
+        ASSERT_TRUE(created.ok());
+        Engine& engine = **created;
+        Collector col;
+        std::vector<std::vector<int32_t>> accepted(4);
+        std::vector<RequestId> ids;
+        const auto prompts = Prompts(engine.tokenizer(), 4);
+        for (int i = 0; i < 4; ++i) {
+          GenerationRequest r;
+          r.prompt_tokens = prompts[static_cast<size_t>(i)];
+          r.max_tokens = 60;
+          r.ignore_eos = true;
+          r.sampling.temperature = i % 2 == 0 ? 0.0f : 0.7f;
+          r.seed = 77 + i;
+          if (kind == 0) {
+            r.constraint = std::make_unique<testing::MultiplesOnly>(2, &accepted[static_cast<size_t>(i)]);
+          } else {
+            r.constraint = std::make_unique<testing::FreeThenForced>(&accepted[static_cast<size_t>(i)]);
+          }
+          ids.push_back(*engine.Submit(std::move(r), col.Callback()));
+        }
+        col.Wait(4);
+        for (RequestId id : ids) {
+          const Collector::Output o = col.Get(id);
+          EXPECT_TRUE(o.error.empty()) << o.error;
+          outputs[spec].push_back(o.tokens);
+        }
+        drafts = engine.Metrics().spec_draft_tokens_total;
+        engine.Shutdown(/*drain=*/true);
+        for (int i = 0; i < 4; ++i)
+          EXPECT_EQ(accepted[static_cast<size_t>(i)], outputs[spec][static_cast<size_t>(i)]);
+      }
+      EXPECT_EQ(outputs[0], outputs[1]) << "async " << async << " constraint " << kind;
+      // With jump-forward every free token is followed by forced ones: nothing to draft.
+      if (kind != 1) EXPECT_GT(drafts, 0) << "async " << async << " constraint " << kind;
+    }
+  }
+}
+
+TEST(SpeculationMetrics, PerPositionCountsAddUpAndCalibrationIsReported) {
+  const RunOutput spec = RunEngine({"fixed", "ngram", false, false}, 4, false);
+  const EngineMetrics& m = spec.metrics;
+  ASSERT_EQ(m.spec_accepted_per_position.size(), 5u);
+  int64_t accepted = 0;
+  for (size_t d = 0; d < m.spec_accepted_per_position.size(); ++d) {
+    accepted += m.spec_accepted_per_position[d];
+    // Accepting a draft at depth d needs every earlier one accepted.
+    if (d > 0) {
+      EXPECT_LE(m.spec_accepted_per_position[d], m.spec_accepted_per_position[d - 1]);
+    }
+  }
+  EXPECT_EQ(accepted, m.spec_accepted_tokens_total);
+  EXPECT_GT(m.spec_num_drafts_total, 0);
+  EXPECT_LE(m.spec_num_drafts_total, m.spec_draft_tokens_total);
+  ASSERT_EQ(m.spec_observed_acceptance.size(), 5u);
+  ASSERT_EQ(m.spec_predicted_acceptance.size(), 5u);
+  // Depth 0's observed acceptance is accepted-at-0 over verifications.
+  EXPECT_NEAR(
+      m.spec_observed_acceptance[0],
+      static_cast<double>(m.spec_accepted_per_position[0]) / static_cast<double>(m.spec_num_drafts_total),
+      1e-12);
+  ASSERT_EQ(m.spec_draft_length_counts.size(), 6u);
+}
+
+TEST(SpeculationConfig, BadSettingsAreRejectedWithTheFlagsName) {
+  EngineConfig c = ConfigFor({"x", "mtp", true, true});
+  auto e = Engine::Create(Load(), c);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("--speculative-method"), std::string::npos);
+  c = ConfigFor({"x", "ngram", true, true});
+  c.scheduler.max_num_speculative_tokens = 0;
+  e = Engine::Create(Load(), c);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("--num-speculative-tokens"), std::string::npos);
+}
+
+TEST(SpeculationAbort, AbortsMidVerificationFreeEveryBlock) {
+  auto created = Engine::Create(Load(), ConfigFor({"fixed", "ngram", false, true}));
+  ASSERT_TRUE(created.ok());
+  Engine& engine = **created;
+  Collector col;
+  const auto prompts = Prompts(engine.tokenizer(), 12);
+  std::vector<RequestId> ids;
+  for (const auto& p : prompts) {
+    GenerationRequest r;
+    r.prompt_tokens = p;
+    r.max_tokens = 80;
+    r.ignore_eos = true;
+    r.sampling.temperature = 0;
+    ids.push_back(*engine.Submit(std::move(r), col.Callback()));
+  }
+  std::mt19937 rng(3);
+  for (RequestId id : ids) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 15)(rng)));
+    engine.Abort(id);
+  }
+  col.Wait(static_cast<int>(ids.size()));
+  engine.Shutdown(/*drain=*/true);
+  EXPECT_EQ(engine.Metrics().kv_blocks_in_use, 0);
+  EXPECT_EQ(engine.Metrics().num_requests_running, 0);
+}
+
+}  // namespace
+}  // namespace deepinfer

@@ -1,0 +1,35 @@
+// StepCostModel: seconds a model step takes as a function of the tokens in
+// it, seconds ~= fixed + per_token * tokens, fitted online by least squares
+// over the steps the engine has run (exponentially forgetting old ones, so it
+// follows the machine's load). Speculation uses the marginal per_token cost
+// against the fixed cost: while a step is memory-bound (fixed >> per_token *
+// tokens) extra verified tokens are nearly free; once it is compute-bound
+// they cost as much as the tokens they may save.
+//
+// Before two different token counts were seen, per_token is assumed to be
+// fixed / kColdTokensPerFixed (a decode step on a CPU is dominated by
+// reading the weights).
+//
+// Thread-safety: none (the engine loop thread, under the engine's lock).
+#pragma once
+
+#include <cstdint>
+
+namespace deepinfer {
+
+class StepCostModel {
+ public:
+  static constexpr double kForget = 0.98;
+  static constexpr double kColdTokensPerFixed = 64.0;
+
+  void Observe(int64_t tokens, double seconds);
+  double fixed_seconds() const;
+  double per_token_seconds() const;
+  double Predict(double tokens) const { return fixed_seconds() + per_token_seconds() * tokens; }
+
+ private:
+  // Weighted sums for the regression seconds = a + b * tokens.
+  double w_ = 0, sx_ = 0, sy_ = 0, sxx_ = 0, sxy_ = 0;
+};
+
+}  // namespace deepinfer

@@ -22,6 +22,7 @@
 #include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
 #include "synth/synth.h"
+#include "tokenizer/tokenizer.h"
 #include "tensor/dtype.h"
 
 namespace deepinfer {
@@ -33,6 +34,7 @@ struct Options {
   std::string model, preset = "llama-110m", dtype = "q8_0";
   std::vector<int> concurrency = {1, 64};
   int prompt_tokens = 32, gen_tokens = 64, threads = 0;
+  std::string prompt;             // --prompt TEXT: every request's prompt (else random tokens)
   std::vector<std::string> spec;  // none | fixed | adaptive
   int spec_tokens = 5, rounds = 1;
 };
@@ -47,10 +49,15 @@ StatusOr<RunStats> RunOnce(const Options& o, bool async, int concurrency, const 
   load.num_threads = o.threads;
   DI_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(o.model, load));
   const int64_t vocab = loaded.model->config().vocab_size;
+  std::vector<int32_t> text_prompt;
+  if (!o.prompt.empty() && loaded.tokenizer != nullptr) {
+    text_prompt = loaded.tokenizer->Encode(o.prompt, /*add_special=*/true, /*parse_special=*/false);
+  }
   EngineConfig config;
   config.async_scheduling = async;
   config.scheduler.max_num_seqs = std::max(concurrency, 1);
-  config.scheduler.max_model_len = o.prompt_tokens + o.gen_tokens + 16;
+  config.scheduler.max_model_len =
+      std::max<int64_t>(o.prompt_tokens, static_cast<int64_t>(text_prompt.size())) + o.gen_tokens + 16;
   config.kv_cache_memory_bytes = 0;
   if (spec != "none") {
     config.speculative.method = "ngram";
@@ -72,6 +79,7 @@ StatusOr<RunStats> RunOnce(const Options& o, bool async, int concurrency, const 
   for (int i = 0; i < concurrency; ++i) {
     GenerationRequest r;
     for (int t = 0; t < o.prompt_tokens; ++t) r.prompt_tokens.push_back(token(rng));
+    if (!text_prompt.empty()) r.prompt_tokens = text_prompt;
     r.max_tokens = o.gen_tokens;
     r.ignore_eos = true;
     r.sampling.temperature = 0;
@@ -124,6 +132,8 @@ int Main(int argc, char** argv) {
       o.gen_tokens = std::stoi(v);
     } else if (k == "--threads") {
       o.threads = std::stoi(v);
+    } else if (k == "--prompt") {
+      o.prompt = v;
     } else if (k == "--spec") {
       std::stringstream ss(v);
       for (std::string part; std::getline(ss, part, ',');) o.spec.push_back(part);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backend/cpu/attention_kernel.h"
+#include "backend/cpu/isa.h"
 #include "backend/cpu/parallel_for.h"
 
 namespace deepinfer::cpu {
@@ -34,6 +35,14 @@ struct AttentionScratch {
 };
 
 }  // namespace
+
+DType FasterHalfKvDType() {
+  // With F16C (AVX2 and AVX-512 levels) an f16 row widens in one
+  // instruction per 16 values, as fast as bf16's shift, and f16 keeps 3 more
+  // mantissa bits; the portable decoder of bf16 is a shift, of f16 a branchy
+  // function.
+  return ActiveIsa() == Isa::kScalar ? DType::kBF16 : DType::kF16;
+}
 
 void PagedAttention(const float* q, int64_t n_tokens, const int64_t* positions,
                     const std::vector<const std::vector<int32_t>*>& block_tables, const PagedKvLayer& kv,

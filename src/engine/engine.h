@@ -32,6 +32,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "core/status.h"
+#include "model/kv_cache_dtype.h"
 #include "model/model.h"
 #include "sampling/logprobs.h"
 #include "sampling/sampler.h"

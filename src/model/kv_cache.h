@@ -3,29 +3,14 @@
 #pragma once
 
 #include <cstdint>
-#include <string_view>
 #include <vector>
 
 #include "core/status.h"
+#include "model/kv_cache_dtype.h"
 #include "model/model_config.h"
 #include "tensor/dtype.h"
 
 namespace deepinfer {
-
-// What --kv-cache-dtype asks for. kAuto is the 16-bit type the active CPU
-// kernels read fastest (ResolveKvCacheDType; docs/kv-cache.md has the
-// measurement behind the choice). f32 is the reference: the only type whose
-// attention is exact with respect to the model's f32 K/V.
-enum class KvCacheDType { kAuto, kF32, kF16, kBF16, kQ8_0 };
-
-// "auto" | "f32" | "f16" | "bf16" | "q8_0"; InvalidArgument naming the
-// accepted values for anything else.
-StatusOr<KvCacheDType> ParseKvCacheDType(std::string_view name);
-const char* KvCacheDTypeName(KvCacheDType t);
-// The element type a KvCache is built with: kAuto -> the faster 16-bit type
-// at the process's ISA level (call after the backend is configured), the
-// others one to one.
-DType ResolveKvCacheDType(KvCacheDType t);
 
 // Paged KV storage for every layer. K and V are separate arrays laid out
 // [layer][block][head][slot][row]: a block of one layer is one contiguous

@@ -113,9 +113,10 @@ std::string FormatBenchTable(const BenchReport& r) {
                 r.load_avg[1], r.load_avg[2]);
   os << line;
   if (r.kv_cache_memory > 0) {
+    const int64_t seq_tokens = r.config.prompt_tokens + r.config.gen_tokens;
     std::snprintf(line, sizeof(line), "kv cache memory %s holds %lld sequences of %lld tokens at once\n",
                   Bytes(r.kv_cache_memory).c_str(), static_cast<long long>(r.max_concurrent_sequences),
-                  static_cast<long long>(r.config.prompt_tokens + r.config.gen_tokens));
+                  static_cast<long long>(seq_tokens));
     os << line;
   }
   return os.str();

@@ -97,6 +97,12 @@ expect_error score_top_not_a_number    score --model "$GGUF" --tokens 1,2 --top 
 expect_error score_top_negative        score --model "$GGUF" --tokens 1,2 --top -3
 expect_error generate_bad_temperature  generate --model "$GGUF" --prompt hi --temperature warm
 expect_error generate_no_prompt        generate --model "$GGUF"
+expect_error generate_unknown_kv_dtype generate --model "$GGUF" --prompt hi --kv-cache-dtype unknown
+expect_error serve_unknown_kv_dtype    serve --model "$GGUF" --kv-cache-dtype unknown
+expect_error score_unknown_kv_dtype    score --model "$GGUF" --tokens 1,2 --kv-cache-dtype unknown
+expect_error bench_unknown_kv_dtype    bench --model "$GGUF" --kv-cache-dtype unknown
+# stories260K's KV head rows are 8 wide: q8_0 (blocks of 32) cannot hold them.
+expect_error generate_q8_0_kv_narrow_heads generate --model "$GGUF" --prompt hi --kv-cache-dtype q8_0
 expect_error info_unknown_flag         info --model "$GGUF" --verbose-please
 expect_error synth_unknown_arch        synth --arch nosucharch --preset tiny --dtype f32 --seed 1 --format hf --out "$TMP/x"
 expect_error synth_unknown_preset      synth --arch llama --preset galactic --dtype f32 --seed 1 --format hf --out "$TMP/y"

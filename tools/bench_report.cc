@@ -106,10 +106,19 @@ std::string FormatBenchTable(const BenchReport& r) {
                   r.DecodeTokensPerSecondMin(batch), r.DecodeTokensPerSecondMax(batch));
     os << line;
   }
-  std::snprintf(line, sizeof(line), "kv cache %s   peak rss %s   load %.2f %.2f %.2f\n",
-                Bytes(r.result.kv_cache_bytes).c_str(), Bytes(r.peak_rss_bytes).c_str(), r.load_avg[0],
+  std::snprintf(line, sizeof(line),
+                "kv cache %s (%s, %lld bytes/token)   peak rss %s   load %.2f %.2f %.2f\n",
+                Bytes(r.result.kv_cache_bytes).c_str(), DTypeName(r.config.kv_dtype),
+                static_cast<long long>(r.kv_bytes_per_token), Bytes(r.peak_rss_bytes).c_str(), r.load_avg[0],
                 r.load_avg[1], r.load_avg[2]);
   os << line;
+  if (r.kv_cache_memory > 0) {
+    const int64_t seq_tokens = r.config.prompt_tokens + r.config.gen_tokens;
+    std::snprintf(line, sizeof(line), "kv cache memory %s holds %lld sequences of %lld tokens at once\n",
+                  Bytes(r.kv_cache_memory).c_str(), static_cast<long long>(r.max_concurrent_sequences),
+                  static_cast<long long>(seq_tokens));
+    os << line;
+  }
   return os.str();
 }
 
@@ -141,6 +150,12 @@ std::string FormatBenchJson(const BenchReport& r) {
   os << "  \"decode_tokens_per_s\": {" << agg << "},\n";
   os << "  \"decode_tokens_per_s_rounds\": {" << rounds << "},\n";
   os << "  \"kv_cache_bytes\": " << r.result.kv_cache_bytes << ",\n";
+  os << "  \"kv_cache_dtype\": " << JsonString(DTypeName(r.config.kv_dtype)) << ",\n";
+  os << "  \"kv_bytes_per_token\": " << r.kv_bytes_per_token << ",\n";
+  if (r.kv_cache_memory > 0) {
+    os << "  \"kv_cache_memory\": " << r.kv_cache_memory << ",\n";
+    os << "  \"max_concurrent_sequences\": " << r.max_concurrent_sequences << ",\n";
+  }
   os << "  \"peak_rss_bytes\": " << r.peak_rss_bytes << ",\n";
   os << "  \"load_avg\": " << JsonArray({r.load_avg[0], r.load_avg[1], r.load_avg[2]}) << "\n";
   os << "}\n";

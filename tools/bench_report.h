@@ -21,6 +21,9 @@ struct BenchReport {
   std::string kernels;  // the CPU kernel level that ran, e.g. "avx512+amx"
   BenchConfig config;
   BenchResult result;
+  int64_t kv_bytes_per_token = 0;        // KV cache, all layers, K and V, in config.kv_dtype
+  int64_t kv_cache_memory = 0;           // --kv-cache-memory; 0: not given
+  int64_t max_concurrent_sequences = 0;  // of P + G tokens in kv_cache_memory (when given)
   int64_t peak_rss_bytes = 0;
   double load_avg[3] = {-1, -1, -1};  // /proc/loadavg at the end; -1 when unknown
 

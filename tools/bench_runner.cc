@@ -146,9 +146,17 @@ double Median(std::vector<double> v) {
 
 int64_t BenchKvBlocks(const BenchConfig& c) { return SharedBlocks(c) + MaxBatch(c) * OwnBlocks(c); }
 
+int64_t BenchKvBytesPerToken(const BenchConfig& c, const ModelConfig& m) {
+  return KvCache(m, 1, 1, c.kv_dtype).BytesPerToken();
+}
+
 int64_t BenchKvBytes(const BenchConfig& c, const ModelConfig& m) {
-  const int64_t per_token = 2 * m.num_layers * m.kv_dim() * static_cast<int64_t>(sizeof(float));
-  return BenchKvBlocks(c) * c.block_size * per_token;
+  return BenchKvBlocks(c) * c.block_size * BenchKvBytesPerToken(c, m);
+}
+
+int64_t MaxConcurrentSequences(const BenchConfig& c, const ModelConfig& m, int64_t kv_cache_memory) {
+  const int64_t blocks = kv_cache_memory / (c.block_size * BenchKvBytesPerToken(c, m));
+  return std::max<int64_t>(0, blocks - SharedBlocks(c)) / OwnBlocks(c);
 }
 
 Status ValidateBenchConfig(const BenchConfig& c, const ModelConfig& m) {
@@ -169,6 +177,7 @@ Status ValidateBenchConfig(const BenchConfig& c, const ModelConfig& m) {
     return InvalidArgument("--prompt-tokens + --gen-tokens = " + std::to_string(context) +
                            " exceeds the model's context length " + std::to_string(m.max_position));
   }
+  DI_RETURN_IF_ERROR(KvCache::CheckDType(m, c.kv_dtype));
   const int64_t kv_bytes = BenchKvBytes(c, m);
   const int64_t available = MemAvailableBytes();
   // Leave a tenth of the free memory for activations, the logits and the OS.
@@ -186,7 +195,7 @@ StatusOr<BenchResult> RunBench(Model& model, const BenchConfig& c, const BenchPr
   const ModelConfig& m = model.config();
   DI_RETURN_IF_ERROR(ValidateBenchConfig(c, m));
   BenchResult r;
-  KvCache kv(m, BenchKvBlocks(c), c.block_size);
+  KvCache kv(m, BenchKvBlocks(c), c.block_size, c.kv_dtype);
   StepRunner runner(model, kv);
   r.kv_cache_bytes = BenchKvBytes(c, m);
   const auto report = [&](const std::string& phase, int64_t done, int64_t total) {

@@ -36,12 +36,19 @@ struct BenchConfig {
   // would) instead of each prefilling its own: same decode work, far less
   // prefill time and KV memory at large batches.
   bool shared_prompt = false;
-  uint64_t seed = 1;  // prompt token ids
+  uint64_t seed = 1;             // prompt token ids
+  DType kv_dtype = DType::kF32;  // element type of the KV cache (--kv-cache-dtype, resolved)
 };
 
 // KV blocks the whole run needs (the largest batch), and their bytes.
 int64_t BenchKvBlocks(const BenchConfig& config);
 int64_t BenchKvBytes(const BenchConfig& config, const ModelConfig& model);
+// KV cache bytes one token holds over all layers, K and V, in config.kv_dtype.
+int64_t BenchKvBytesPerToken(const BenchConfig& config, const ModelConfig& model);
+// How many sequences of P + G tokens fit at once in `kv_cache_memory` bytes
+// of blocks of config.block_size tokens (each sequence holds its own blocks;
+// with shared_prompt the prompt's full blocks are held once).
+int64_t MaxConcurrentSequences(const BenchConfig& config, const ModelConfig& model, int64_t kv_cache_memory);
 
 // Checks the config against the model (context length) and the machine
 // (KV memory vs MemAvailable). InvalidArgument / ResourceExhausted naming the

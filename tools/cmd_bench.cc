@@ -26,12 +26,17 @@ namespace {
 constexpr const char* kUsage =
     "usage: deepinfer bench --model PATH [--prompt-tokens 512] [--gen-tokens 128] [--batch 1,4,16,64]\n"
     "         [--threads N] [--rounds R] [--prefill-chunk 512] [--shared-prompt] [--seed S]\n"
-    "         [--json FILE] [--plot FILE.png]\n"
-    "  --shared-prompt: all sequences of a batch share the prompt's KV blocks (like a prefix-cache hit)\n";
+    "         [--json FILE] [--plot FILE.png] [--kv-cache-dtype auto|f32|f16|bf16|q8_0]\n"
+    "         [--kv-cache-memory BYTES]\n"
+    "  --shared-prompt: all sequences of a batch share the prompt's KV blocks (like a prefix-cache hit)\n"
+    "  --kv-cache-dtype: KV element type (default auto: the faster 16-bit type on this CPU)\n"
+    "  --kv-cache-memory: also report how many P + G token sequences that many KV bytes hold at once\n";
 
 struct BenchOptions {
   std::string model_path, json_path, plot_path;
   int threads = 0;
+  KvCacheDType kv_cache_dtype = KvCacheDType::kAuto;
+  int64_t kv_cache_memory = 0;
   BenchConfig config;
 };
 
@@ -59,7 +64,7 @@ StatusOr<std::vector<int64_t>> ParseBatchList(const std::string& text) {
 
 StatusOr<BenchOptions> ParseOptions(const Args& args) {
   Flags flags({"model", "prompt-tokens", "gen-tokens", "batch", "threads", "json", "plot", "rounds",
-               "prefill-chunk", "seed"},
+               "prefill-chunk", "seed", "kv-cache-dtype", "kv-cache-memory"},
               {"shared-prompt", "help"});
   DI_RETURN_IF_ERROR(flags.Parse(args));
   if (flags.Has("help")) return InvalidArgument(kUsage);
@@ -88,6 +93,9 @@ StatusOr<BenchOptions> ParseOptions(const Args& args) {
   if (seed < 0) return InvalidArgument("--seed must be >= 0");
   c.seed = static_cast<uint64_t>(seed);
   c.shared_prompt = flags.Has("shared-prompt");
+  DI_ASSIGN_OR_RETURN(o.kv_cache_dtype, ParseKvCacheDType(flags.GetString("kv-cache-dtype", "auto")));
+  DI_ASSIGN_OR_RETURN(o.kv_cache_memory, flags.GetInt("kv-cache-memory", 0));
+  if (o.kv_cache_memory < 0) return InvalidArgument("--kv-cache-memory must be >= 0 bytes");
   o.json_path = flags.GetString("json");
   o.plot_path = flags.GetString("plot");
   if (flags.Has("json") && o.json_path.empty()) return InvalidArgument("--json needs a file name");
@@ -149,6 +157,7 @@ int RunBench(const Args& args) {
   load.load_tokenizer = false;
   auto loaded = LoadModel(options->model_path, load);
   if (!loaded.ok()) return Fail("bench", loaded.status().message());
+  options->config.kv_dtype = ResolveKvCacheDType(options->kv_cache_dtype);
   if (Status st = ValidateBenchConfig(options->config, loaded->model->config()); !st.ok()) {
     return Fail("bench", st.message(), 2);
   }
@@ -166,6 +175,13 @@ int RunBench(const Args& args) {
   report.kernels = std::string(cpu::IsaName(cpu::ActiveIsa())) +
                    (cpu::AmxInt8Enabled() || cpu::AmxBf16Enabled() ? "+amx" : "");
   DescribeWeights(*loaded, report);
+  const ModelConfig& model_config = loaded->model->config();
+  report.kv_bytes_per_token = BenchKvBytesPerToken(options->config, model_config);
+  report.kv_cache_memory = options->kv_cache_memory;
+  if (options->kv_cache_memory > 0) {
+    report.max_concurrent_sequences =
+        MaxConcurrentSequences(options->config, model_config, options->kv_cache_memory);
+  }
 
   ProgressBar bar;
   auto result = RunBench(

@@ -37,7 +37,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: deepinfer generate --model PATH (--prompt TEXT | --prompt-file F) [--max-tokens N]\n"
     "         [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--threads N]\n"
-    "         [--prefill-chunk N] [--ignore-eos] [--verbose]\n"
+    "         [--prefill-chunk N] [--ignore-eos] [--verbose] [--kv-cache-dtype auto|f32|f16|bf16|q8_0]\n"
     "         [--json-schema F|JSON | --json-object | --regex R | --grammar F | --choice A,B]\n"
     "         [--any-whitespace]\n"
     "         [--speculative-method ngram [--num-speculative-tokens 5] [--spec-schedule adaptive|fixed]]\n";
@@ -50,6 +50,7 @@ struct GenerateOptions {
   int64_t max_tokens = 128;
   int64_t prefill_chunk = 512;
   int threads = 0;
+  KvCacheDType kv_cache_dtype = KvCacheDType::kAuto;
   bool ignore_eos = false;
   bool verbose = false;
   SamplingParams sampling;
@@ -59,9 +60,9 @@ struct GenerateOptions {
 };
 
 StatusOr<GenerateOptions> ParseOptions(const Args& args) {
-  std::set<std::string> value_flags = {"model",       "prompt",  "prompt-file",  "max-tokens",
-                                       "temperature", "top-k",   "top-p",        "min-p",
-                                       "seed",        "threads", "prefill-chunk"};
+  std::set<std::string> value_flags = {"model",       "prompt",  "prompt-file",   "max-tokens",
+                                       "temperature", "top-k",   "top-p",         "min-p",
+                                       "seed",        "threads", "prefill-chunk", "kv-cache-dtype"};
   std::set<std::string> bool_flags = {"ignore-eos", "verbose", "help"};
   value_flags.insert(StructuredValueFlags().begin(), StructuredValueFlags().end());
   bool_flags.insert(StructuredBoolFlags().begin(), StructuredBoolFlags().end());
@@ -91,6 +92,7 @@ StatusOr<GenerateOptions> ParseOptions(const Args& args) {
   DI_ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
   if (threads < 0 || threads > 1024) return InvalidArgument("--threads must be in [0, 1024]");
   o.threads = static_cast<int>(threads);
+  DI_ASSIGN_OR_RETURN(o.kv_cache_dtype, ParseKvCacheDType(flags.GetString("kv-cache-dtype", "auto")));
   DI_ASSIGN_OR_RETURN(o.sampling.temperature, flags.GetDouble("temperature", 1.0));
   DI_ASSIGN_OR_RETURN(o.sampling.top_k, flags.GetInt("top-k", 0));
   DI_ASSIGN_OR_RETURN(o.sampling.top_p, flags.GetDouble("top-p", 1.0));
@@ -115,15 +117,19 @@ StatusOr<GenerateOptions> ParseOptions(const Args& args) {
 // An engine for one request of up to `context` tokens: one sequence, prefill
 // steps of `prefill_chunk` tokens, a KV pool of exactly that context.
 StatusOr<std::unique_ptr<Engine>> OneRequestEngine(LoadedModel loaded, int64_t context, int64_t prefill_chunk,
+                                                   KvCacheDType kv_cache_dtype,
                                                    const EngineConfig& speculation) {
   EngineConfig config;
+  config.kv_cache_dtype = kv_cache_dtype;
+  const DType kv_dtype = ResolveKvCacheDType(kv_cache_dtype);
+  DI_RETURN_IF_ERROR(KvCache::CheckDType(loaded.model->config(), kv_dtype));
   config.speculative = speculation.speculative;
   config.scheduler.max_num_speculative_tokens = speculation.scheduler.max_num_speculative_tokens;
   config.scheduler.max_num_seqs = 1;
   config.scheduler.max_num_batched_tokens = prefill_chunk;
   config.scheduler.max_model_len = context;
   config.enable_prefix_cache = false;
-  const int64_t bytes_per_token = KvCache(loaded.model->config(), 1, 1).BytesPerToken();
+  const int64_t bytes_per_token = KvCache(loaded.model->config(), 1, 1, kv_dtype).BytesPerToken();
   // Engine::Submit wants the sequence's blocks plus a copy-on-write block.
   config.kv_cache_memory_bytes = ((context + kBlockSize - 1) / kBlockSize + 1) * kBlockSize * bytes_per_token;
   config.block_size = kBlockSize;
@@ -172,8 +178,8 @@ Status Generate(const GenerateOptions& o, LoadedModel loaded, std::unique_ptr<To
   Completion done;
   std::unique_ptr<Engine> engine;  // owns the model and `tok` from here on
   if (budget > 0) {
-    DI_ASSIGN_OR_RETURN(
-        engine, OneRequestEngine(std::move(loaded), num_prompt + budget, o.prefill_chunk, o.speculation));
+    DI_ASSIGN_OR_RETURN(engine, OneRequestEngine(std::move(loaded), num_prompt + budget, o.prefill_chunk,
+                                                 o.kv_cache_dtype, o.speculation));
     GenerationRequest request;
     request.prompt_tokens = std::move(prompt);
     request.sampling = o.sampling;

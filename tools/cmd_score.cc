@@ -29,11 +29,13 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: deepinfer score --model PATH --tokens ID,ID,... [--top K] [--threads N] [--chunk N]\n"
+    "         [--kv-cache-dtype f32|f16|bf16|q8_0|auto]\n"
     "  --model    .gguf file or HF checkpoint directory\n"
     "  --tokens   comma-separated token ids (at least one)\n"
     "  --top      how many top [id, logprob] pairs to list per position (default 5)\n"
     "  --threads  worker threads (default: all CPUs)\n"
-    "  --chunk    run the prefill in chunks of N tokens (default: one chunk)\n";
+    "  --chunk    run the prefill in chunks of N tokens (default: one chunk)\n"
+    "  --kv-cache-dtype  element type of the KV cache (default f32: score is the reference tool)\n";
 
 StatusOr<std::vector<int32_t>> ParseTokenIds(const std::string& text) {
   std::vector<int32_t> ids;
@@ -103,6 +105,7 @@ struct ScoreRequest {
   int64_t top = 5;
   int64_t threads = 0;
   int64_t chunk = 0;
+  KvCacheDType kv_cache_dtype = KvCacheDType::kF32;
 };
 
 // Flag values -> request; every error here is a usage error.
@@ -114,6 +117,7 @@ StatusOr<ScoreRequest> ParseRequest(const Flags& flags) {
   DI_ASSIGN_OR_RETURN(r.top, flags.GetInt("top", 5));
   DI_ASSIGN_OR_RETURN(r.threads, flags.GetInt("threads", 0));
   DI_ASSIGN_OR_RETURN(r.chunk, flags.GetInt("chunk", static_cast<int64_t>(r.tokens.size())));
+  DI_ASSIGN_OR_RETURN(r.kv_cache_dtype, ParseKvCacheDType(flags.GetString("kv-cache-dtype", "f32")));
   if (r.top < 0) {
     return InvalidArgument("--top must be >= 0, got " + std::to_string(r.top));
   }
@@ -146,7 +150,9 @@ StatusOr<std::vector<float>> ComputeLogits(Model& model, const ScoreRequest& r) 
   }
   constexpr int64_t kBlockSize = 16;
   const int64_t n_blocks = (n + kBlockSize - 1) / kBlockSize;
-  KvCache kv(model.config(), n_blocks, kBlockSize);
+  const DType kv_dtype = ResolveKvCacheDType(r.kv_cache_dtype);
+  DI_RETURN_IF_ERROR(KvCache::CheckDType(model.config(), kv_dtype));
+  KvCache kv(model.config(), n_blocks, kBlockSize, kv_dtype);
   std::vector<int32_t> table(static_cast<size_t>(n_blocks));
   std::iota(table.begin(), table.end(), 0);
   std::vector<float> logits(static_cast<size_t>(n * vocab));
@@ -189,7 +195,7 @@ int RunScore(const Args& args) {
     return 0;
   }
   // Exit 2 for usage errors (flags, token ids), 1 for everything else.
-  Flags flags({"model", "tokens", "top", "threads", "chunk"}, {});
+  Flags flags({"model", "tokens", "top", "threads", "chunk", "kv-cache-dtype"}, {});
   if (Status s = flags.Parse(args); !s.ok()) {
     return Fail("score", s.message(), 2);
   }

@@ -32,6 +32,7 @@ constexpr const char* kUsage =
     "usage: deepinfer serve --model PATH [--host 127.0.0.1] [--port 8000] [--api-key KEY]\n"
     "         [--served-model-name NAME] [--max-num-seqs N] [--max-model-len L]\n"
     "         [--max-num-batched-tokens T] [--kv-cache-memory BYTES] [--block-size 16] [--threads N]\n"
+    "         [--kv-cache-dtype auto|f32|f16|bf16|q8_0 (default auto: the faster 16-bit type)]\n"
     "         [--no-prefix-cache] [--no-async-scheduling] [--no-jump-forward] [--batch-invariant]\n"
     "         [--speculative-method ngram [--num-speculative-tokens 5] [--spec-schedule adaptive|fixed]]\n"
     "         [--chat-template FILE] [--scheduling-policy fcfs|priority] [--max-waiting-requests N]\n"
@@ -88,7 +89,8 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
                                        "scheduling-policy",
                                        "max-waiting-requests",
                                        "io-threads",
-                                       "max-body-bytes"};
+                                       "max-body-bytes",
+                                       "kv-cache-dtype"};
   value_flags.insert(SpeculativeValueFlags().begin(), SpeculativeValueFlags().end());
   Flags flags(value_flags, {"no-prefix-cache", "no-async-scheduling", "no-jump-forward", "batch-invariant",
                             "verbose", "help"});
@@ -133,6 +135,7 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
     DI_ASSIGN_OR_RETURN(e.kv_cache_memory_bytes,
                         ParseBytes("kv-cache-memory", flags.GetString("kv-cache-memory")));
   }
+  DI_ASSIGN_OR_RETURN(e.kv_cache_dtype, ParseKvCacheDType(flags.GetString("kv-cache-dtype", "auto")));
   DI_ASSIGN_OR_RETURN(int64_t block_size, flags.GetInt("block-size", 16));
   if (block_size < 1 || block_size > 1024) return InvalidArgument("--block-size must be in [1, 1024]");
   e.block_size = static_cast<int32_t>(block_size);

@@ -38,16 +38,21 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model, const Engine
   effective.scheduler.max_model_len =
       std::min(effective.scheduler.max_model_len, model.model->config().max_position);
   DI_RETURN_IF_ERROR(effective.Validate());
-  const int64_t bytes_per_token = KvCache(model.model->config(), 1, 1).BytesPerToken();
+  const DType kv_dtype = ResolveKvCacheDType(effective.kv_cache_dtype);
+  DI_RETURN_IF_ERROR(KvCache::CheckDType(model.model->config(), kv_dtype));
+  DI_ASSIGN_OR_RETURN(effective.kv_cache_dtype, ParseKvCacheDType(DTypeName(kv_dtype)));  // auto -> its type
+  const int64_t bytes_per_token = KvCache(model.model->config(), 1, 1, kv_dtype).BytesPerToken();
   DI_ASSIGN_OR_RETURN(int32_t num_blocks, PlanKvBlocks(effective, bytes_per_token, MemAvailableBytes()));
-  DI_LOG_INFO("KV cache: %d blocks of %d tokens (%.1f MiB)", num_blocks, effective.block_size,
+  DI_LOG_INFO("KV cache: %d blocks of %d tokens, %s, %lld bytes per token (%.1f MiB)", num_blocks,
+              effective.block_size, DTypeName(kv_dtype), static_cast<long long>(bytes_per_token),
               static_cast<double>(num_blocks) * effective.block_size * bytes_per_token / (1024.0 * 1024.0));
   return std::unique_ptr<Engine>(new EngineImpl(std::move(model), effective, num_blocks));
 }
 
 namespace {
 std::unique_ptr<KvCache> MakeKv(const LoadedModel& m, const EngineConfig& c, int32_t num_blocks) {
-  return std::make_unique<KvCache>(m.model->config(), num_blocks, c.block_size);
+  return std::make_unique<KvCache>(m.model->config(), num_blocks, c.block_size,
+                                   ResolveKvCacheDType(c.kv_cache_dtype));
 }
 }  // namespace
 

@@ -35,6 +35,7 @@
 
 #include "core/status.h"
 #include "engine/engine_metrics.h"
+#include "model/kv_cache_dtype.h"
 #include "model/model_config.h"
 #include "sampling/logprobs.h"
 #include "sampling/sampler.h"
@@ -64,6 +65,9 @@ struct EngineConfig {
   // the memory available at start-up.
   int64_t kv_cache_memory_bytes = 0;
   double kv_cache_memory_fraction = 0.25;
+  // --kv-cache-dtype: element type of the KV pool (bytes per token scale with
+  // it). f32 is the reference; Create resolves kAuto (config() reports the type used).
+  KvCacheDType kv_cache_dtype = KvCacheDType::kF32;
   bool enable_prefix_cache = true;  // --no-prefix-cache turns it off
   bool async_scheduling = true;     // --no-async-scheduling for comparison
   // Jump-forward for constrained requests (--no-jump-forward for comparison):

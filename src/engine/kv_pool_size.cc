@@ -40,7 +40,8 @@ StatusOr<int32_t> PlanKvBlocks(const EngineConfig& config, int64_t bytes_per_tok
                              std::to_string(blocks) + " blocks; one sequence of max_model_len " +
                              std::to_string(config.scheduler.max_model_len) + " tokens needs " +
                              std::to_string(min_blocks) + " (" + std::to_string(min_blocks * block_bytes) +
-                             " bytes): raise --kv-cache-memory or lower --max-model-len");
+                             " bytes): raise --kv-cache-memory, lower --max-model-len or use a narrower "
+                             "--kv-cache-dtype");
   }
   // Twice the most the running batch can reference: the rest is prefix cache.
   const int64_t useful = 2 * static_cast<int64_t>(config.scheduler.max_num_seqs) * (blocks_per_seq + 1);

@@ -1,17 +1,20 @@
 // ops::PagedAttention (the paged driver over KvCache: GQA groups, key splits, threads)
 // against a naive per-head softmax in double, on contexts longer than the
 // split size and with a sliding window; and bit-identical results for any
-// thread count and any batch composition (batch invariance).
+// thread count and any batch composition (batch invariance), in every KV
+// cache dtype (f32, f16, bf16, q8_0).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "model/model.h"
 #include "model/ops.h"
+#include "tensor/dtype.h"
 
 namespace deepinfer {
 namespace {
@@ -22,35 +25,36 @@ struct KvFixture {
   std::vector<std::vector<int32_t>> tables;  // per sequence
 };
 
+constexpr DType kKvDTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0};
+
 ModelConfig Config() {
   ModelConfig c;
   c.num_layers = 2;
   c.num_heads = 6;
   c.num_kv_heads = 2;
-  c.head_dim = 40;
+  c.head_dim = 64;
   return c;
 }
 
 // Two sequences of `len` positions each, blocks interleaved and shuffled.
-KvFixture MakeSetup(int64_t len, int64_t block_size, std::mt19937& rng) {
+KvFixture MakeSetup(int64_t len, int64_t block_size, std::mt19937& rng, DType dtype = DType::kF32) {
   const ModelConfig c = Config();
   const int64_t per_seq = (len + block_size - 1) / block_size;
-  KvFixture s{c, KvCache(c, 2 * per_seq, block_size), {}};
+  KvFixture s{c, KvCache(c, 2 * per_seq, block_size, dtype), {}};
   std::vector<int32_t> blocks(2 * per_seq);
   std::iota(blocks.begin(), blocks.end(), 0);
   std::shuffle(blocks.begin(), blocks.end(), rng);
   s.tables.emplace_back(blocks.begin(), blocks.begin() + per_seq);
   s.tables.emplace_back(blocks.begin() + per_seq, blocks.end());
   std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<float> row(static_cast<size_t>(c.kv_dim()));
   for (int64_t l = 0; l < c.num_layers; ++l) {
     for (int64_t b = 0; b < 2 * per_seq; ++b) {
       for (int64_t slot = 0; slot < block_size; ++slot) {
-        for (int64_t h = 0; h < c.num_kv_heads; ++h) {
-          for (int64_t i = 0; i < c.head_dim; ++i) {
-            s.kv.K(l, b, slot, h)[i] = n(rng);
-            s.kv.V(l, b, slot, h)[i] = n(rng);
-          }
-        }
+        for (auto& x : row) x = n(rng);
+        s.kv.WriteK(l, b, slot, row.data());
+        for (auto& x : row) x = n(rng);
+        s.kv.WriteV(l, b, slot, row.data());
       }
     }
   }
@@ -61,9 +65,19 @@ std::vector<double> Reference(const KvFixture& s, const std::vector<int32_t>& ta
                               int64_t head, int64_t pos, const ops::AttentionParams& p) {
   const int64_t hd = p.head_dim, kvh = head / (p.num_heads / p.num_kv_heads), bs = s.kv.block_size();
   const int64_t lo = p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : 0;
+  // What the cache holds, decoded (the kernels' input, whatever the dtype).
+  std::vector<float> row(static_cast<size_t>(s.kv.kv_dim()));
+  const auto k_of = [&](int64_t j) {
+    s.kv.ReadK(p.layer, table[j / bs], j % bs, row.data());
+    return row.data() + kvh * hd;
+  };
+  const auto v_of = [&](int64_t j) {
+    s.kv.ReadV(p.layer, table[j / bs], j % bs, row.data());
+    return row.data() + kvh * hd;
+  };
   std::vector<double> w;
   for (int64_t j = lo; j <= pos; ++j) {
-    const float* k = s.kv.K(p.layer, table[j / bs], j % bs, kvh);
+    const float* k = k_of(j);
     double dot = 0;
     for (int64_t d = 0; d < hd; ++d) dot += static_cast<double>(q[d]) * k[d];
     w.push_back(dot * p.scale);
@@ -73,51 +87,101 @@ std::vector<double> Reference(const KvFixture& s, const std::vector<int32_t>& ta
   for (double& x : w) sum += (x = std::exp(x - m));
   std::vector<double> out(hd, 0.0);
   for (int64_t j = lo; j <= pos; ++j) {
-    const float* v = s.kv.V(p.layer, table[j / bs], j % bs, kvh);
+    const float* v = v_of(j);
     for (int64_t d = 0; d < hd; ++d) out[d] += w[j - lo] / sum * v[d];
   }
   return out;
 }
 
-// WriteK/WriteV scatter a row head by head; K/V(layer, block, slot, head)
-// find each piece again; a block of one layer is one contiguous run (block
-// copies rely on it) with each head's rows contiguous inside it.
+// WriteK/WriteV scatter a row head by head; KRow/VRow(layer, block, slot,
+// head) find each piece again; a block of one layer is one contiguous run
+// (block copies rely on it) with each head's rows contiguous inside it.
+// Values that every dtype stores exactly (small integers) read back as written.
 TEST(KvCacheLayout, HeadsAreContiguousInsideContiguousBlocks) {
-  const int64_t layers = 2, blocks = 3, bs = 4, heads = 2, width = 5;
-  KvCache kv(layers, blocks, bs, heads * width, heads * width, heads);
-  std::vector<float> row(static_cast<size_t>(heads * width));
-  for (int64_t l = 0; l < layers; ++l) {
-    for (int64_t b = 0; b < blocks; ++b) {
-      for (int64_t slot = 0; slot < bs; ++slot) {
-        for (int64_t i = 0; i < heads * width; ++i) {
-          row[static_cast<size_t>(i)] = float(((l * 10 + b) * 10 + slot) * 100 + i);
+  for (DType dtype : kKvDTypes) {
+    const int64_t layers = 2, blocks = 3, bs = 4, heads = 2, width = 32;
+    KvCache kv(layers, blocks, bs, heads * width, heads * width, heads, dtype);
+    const int64_t row_bytes = RowBytes(dtype, width);
+    ASSERT_EQ(kv.BytesPerToken(), layers * 2 * heads * row_bytes);
+    std::vector<float> row(static_cast<size_t>(heads * width)), back(row.size());
+    const auto value = [](int64_t l, int64_t b, int64_t slot, int64_t i) {
+      return float((((l * 3 + b) * 4 + slot) * 64 + i) % 120 - 60);  // |x| <= 60: exact in every dtype
+    };
+    for (int64_t l = 0; l < layers; ++l) {
+      for (int64_t b = 0; b < blocks; ++b) {
+        for (int64_t slot = 0; slot < bs; ++slot) {
+          for (int64_t i = 0; i < heads * width; ++i) row[static_cast<size_t>(i)] = value(l, b, slot, i);
+          // q8_0 stores q * amax / 127: make amax 127 so every integer is exact.
+          if (dtype == DType::kQ8_0) row[0] = row[width] = 127.0f;
+          kv.WriteK(l, b, slot, row.data());
+          for (float& x : row) x = -x;
+          kv.WriteV(l, b, slot, row.data());
+          kv.ReadK(l, b, slot, back.data());
+          for (size_t i = 0; i < row.size(); ++i)
+            ASSERT_EQ(back[i], -row[i]) << DTypeName(dtype) << " K " << i;
+          kv.ReadV(l, b, slot, back.data());
+          for (size_t i = 0; i < row.size(); ++i)
+            ASSERT_EQ(back[i], row[i]) << DTypeName(dtype) << " V " << i;
         }
-        kv.WriteK(l, b, slot, row.data());
-        for (float& x : row) x = -x;
-        kv.WriteV(l, b, slot, row.data());
       }
     }
-  }
-  for (int64_t l = 0; l < layers; ++l) {
-    for (int64_t b = 0; b < blocks; ++b) {
-      EXPECT_EQ(kv.K(l, b, 0, 0), kv.K(0, 0, 0, 0) + (l * blocks + b) * bs * heads * width);
-      for (int64_t h = 0; h < heads; ++h) {
-        for (int64_t slot = 0; slot < bs; ++slot) {
-          EXPECT_EQ(kv.K(l, b, slot, h), kv.K(l, b, 0, 0) + (h * bs + slot) * width);
-          for (int64_t i = 0; i < width; ++i) {
-            const float want = float(((l * 10 + b) * 10 + slot) * 100 + h * width + i);
-            EXPECT_EQ(kv.K(l, b, slot, h)[i], want);
-            EXPECT_EQ(kv.V(l, b, slot, h)[i], -want);
+    for (int64_t l = 0; l < layers; ++l) {
+      for (int64_t b = 0; b < blocks; ++b) {
+        EXPECT_EQ(kv.KRow(l, b, 0, 0), kv.KRow(0, 0, 0, 0) + (l * blocks + b) * bs * heads * row_bytes);
+        for (int64_t h = 0; h < heads; ++h) {
+          for (int64_t slot = 0; slot < bs; ++slot) {
+            EXPECT_EQ(kv.KRow(l, b, slot, h), kv.KRow(l, b, 0, 0) + (h * bs + slot) * row_bytes);
+            EXPECT_EQ(kv.VRow(l, b, slot, h), kv.VRow(l, b, 0, 0) + (h * bs + slot) * row_bytes);
           }
         }
       }
     }
+    // CopyBlock moves every layer's K and V of one block and nothing else.
+    kv.CopyBlock(0, 2);
+    for (int64_t l = 0; l < layers; ++l) {
+      for (int64_t slot = 0; slot < bs; ++slot) {
+        std::vector<float> src(row.size()), dst(row.size());
+        kv.ReadV(l, 0, slot, src.data());
+        kv.ReadV(l, 2, slot, dst.data());
+        EXPECT_EQ(src, dst) << DTypeName(dtype);
+      }
+    }
+    kv.ReadK(1, 1, 3, back.data());
+    EXPECT_EQ(back[1], value(1, 1, 3, 1)) << "block 1 untouched";
   }
 }
 
-TEST(PagedAttention, MatchesReferenceAcrossSplitsAndWindows) {
+// CheckDType: q8_0 needs whole 32-element blocks per head row.
+TEST(KvCacheLayout, CheckDTypeRejectsRowsThatAreNotWholeBlocks) {
+  ModelConfig c = Config();
+  for (DType dtype : kKvDTypes) EXPECT_TRUE(KvCache::CheckDType(c, dtype).ok()) << DTypeName(dtype);
+  c.head_dim = 8;
+  EXPECT_TRUE(KvCache::CheckDType(c, DType::kF16).ok());
+  const Status st = KvCache::CheckDType(c, DType::kQ8_0);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("8 wide"), std::string::npos) << st.message();
+  EXPECT_FALSE(KvCache::CheckDType(c, DType::kQ4_0).ok());
+}
+
+TEST(KvCacheDType, ParsesTheFlagValues) {
+  for (const char* name : {"auto", "f32", "f16", "bf16", "q8_0"}) {
+    auto t = ParseKvCacheDType(name);
+    ASSERT_TRUE(t.ok()) << name;
+    EXPECT_STREQ(KvCacheDTypeName(*t), name);
+  }
+  const auto bad = ParseKvCacheDType("unknown");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("auto, f32, f16, bf16, q8_0"), std::string::npos);
+  const DType a = ResolveKvCacheDType(KvCacheDType::kAuto);
+  EXPECT_TRUE(a == DType::kF16 || a == DType::kBF16) << DTypeName(a);
+  EXPECT_EQ(ResolveKvCacheDType(KvCacheDType::kQ8_0), DType::kQ8_0);
+}
+
+class PagedAttentionDType : public ::testing::TestWithParam<DType> {};
+
+TEST_P(PagedAttentionDType, MatchesReferenceAcrossSplitsAndWindows) {
   std::mt19937 rng(21);
-  KvFixture s = MakeSetup(700, 7, rng);
+  KvFixture s = MakeSetup(700, 7, rng, GetParam());
   const ModelConfig& c = s.config;
   const int64_t qd = c.q_dim();
   // Tokens of both sequences at positions around and past the split size.
@@ -152,9 +216,9 @@ TEST(PagedAttention, MatchesReferenceAcrossSplitsAndWindows) {
   }
 }
 
-TEST(PagedAttention, BitIdenticalForAnyThreadCountAndBatch) {
+TEST_P(PagedAttentionDType, BitIdenticalForAnyThreadCountAndBatch) {
   std::mt19937 rng(5);
-  KvFixture s = MakeSetup(1100, 16, rng);
+  KvFixture s = MakeSetup(1100, 16, rng, GetParam());
   const ModelConfig& c = s.config;
   const int64_t qd = c.q_dim();
   std::vector<int64_t> positions;
@@ -194,6 +258,9 @@ TEST(PagedAttention, BitIdenticalForAnyThreadCountAndBatch) {
               std::memcmp(head.data(), batched.data() + t * qd + 5 * c.head_dim, c.head_dim * sizeof(float)));
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(AllKvDTypes, PagedAttentionDType, ::testing::ValuesIn(kKvDTypes),
+                         [](const ::testing::TestParamInfo<DType>& info) { return DTypeName(info.param); });
 
 }  // namespace
 }  // namespace deepinfer

@@ -129,6 +129,39 @@ TEST_P(DeepseekTest, DecodeRowsAreBatchInvariant) {
   EXPECT_EQ(routed, (9 + 13) * m.config().moe.experts_per_token);
 }
 
+// The latent cache in every KV dtype that fits its rows: a sequence's rows
+// are the same bits alone and next to another sequence.
+TEST_P(DeepseekTest, DecodeRowsAreBatchInvariantInEveryKvDType) {
+  const std::string dir = SynthDir(GetParam(), "tiny");
+  LoadOptions opts;
+  opts.load_tokenizer = false;
+  opts.num_threads = 2;
+  auto loaded = LoadModel(dir, opts);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  Model& m = *loaded->model;
+  const int64_t vocab = m.config().vocab_size;
+  const std::vector<int32_t> ids = Prompt(9, static_cast<int>(vocab));
+  std::vector<float> f32_logits;
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0}) {
+    if (!KvCache::CheckDType(m.config(), dtype).ok()) continue;  // q8_0 needs rows of whole 32-blocks
+    KvCache kv(m.config(), 8, 4, dtype);
+    std::vector<float> alone(static_cast<size_t>(9 * vocab)), both(static_cast<size_t>(13 * vocab));
+    ASSERT_TRUE(m.Forward(Chunk(ids, 0, {0, 1, 2}), kv, alone.data()).ok());
+    ForwardBatch b = Chunk({3, 4, 5, 6}, 0, {3});
+    b.seqs.push_back(Chunk(ids, 0, {4, 5, 6}).seqs[0]);
+    ASSERT_TRUE(m.Forward(b, kv, both.data()).ok());
+    for (int64_t i = 0; i < 9 * vocab; ++i) {
+      ASSERT_EQ(both[static_cast<size_t>(4 * vocab + i)], alone[static_cast<size_t>(i)]) << DTypeName(dtype);
+    }
+    if (dtype == DType::kF32) {
+      f32_logits = alone;
+    } else {
+      EXPECT_NE(alone, f32_logits) << DTypeName(dtype) << ": the narrow cache is not in use";
+      EXPECT_LT(MaxRel(alone, f32_logits), 5e-2) << DTypeName(dtype);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Archs, DeepseekTest, ::testing::Values("deepseek_v2", "deepseek_v3"));
 
 // The V3 MTP layer (MLA + MoE block) at depth 1 against deepseek_ref.py.

@@ -39,11 +39,12 @@ struct Case {
 
 // Runs each case's prefix alone, then either every chunk alone or all
 // chunks in one batch, and returns the logit rows of the chunk step(s).
-std::vector<float> RunCases(Model& model, const std::vector<Case>& cases, bool batched, int64_t block_size) {
+std::vector<float> RunCases(Model& model, const std::vector<Case>& cases, bool batched, int64_t block_size,
+                            DType kv_dtype = DType::kF32) {
   const ModelConfig& c = model.config();
   // Each sequence gets its own interleaved set of blocks from one pool.
   const int64_t per_seq = 16;
-  KvCache kv(c, per_seq * static_cast<int64_t>(cases.size()), block_size);
+  KvCache kv(c, per_seq * static_cast<int64_t>(cases.size()), block_size, kv_dtype);
   std::vector<SequenceChunk> seqs;
   for (size_t s = 0; s < cases.size(); ++s) {
     SequenceChunk seq;
@@ -86,28 +87,40 @@ std::vector<float> RunCases(Model& model, const std::vector<Case>& cases, bool b
 
 class ForwardArchTest : public ::testing::TestWithParam<std::string> {};
 
+// In every KV cache dtype (the determinism contract holds for each).
 TEST_P(ForwardArchTest, BatchedEqualsAloneExactly) {
-  ModelConfig c = testing::TinyConfig(GetParam());
-  if (GetParam() == "mistral") {
-    c.sliding_window = {5, 5};
-  }
-  auto model = MakeModel(c, 7, 2);
-  ASSERT_NE(model, nullptr);
-  const int v = static_cast<int>(c.vocab_size);
-  const std::vector<Case> cases = {
-      {{}, Tokens(13, 1, v), SequenceChunk::Logits::kAll},              // fresh prefill
-      {Tokens(6, 2, v), Tokens(5, 3, v), SequenceChunk::Logits::kAll},  // 2nd chunk
-      {Tokens(11, 4, v), {17}, SequenceChunk::Logits::kLast},           // decode step
-      {Tokens(3, 5, v), Tokens(9, 6, v), SequenceChunk::Logits::kLast},
-      {Tokens(2, 7, v), Tokens(4, 8, v), SequenceChunk::Logits::kNone},  // mid-prompt chunk
-      {{}, {42}, SequenceChunk::Logits::kLast},                          // 1-token prompt
-  };
-  const auto alone = RunCases(*model, cases, /*batched=*/false, 4);
-  const auto batched = RunCases(*model, cases, /*batched=*/true, 4);
-  ASSERT_EQ(alone.size(), static_cast<size_t>((13 + 5 + 1 + 1 + 1) * c.vocab_size));
-  ASSERT_EQ(alone.size(), batched.size());
-  for (size_t i = 0; i < alone.size(); ++i) {
-    ASSERT_EQ(alone[i], batched[i]) << "logit " << i;  // bit-identical
+  for (DType kv_dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0}) {
+    ModelConfig c = testing::TinyConfig(GetParam());
+    if (GetParam() == "mistral") {
+      c.sliding_window = {5, 5};
+    }
+    if (kv_dtype == DType::kQ8_0) {  // q8_0 rows are whole blocks of 32
+      c.head_dim = 32;
+      c.rope_dim = 32;
+    }
+    ASSERT_TRUE(KvCache::CheckDType(c, kv_dtype).ok());
+    auto model = MakeModel(c, 7, 2);
+    ASSERT_NE(model, nullptr);
+    const int v = static_cast<int>(c.vocab_size);
+    const std::vector<Case> cases = {
+        {{}, Tokens(13, 1, v), SequenceChunk::Logits::kAll},              // fresh prefill
+        {Tokens(6, 2, v), Tokens(5, 3, v), SequenceChunk::Logits::kAll},  // 2nd chunk
+        {Tokens(11, 4, v), {17}, SequenceChunk::Logits::kLast},           // decode step
+        {Tokens(3, 5, v), Tokens(9, 6, v), SequenceChunk::Logits::kLast},
+        {Tokens(2, 7, v), Tokens(4, 8, v), SequenceChunk::Logits::kNone},  // mid-prompt chunk
+        {{}, {42}, SequenceChunk::Logits::kLast},                          // 1-token prompt
+    };
+    const auto alone = RunCases(*model, cases, /*batched=*/false, 4, kv_dtype);
+    const auto batched = RunCases(*model, cases, /*batched=*/true, 4, kv_dtype);
+    ASSERT_EQ(alone.size(), static_cast<size_t>((13 + 5 + 1 + 1 + 1) * c.vocab_size));
+    ASSERT_EQ(alone.size(), batched.size());
+    for (size_t i = 0; i < alone.size(); ++i) {
+      ASSERT_EQ(alone[i], batched[i]) << DTypeName(kv_dtype) << " logit " << i;  // bit-identical
+    }
+    if (kv_dtype != DType::kF32) {  // and the narrow cache really is in use: the logits moved
+      const auto f32 = RunCases(*model, cases, /*batched=*/true, 4, DType::kF32);
+      EXPECT_NE(f32, batched) << DTypeName(kv_dtype);
+    }
   }
 }
 

@@ -1,75 +1,163 @@
+#include "model/kv_cache.h"
+
 #include <cstring>
+#include <string>
 
 #include "core/check.h"
-#include "model/model.h"
+#include "model/ops.h"
+#include "tensor/dequant.h"
 
 namespace deepinfer {
 
-// Layout: model.h. A block of one layer is a contiguous block_size * kv_dim
-// run of K (block_size * v_dim of V), whatever the number of heads.
-KvCache::KvCache(const ModelConfig& config, int64_t num_blocks, int64_t block_size)
+StatusOr<KvCacheDType> ParseKvCacheDType(std::string_view name) {
+  for (KvCacheDType t : {KvCacheDType::kAuto, KvCacheDType::kF32, KvCacheDType::kF16, KvCacheDType::kBF16,
+                         KvCacheDType::kQ8_0}) {
+    if (name == KvCacheDTypeName(t)) return t;
+  }
+  return InvalidArgument("--kv-cache-dtype: '" + std::string(name) +
+                         "' is not one of auto, f32, f16, bf16, q8_0");
+}
+
+const char* KvCacheDTypeName(KvCacheDType t) {
+  switch (t) {
+    case KvCacheDType::kAuto:
+      return "auto";
+    case KvCacheDType::kF32:
+      return "f32";
+    case KvCacheDType::kF16:
+      return "f16";
+    case KvCacheDType::kBF16:
+      return "bf16";
+    case KvCacheDType::kQ8_0:
+      return "q8_0";
+  }
+  return "?";
+}
+
+DType ResolveKvCacheDType(KvCacheDType t) {
+  switch (t) {
+    case KvCacheDType::kAuto:
+      return ops::FasterHalfKvDType();
+    case KvCacheDType::kF32:
+      return DType::kF32;
+    case KvCacheDType::kF16:
+      return DType::kF16;
+    case KvCacheDType::kBF16:
+      return DType::kBF16;
+    case KvCacheDType::kQ8_0:
+      return DType::kQ8_0;
+  }
+  return DType::kF32;
+}
+
+namespace {
+int64_t CacheHeads(const ModelConfig& config) {
+  return config.mla.kv_lora_rank > 0 ? 1 : config.num_kv_heads;
+}
+}  // namespace
+
+Status KvCache::CheckDType(const ModelConfig& config, DType dtype) {
+  if (!ops::IsKvCacheDType(dtype)) {
+    return InvalidArgument(std::string("--kv-cache-dtype: ") + DTypeName(dtype) +
+                           " is not a KV cache type (f32, f16, bf16, q8_0)");
+  }
+  const int64_t heads = CacheHeads(config);
+  for (int64_t width : {config.cache_k_dim() / heads, config.cache_v_dim() / heads}) {
+    if (width > 0 && RowBytes(dtype, width) < 0) {
+      return InvalidArgument(std::string("--kv-cache-dtype ") + DTypeName(dtype) +
+                             " stores rows in blocks of " + std::to_string(BlockElems(dtype)) +
+                             " elements, but this model's KV head rows are " + std::to_string(width) +
+                             " wide; use f16 or bf16");
+    }
+  }
+  return Status::Ok();
+}
+
+// Layout: kv_cache.h. A block of one layer is a contiguous block_size * heads
+// rows of K (of V likewise), whatever the number of heads.
+KvCache::KvCache(const ModelConfig& config, int64_t num_blocks, int64_t block_size, DType dtype)
     : KvCache(config.num_layers, num_blocks, block_size, config.cache_k_dim(), config.cache_v_dim(),
-              config.mla.kv_lora_rank > 0 ? 1 : config.num_kv_heads) {}
+              CacheHeads(config), dtype) {}
 
 KvCache::KvCache(int64_t num_layers, int64_t num_blocks, int64_t block_size, int64_t k_dim, int64_t v_dim,
-                 int64_t heads)
+                 int64_t heads, DType dtype)
     : num_layers_(num_layers),
       num_blocks_(num_blocks),
       block_size_(block_size),
       kv_dim_(k_dim),
       v_dim_(v_dim),
-      heads_(heads) {
+      heads_(heads),
+      dtype_(dtype) {
   DI_CHECK(num_layers_ > 0 && num_blocks_ > 0 && block_size_ > 0 && kv_dim_ > 0 && v_dim_ >= 0);
   DI_CHECK(heads_ > 0 && kv_dim_ % heads_ == 0 && v_dim_ % heads_ == 0);
-  k_.assign(static_cast<size_t>(num_layers_ * num_blocks_ * block_size_ * kv_dim_), 0.0f);
-  v_.assign(static_cast<size_t>(num_layers_ * num_blocks_ * block_size_ * v_dim_), 0.0f);
+  DI_CHECK_MSG(ops::IsKvCacheDType(dtype_), DTypeName(dtype_));
+  k_row_bytes_ = RowBytes(dtype_, kv_dim_ / heads_);
+  v_row_bytes_ = RowBytes(dtype_, v_dim_ / heads_);
+  DI_CHECK_MSG(k_row_bytes_ > 0 && v_row_bytes_ >= 0, "KV head width is not a whole number of dtype blocks");
+  const int64_t rows = num_layers_ * num_blocks_ * block_size_ * heads_;
+  k_.assign(static_cast<size_t>(rows * k_row_bytes_), 0);
+  v_.assign(static_cast<size_t>(rows * v_row_bytes_), 0);
 }
 
 namespace {
-// Start of (layer, block, head, slot) in an array whose rows are `dim`
-// floats split into `heads` heads.
+// Byte offset of the row (layer, block, head, slot) in an array of rows of
+// `row_bytes`, `heads` per token.
 inline int64_t Offset(int64_t layer, int64_t block, int64_t slot, int64_t head, int64_t num_blocks,
-                      int64_t block_size, int64_t dim, int64_t heads) {
-  const int64_t width = dim / heads;
-  return (((layer * num_blocks + block) * heads + head) * block_size + slot) * width;
-}
-
-// Stores a row of `dim` floats head by head at (layer, block, slot).
-void ScatterRow(std::vector<float>& a, int64_t layer, int64_t block, int64_t slot, int64_t num_blocks,
-                int64_t block_size, int64_t dim, int64_t heads, const float* row) {
-  const int64_t width = dim / heads;
-  for (int64_t h = 0; h < heads; ++h) {
-    std::memcpy(a.data() + Offset(layer, block, slot, h, num_blocks, block_size, dim, heads), row + h * width,
-                sizeof(float) * static_cast<size_t>(width));
-  }
+                      int64_t block_size, int64_t heads, int64_t row_bytes) {
+  return (((layer * num_blocks + block) * heads + head) * block_size + slot) * row_bytes;
 }
 }  // namespace
 
-float* KvCache::K(int64_t layer, int64_t block, int64_t slot, int64_t head) {
-  return k_.data() + Offset(layer, block, slot, head, num_blocks_, block_size_, kv_dim_, heads_);
+const uint8_t* KvCache::KRow(int64_t layer, int64_t block, int64_t slot, int64_t head) const {
+  return k_.data() + Offset(layer, block, slot, head, num_blocks_, block_size_, heads_, k_row_bytes_);
 }
-float* KvCache::V(int64_t layer, int64_t block, int64_t slot, int64_t head) {
-  return v_.data() + Offset(layer, block, slot, head, num_blocks_, block_size_, v_dim_, heads_);
-}
-const float* KvCache::K(int64_t layer, int64_t block, int64_t slot, int64_t head) const {
-  return k_.data() + Offset(layer, block, slot, head, num_blocks_, block_size_, kv_dim_, heads_);
-}
-const float* KvCache::V(int64_t layer, int64_t block, int64_t slot, int64_t head) const {
-  return v_.data() + Offset(layer, block, slot, head, num_blocks_, block_size_, v_dim_, heads_);
+const uint8_t* KvCache::VRow(int64_t layer, int64_t block, int64_t slot, int64_t head) const {
+  return v_.data() + Offset(layer, block, slot, head, num_blocks_, block_size_, heads_, v_row_bytes_);
 }
 
 void KvCache::WriteK(int64_t layer, int64_t block, int64_t slot, const float* row) {
-  ScatterRow(k_, layer, block, slot, num_blocks_, block_size_, kv_dim_, heads_, row);
+  const int64_t width = kv_dim_ / heads_;
+  for (int64_t h = 0; h < heads_; ++h) {
+    uint8_t* dst = k_.data() + Offset(layer, block, slot, h, num_blocks_, block_size_, heads_, k_row_bytes_);
+    DI_CHECK(QuantizeRow(dtype_, row + h * width, dst, width));
+  }
 }
 void KvCache::WriteV(int64_t layer, int64_t block, int64_t slot, const float* row) {
-  ScatterRow(v_, layer, block, slot, num_blocks_, block_size_, v_dim_, heads_, row);
+  const int64_t width = v_dim_ / heads_;
+  for (int64_t h = 0; h < heads_; ++h) {
+    uint8_t* dst = v_.data() + Offset(layer, block, slot, h, num_blocks_, block_size_, heads_, v_row_bytes_);
+    DI_CHECK(QuantizeRow(dtype_, row + h * width, dst, width));
+  }
 }
 
-KvCache::HeadStrides KvCache::KStrides() const { return {kv_dim_ / heads_, block_size_ * kv_dim_}; }
-KvCache::HeadStrides KvCache::VStrides() const { return {v_dim_ / heads_, block_size_ * v_dim_}; }
-
-int64_t KvCache::BytesPerToken() const {
-  return num_layers_ * (kv_dim_ + v_dim_) * static_cast<int64_t>(sizeof(float));
+void KvCache::ReadK(int64_t layer, int64_t block, int64_t slot, float* row) const {
+  const int64_t width = kv_dim_ / heads_;
+  for (int64_t h = 0; h < heads_; ++h)
+    DequantizeRow(dtype_, KRow(layer, block, slot, h), row + h * width, width);
 }
+void KvCache::ReadV(int64_t layer, int64_t block, int64_t slot, float* row) const {
+  const int64_t width = v_dim_ / heads_;
+  for (int64_t h = 0; h < heads_; ++h)
+    DequantizeRow(dtype_, VRow(layer, block, slot, h), row + h * width, width);
+}
+
+void KvCache::CopyBlock(int64_t src, int64_t dst) {
+  DI_CHECK(src >= 0 && src < num_blocks_ && dst >= 0 && dst < num_blocks_);
+  if (src == dst) return;
+  const int64_t k_block = block_size_ * heads_ * k_row_bytes_, v_block = block_size_ * heads_ * v_row_bytes_;
+  for (int64_t layer = 0; layer < num_layers_; ++layer) {
+    std::memcpy(k_.data() + (layer * num_blocks_ + dst) * k_block,
+                k_.data() + (layer * num_blocks_ + src) * k_block, static_cast<size_t>(k_block));
+    if (v_block > 0) {
+      std::memcpy(v_.data() + (layer * num_blocks_ + dst) * v_block,
+                  v_.data() + (layer * num_blocks_ + src) * v_block, static_cast<size_t>(v_block));
+    }
+  }
+}
+
+KvCache::HeadStrides KvCache::KStrides() const { return {k_row_bytes_, block_size_ * heads_ * k_row_bytes_}; }
+KvCache::HeadStrides KvCache::VStrides() const { return {v_row_bytes_, block_size_ * heads_ * v_row_bytes_}; }
+
+int64_t KvCache::BytesPerToken() const { return num_layers_ * heads_ * (k_row_bytes_ + v_row_bytes_); }
 
 }  // namespace deepinfer

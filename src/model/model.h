@@ -19,56 +19,10 @@
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "model/forward_batch.h"
+#include "model/kv_cache.h"
 #include "model/model_config.h"
 
 namespace deepinfer {
-
-// f32 paged KV storage for every layer. K and V are separate arrays laid out
-// [layer][block][head][slot][head_width]: a block of one layer is one
-// contiguous run (what block copies move), and inside it each KV head's
-// block_size rows are contiguous, so attention, which reads one head at a
-// time, streams them instead of hopping over the other heads' columns.
-// GQA caches have num_kv_heads heads of head_dim floats; MLA models
-// (config.mla.kv_lora_rank > 0) store one K row of [latent | rope key] per
-// token as a single head and no V (v_dim() == 0): the widths come from
-// config.cache_k_dim() / cache_v_dim(). Owns memory; holds no per-sequence
-// state (block tables live with the caller).
-class KvCache {
- public:
-  KvCache(const ModelConfig& config, int64_t num_blocks, int64_t block_size);
-  // Explicit widths (v_dim may be 0: V() must not be used then), split into
-  // `heads` equal heads (k_dim and v_dim multiples of heads).
-  KvCache(int64_t num_layers, int64_t num_blocks, int64_t block_size, int64_t k_dim, int64_t v_dim,
-          int64_t heads = 1);
-  int64_t v_dim() const { return v_dim_; }
-  int64_t num_layers() const { return num_layers_; }
-  int64_t num_blocks() const { return num_blocks_; }
-  int64_t block_size() const { return block_size_; }
-  int64_t kv_dim() const { return kv_dim_; }
-  int64_t num_heads() const { return heads_; }
-  // Pointer to head `head`'s K (kv_dim / num_heads floats) or V (v_dim /
-  // num_heads floats) of (layer, block, slot); with one head, the whole row.
-  float* K(int64_t layer, int64_t block, int64_t slot, int64_t head = 0);
-  float* V(int64_t layer, int64_t block, int64_t slot, int64_t head = 0);
-  const float* K(int64_t layer, int64_t block, int64_t slot, int64_t head = 0) const;
-  const float* V(int64_t layer, int64_t block, int64_t slot, int64_t head = 0) const;
-  // Stores a token's whole K row (kv_dim floats) / V row (v_dim floats),
-  // head by head.
-  void WriteK(int64_t layer, int64_t block, int64_t slot, const float* row);
-  void WriteV(int64_t layer, int64_t block, int64_t slot, const float* row);
-  // Floats between one head's consecutive slots of a block, and between the
-  // same slot of consecutive blocks (K(l, b, s, h) is affine in b and s).
-  struct HeadStrides {
-    int64_t slot, block;
-  };
-  HeadStrides KStrides() const;
-  HeadStrides VStrides() const;
-  int64_t BytesPerToken() const;  // over all layers, K and V
-
- private:
-  int64_t num_layers_, num_blocks_, block_size_, kv_dim_, v_dim_, heads_;
-  std::vector<float> k_, v_;
-};
 
 class Model {
  public:

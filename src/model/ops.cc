@@ -14,29 +14,30 @@
 #include "backend/cpu/rope_kernel.h"
 #include "backend/cpu/topk.h"
 #include "core/check.h"
-#include "model/model.h"
+#include "model/kv_cache.h"
 
 namespace deepinfer::ops {
 
 namespace {
 
-// Layer `layer` of `kv` as the backend's paged view (KvCache::K is affine in
-// block, head and slot).
+// Layer `layer` of `kv` as the backend's paged view (KvCache::KRow is
+// affine in block, head and slot).
 cpu::PagedKvLayer KvLayer(const KvCache& kv, int64_t layer) {
   cpu::PagedKvLayer l;
   cpu::PagedKvView& v = l.head0;
-  v.k = kv.K(layer, 0, 0);
+  v.dtype = kv.dtype();
+  v.k = kv.KRow(layer, 0, 0);
   v.block_size = kv.block_size();
   const KvCache::HeadStrides ks = kv.KStrides();
   v.block_stride = ks.block;
   v.slot_stride = ks.slot;
-  if (kv.num_heads() > 1) l.k_head = kv.K(layer, 0, 0, 1) - v.k;
+  if (kv.num_heads() > 1) l.k_head = kv.KRow(layer, 0, 0, 1) - v.k;
   if (kv.v_dim() > 0) {
-    v.v = kv.V(layer, 0, 0);
+    v.v = kv.VRow(layer, 0, 0);
     const KvCache::HeadStrides vs = kv.VStrides();
     v.v_block_stride = vs.block;
     v.v_slot_stride = vs.slot;
-    if (kv.num_heads() > 1) l.v_head = kv.V(layer, 0, 0, 1) - v.v;
+    if (kv.num_heads() > 1) l.v_head = kv.VRow(layer, 0, 0, 1) - v.v;
   }
   return l;
 }
@@ -85,6 +86,10 @@ void RopeRotate(float* x, int64_t n_heads, int64_t head_dim, const float* cos, c
                 bool interleaved) {
   cpu::RopeRotate(x, n_heads, head_dim, cpu::RopeRotation{cos, sin, half, interleaved});
 }
+
+bool IsKvCacheDType(DType t) { return cpu::IsKvCacheDType(t); }
+
+DType FasterHalfKvDType() { return cpu::FasterHalfKvDType(); }
 
 void PagedAttention(const float* q, int64_t n_tokens, const int64_t* positions,
                     const std::vector<const std::vector<int32_t>*>& block_tables, const KvCache& kv,

@@ -26,7 +26,7 @@
 
 namespace deepinfer {
 
-class KvCache;  // model/model.h
+class KvCache;  // model/kv_cache.h
 
 namespace cpu {
 struct PackedLayout;  // the backend's description of a packed copy
@@ -115,6 +115,12 @@ void TopK(const float* scores, int64_t n, int64_t k, int32_t* ids);
 // Only the first 2 * half floats of each head rotate.
 void RopeRotate(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin, int64_t half,
                 bool interleaved);
+
+// The element types a KvCache may store (f32, f16, bf16, q8_0), and the
+// 16-bit one the attention kernels read fastest at the active ISA level
+// (what --kv-cache-dtype auto picks; docs/kv-cache.md).
+bool IsKvCacheDType(DType t);
+DType FasterHalfKvDType();
 
 // GQA attention over the paged K/V cache: the heads, head_dim, window and
 // scale (cpu::AttentionShape, backend/cpu/paged_attention.h) and the cache layer.

@@ -1,7 +1,5 @@
 #include "runner/step_runner.h"
 
-#include <cstring>
-
 #include "runner/to_forward_batch.h"
 
 namespace deepinfer {
@@ -21,16 +19,7 @@ void StepRunner::SetDrafter(std::unique_ptr<Drafter> drafter, int32_t max_draft_
 }
 
 void StepRunner::CopyBlocks(const std::vector<BlockCopy>& copies) {
-  // A block of one layer is block_size * kv_dim contiguous K floats and
-  // block_size * v_dim V floats (KvCache layout); MLA caches have no V (v_dim 0).
-  const size_t k_floats = static_cast<size_t>(kv_.block_size() * kv_.kv_dim());
-  const size_t v_floats = static_cast<size_t>(kv_.block_size() * kv_.v_dim());
-  for (const BlockCopy& c : copies) {
-    for (int64_t layer = 0; layer < kv_.num_layers(); ++layer) {
-      std::memcpy(kv_.K(layer, c.dst, 0), kv_.K(layer, c.src, 0), k_floats * sizeof(float));
-      if (v_floats > 0) std::memcpy(kv_.V(layer, c.dst, 0), kv_.V(layer, c.src, 0), v_floats * sizeof(float));
-    }
-  }
+  for (const BlockCopy& c : copies) kv_.CopyBlock(c.src, c.dst);
 }
 
 StepResult StepRunner::Run(LaunchedStep& step) {

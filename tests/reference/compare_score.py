@@ -69,6 +69,7 @@ def reference_module(arch):
     return llama_ref
 
 REL_FLOOR = 1e-2  # set from --rel-floor in main()
+KV_CACHE_DTYPE = None  # --kv-cache-dtype passed to `deepinfer score` (None: score's default, f32)
 PROMPT_SEED = 20250601  # fixed: the prompts are the same on every run and machine
 
 
@@ -106,7 +107,10 @@ def _short(cmd):
 
 
 def deepinfer_score(exe, model, ids, top=5):
-    out = run([exe, "score", "--model", model, "--tokens", ",".join(map(str, ids)), "--top", str(top)])
+    cmd = [exe, "score", "--model", model, "--tokens", ",".join(map(str, ids)), "--top", str(top)]
+    if KV_CACHE_DTYPE:
+        cmd += ["--kv-cache-dtype", KV_CACHE_DTYPE]
+    out = run(cmd)
     lines = [ln for ln in out.splitlines() if ln.strip()]
     rows = []
     short = []
@@ -422,9 +426,12 @@ def main():
     ap.add_argument("--gguf-tol", type=float, default=1e-4)
     ap.add_argument("--no-gguf", action="store_true", help="skip the GGUF-vs-HF comparison")
     ap.add_argument("--keep", action="store_true", help="keep the temporary model directory")
+    ap.add_argument("--kv-cache-dtype", choices=("f32", "f16", "bf16", "q8_0"),
+                    help="KV cache element type for `deepinfer score` (default: score's own, f32)")
     args = ap.parse_args()
-    global REL_FLOOR
+    global REL_FLOOR, KV_CACHE_DTYPE
     REL_FLOOR = args.rel_floor
+    KV_CACHE_DTYPE = args.kv_cache_dtype
     if not os.access(args.deepinfer, os.X_OK):
         sys.stderr.write("compare_score.py: FAIL: %s is not an executable\n" % args.deepinfer)
         return 2

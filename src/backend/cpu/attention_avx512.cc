@@ -1,5 +1,6 @@
-// AVX-512 online-softmax attention (see attention_kernel.h): the same tiles
-// and online-softmax update as AttendKeysScalar, with the two inner products
+// AVX-512 online-softmax attention (see attention_kernel.h): the same tiles,
+// the same f32 decoding of 16- and 8-bit cache rows and the same
+// online-softmax update as AttendKeysScalar, with the two inner products
 // laid out for throughput rather than in the scalar order:
 //   q . k: 8 keys at a time, each key's products accumulating 16 lanes wide
 //     (8 independent chains); the lanes of four keys are then summed
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "backend/cpu/aligned_buffer.h"
@@ -25,16 +27,6 @@ namespace deepinfer::cpu {
 
 namespace {
 
-// The K and V rows of positions [p0, p0 + n) of this head.
-inline void TileRows(const PagedKvView& kv, int64_t p0, int64_t n, const float** k_rows,
-                     const float** v_rows) {
-  int64_t j = 0;
-  ForEachKvRow(kv, p0, n, [&](const float* k, const float* v) {
-    k_rows[j] = k;
-    v_rows[j++] = v;
-  });
-}
-
 // One row of head_dim floats, inline: a libc memcpy call per 256-byte row
 // cost more than the copy.
 inline void CopyRow(float* dst, const float* src, int64_t hd) {
@@ -43,6 +35,47 @@ inline void CopyRow(float* dst, const float* src, int64_t hd) {
   if (d < hd) {
     const __mmask16 m = TailMask(hd - d);
     _mm512_mask_storeu_ps(dst + d, m, _mm512_maskz_loadu_ps(m, src + d));
+  }
+}
+
+// 16 (masked: m) f16 / bf16 values at src as f32. Both conversions are exact.
+inline __m512 LoadF16(const uint8_t* src, __mmask16 m) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src));
+}
+inline __m512 LoadBf16(const uint8_t* src, __mmask16 m) {
+  const __m512i wide = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, src));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+}
+
+// dst f32 [hd] = the cache row at src, decoded: the same values as the
+// scalar DequantizeRow (f16 and bf16 widen exactly; q8_0 is q * d, one f32
+// product per element).
+inline void DecodeRow(DType dtype, const uint8_t* src, float* dst, int64_t hd) {
+  switch (dtype) {
+    case DType::kF16:
+    case DType::kBF16: {
+      const bool f16 = dtype == DType::kF16;
+      for (int64_t d = 0; d < hd; d += 16) {
+        const __mmask16 m = TailMask(hd - d);
+        _mm512_mask_storeu_ps(dst + d, m, f16 ? LoadF16(src + 2 * d, m) : LoadBf16(src + 2 * d, m));
+      }
+      return;
+    }
+    case DType::kQ8_0:  // hd is a multiple of 32: blocks of [f16 scale][32 x int8]
+      for (int64_t d = 0; d < hd; d += 32, src += 34) {
+        uint16_t bits;
+        std::memcpy(&bits, src, sizeof(bits));
+        const __m512 scale = _mm512_set1_ps(_cvtsh_ss(bits));
+        for (int half = 0; half < 2; ++half) {
+          const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 + 16 * half));
+          _mm512_storeu_ps(dst + d + 16 * half,
+                           _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), scale));
+        }
+      }
+      return;
+    default:  // f32
+      CopyRow(dst, reinterpret_cast<const float*>(src), hd);
+      return;
   }
 }
 
@@ -124,30 +157,41 @@ void AttendKeysAvx512(const AttentionQuery& q, const PagedKvView& kv, int64_t be
   const float* v_rows[kAttentionKeyTile];
   static_assert(kAttentionKeyTile == 32, "the softmax below holds a tile in two 16-lane vectors");
   const __m512 scale = _mm512_set1_ps(q.scale);
-  // The contiguous copy of a tile's K and V rows (see below); per thread,
-  // grown to the largest head_dim seen.
+  // The contiguous f32 copy of a tile's K and V rows (see below); per
+  // thread, grown to the largest head_dim seen.
   thread_local std::vector<float> tile;
-  const bool copy_tile = q.n_q > 1 && (kv.slot_stride != hd || kv.v_slot_stride != hd);
-  if (copy_tile && tile.size() < static_cast<size_t>(2 * kAttentionKeyTile * hd)) {
+  const int64_t f32_row = hd * static_cast<int64_t>(sizeof(float));
+  const bool decode_tile =
+      kv.dtype != DType::kF32 || (q.n_q > 1 && (kv.slot_stride != f32_row || kv.v_slot_stride != f32_row));
+  if (decode_tile && tile.size() < static_cast<size_t>(2 * kAttentionKeyTile * hd)) {
     tile.resize(static_cast<size_t>(2 * kAttentionKeyTile * hd));
   }
   for (int64_t t0 = begin; t0 < end; t0 += kAttentionKeyTile) {
     const int64_t n = std::min(kAttentionKeyTile, end - t0);
-    TileRows(kv, t0, n, k_rows, v_rows);
-    // With several query heads the tile's rows are read n_q times. Rows at a
-    // large power-of-two stride (a view over a [slot][head][dim] layout)
-    // fall into a few L1 sets and evict each other between the query heads,
-    // so such rows are copied next to each other first (changes no value).
-    // KvCache's rows are contiguous per head and skip this.
-    if (copy_tile) {
+    // A 16- or 8-bit tile is decoded into f32 rows side by side (32 rows,
+    // in L1; the cache itself is read once, at its own width). f32 rows are
+    // used in place, except that with several query heads, which read the
+    // tile n_q times, rows at a large power-of-two stride (a view over a
+    // [slot][head][dim] layout) fall into a few L1 sets and evict each other
+    // between the query heads, so such rows are copied next to each other
+    // first (changes no value). KvCache's f32 rows are contiguous per head.
+    if (decode_tile) {
       float* tile_k = tile.data();
       float* tile_v = tile_k + kAttentionKeyTile * hd;
-      for (int64_t j = 0; j < n; ++j) {
-        CopyRow(tile_k + j * hd, k_rows[j], hd);
-        CopyRow(tile_v + j * hd, v_rows[j], hd);
+      int64_t j = 0;
+      ForEachKvRow(kv, t0, n, [&](const uint8_t* k, const uint8_t* v) {
+        DecodeRow(kv.dtype, k, tile_k + j * hd, hd);
+        DecodeRow(kv.dtype, v, tile_v + j * hd, hd);
         k_rows[j] = tile_k + j * hd;
         v_rows[j] = tile_v + j * hd;
-      }
+        ++j;
+      });
+    } else {
+      int64_t j = 0;
+      ForEachKvRow(kv, t0, n, [&](const uint8_t* k, const uint8_t* v) {
+        k_rows[j] = reinterpret_cast<const float*>(k);
+        v_rows[j++] = reinterpret_cast<const float*>(v);
+      });
     }
     // Keys past n of a short tile: dot products of key 0 again, computed in
     // groups of 8 and then masked out of the softmax.

@@ -16,24 +16,34 @@
 
 #include <cstdint>
 
+#include "tensor/dtype.h"
+
 namespace deepinfer::cpu {
 
 inline constexpr int64_t kAttentionKeyTile = 32;
 
 // One layer's K and V for one KV head in the paged layout: position p is in
-// block table[p / block_size], slot p % block_size, and its head_dim floats
-// start at k + block * block_stride + slot * slot_stride (v likewise with the
-// v_ strides: K and V rows may have different widths).
+// block table[p / block_size], slot p % block_size, and its row of head_dim
+// elements starts at k + block * block_stride + slot * slot_stride bytes (v
+// likewise with the v_ strides: K and V rows may have different widths).
+// A row is RowBytes(dtype, head_dim) bytes of `dtype` (IsKvCacheDType):
+// f32, f16, bf16, or q8_0 blocks of 32 elements (an f16 scale and 32 int8).
+// The kernels decode a tile of rows at a time into f32 (the values
+// DequantizeRow gives, tensor/dequant.h) and do all arithmetic in f32.
 struct PagedKvView {
-  const float* k = nullptr;
-  const float* v = nullptr;
+  const uint8_t* k = nullptr;
+  const uint8_t* v = nullptr;
+  DType dtype = DType::kF32;
   const int32_t* block_table = nullptr;
   int64_t block_size = 0;
-  int64_t block_stride = 0;  // floats between blocks of K
-  int64_t slot_stride = 0;   // floats between slots of a block of K
+  int64_t block_stride = 0;  // bytes between blocks of K
+  int64_t slot_stride = 0;   // bytes between slots of a block of K
   int64_t v_block_stride = 0;
   int64_t v_slot_stride = 0;
 };
+
+// The element types a paged K/V cache may hold: f32, f16, bf16, q8_0.
+bool IsKvCacheDType(DType t);
 
 // Calls f(k_row, v_row) for positions [p0, p0 + n) in order. One division,
 // then slots counted up: block_size is only known at run time, and a
@@ -51,6 +61,10 @@ inline void ForEachKvRow(const PagedKvView& kv, int64_t p0, int64_t n, F&& f) {
     }
   }
 }
+
+// A cache row of n elements of `dtype` as f32: the row itself when dtype is
+// f32, else `scratch` (n floats) filled by the scalar reference decoder.
+const float* KvRowAsF32(DType dtype, const uint8_t* row, int64_t n, float* scratch);
 
 // Online-softmax state of n_q query heads: max[i], sum[i] = sum of
 // exp(score - max[i]) and acc[i * head_dim + d] = sum of exp(score - max[i]) * v[d].

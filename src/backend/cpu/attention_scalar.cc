@@ -5,6 +5,7 @@
 
 #include "backend/cpu/attention_kernel.h"
 #include "backend/cpu/isa.h"
+#include "tensor/dequant.h"
 
 namespace deepinfer::cpu {
 
@@ -14,18 +15,35 @@ void ResetAttentionState(int64_t n_q, int64_t head_dim, AttentionState s) {
   std::fill(s.acc, s.acc + n_q * head_dim, 0.0f);
 }
 
+bool IsKvCacheDType(DType t) {
+  return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kQ8_0;
+}
+
+const float* KvRowAsF32(DType dtype, const uint8_t* row, int64_t n, float* scratch) {
+  if (dtype == DType::kF32) return reinterpret_cast<const float*>(row);
+  DequantizeRow(dtype, row, scratch, n);
+  return scratch;
+}
+
 void AttendKeysScalar(const AttentionQuery& q, const PagedKvView& kv, int64_t begin, int64_t end,
                       AttentionState state) {
   const int64_t hd = q.head_dim;
   float scores[kAttentionKeyTile];
   const float* k_rows[kAttentionKeyTile];
   const float* v_rows[kAttentionKeyTile];
+  // A 16- or 8-bit tile's rows decoded to f32, K then V: per thread, grown
+  // to the largest head_dim seen. Only one tile is ever decoded at a time.
+  thread_local std::vector<float> tile;
+  if (kv.dtype != DType::kF32 && tile.size() < static_cast<size_t>(2 * kAttentionKeyTile * hd)) {
+    tile.resize(static_cast<size_t>(2 * kAttentionKeyTile * hd));
+  }
   for (int64_t t0 = begin; t0 < end; t0 += kAttentionKeyTile) {
     const int64_t n = std::min(kAttentionKeyTile, end - t0);
     int64_t j = 0;
-    ForEachKvRow(kv, t0, n, [&](const float* k, const float* v) {
-      k_rows[j] = k;
-      v_rows[j++] = v;
+    ForEachKvRow(kv, t0, n, [&](const uint8_t* k, const uint8_t* v) {
+      k_rows[j] = KvRowAsF32(kv.dtype, k, hd, tile.data() + j * hd);
+      v_rows[j] = KvRowAsF32(kv.dtype, v, hd, tile.data() + (kAttentionKeyTile + j) * hd);
+      ++j;
     });
     for (int64_t i = 0; i < q.n_q; ++i) {
       const float* qi = q.q + i * hd;
@@ -67,11 +85,11 @@ void AttendKeys(const AttentionQuery& q, const PagedKvView& kv, int64_t begin, i
 }
 
 void PrefetchKeys(const PagedKvView& kv, int64_t head_dim, int64_t begin, int64_t end) {
-  const int64_t row_bytes = head_dim * static_cast<int64_t>(sizeof(float));
-  ForEachKvRow(kv, begin, end - begin, [&](const float* k, const float* v) {
+  const int64_t row_bytes = RowBytes(kv.dtype, head_dim);
+  ForEachKvRow(kv, begin, end - begin, [&](const uint8_t* k, const uint8_t* v) {
     for (int64_t b = 0; b < row_bytes; b += 64) {
-      __builtin_prefetch(reinterpret_cast<const char*>(k) + b, 0, 2);  // prefetcht1: into L2
-      __builtin_prefetch(reinterpret_cast<const char*>(v) + b, 0, 2);
+      __builtin_prefetch(k + b, 0, 2);  // prefetcht1: into L2
+      __builtin_prefetch(v + b, 0, 2);
     }
   });
 }

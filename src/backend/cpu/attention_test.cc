@@ -1,7 +1,9 @@
 // The flash-style attention kernels against a naive two-pass softmax in
 // double precision, on random paged layouts with odd block sizes, head sizes
-// and key ranges; plus the properties the model relies on: split + merge
-// equals one pass, and a head's result does not depend on its GQA group.
+// and key ranges, for every cache dtype (f32, f16, bf16, q8_0); plus the
+// properties the model relies on: split + merge equals one pass, a head's
+// result does not depend on its GQA group, and a 16-/8-bit cache gives
+// exactly the bits of an f32 cache holding its decoded values.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,46 +11,74 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/attention_kernel.h"
 #include "backend/cpu/isa.h"
+#include "tensor/dequant.h"
 
 namespace deepinfer::cpu {
 namespace {
 
+// Rows of `dtype` laid out [block][slot][kv_head][row], with a random block
+// table; `kd` / `vd` keep each row decoded to f32 (what the kernels must see).
 struct Layout {
   int64_t block_size, num_blocks, kv_heads, head_dim;
-  std::vector<float> k, v;     // [block][slot][kv_head][head_dim]
+  DType dtype = DType::kF32;
+  std::vector<uint8_t> k, v;   // [block][slot][kv_head][RowBytes(dtype, head_dim)]
+  std::vector<float> kd, vd;   // the same rows decoded, [block][slot][kv_head][head_dim]
   std::vector<int32_t> table;  // a random permutation of the blocks
+  int64_t RowBytesOf() const { return RowBytes(dtype, head_dim); }
   PagedKvView View(int64_t kv_head) const {
     PagedKvView view;
-    view.k = k.data() + kv_head * head_dim;
-    view.v = v.data() + kv_head * head_dim;
+    view.dtype = dtype;
+    view.k = k.data() + kv_head * RowBytesOf();
+    view.v = v.data() + kv_head * RowBytesOf();
     view.block_table = table.data();
     view.block_size = block_size;
-    view.slot_stride = kv_heads * head_dim;
-    view.block_stride = block_size * kv_heads * head_dim;
+    view.slot_stride = kv_heads * RowBytesOf();
+    view.block_stride = block_size * kv_heads * RowBytesOf();
     view.v_slot_stride = view.slot_stride;
     view.v_block_stride = view.block_stride;
     return view;
   }
-  const float* K(int64_t kv_head, int64_t pos) const { return View(kv_head).k + Offset(pos); }
-  const float* V(int64_t kv_head, int64_t pos) const { return View(kv_head).v + Offset(pos); }
-  int64_t Offset(int64_t pos) const {
-    return table[pos / block_size] * block_size * kv_heads * head_dim +
-           (pos % block_size) * kv_heads * head_dim;
+  const float* K(int64_t kv_head, int64_t pos) const { return kd.data() + Offset(kv_head, pos); }
+  const float* V(int64_t kv_head, int64_t pos) const { return vd.data() + Offset(kv_head, pos); }
+  int64_t Offset(int64_t kv_head, int64_t pos) const {
+    return ((table[pos / block_size] * block_size + pos % block_size) * kv_heads + kv_head) * head_dim;
+  }
+  // The same cache stored as f32 (the decoded values).
+  Layout AsF32() const {
+    Layout l = *this;
+    l.dtype = DType::kF32;
+    l.k.resize(kd.size() * sizeof(float));
+    l.v.resize(vd.size() * sizeof(float));
+    std::memcpy(l.k.data(), kd.data(), l.k.size());
+    std::memcpy(l.v.data(), vd.data(), l.v.size());
+    return l;
   }
 };
 
 Layout MakeLayout(std::mt19937& rng, int64_t block_size, int64_t positions, int64_t kv_heads,
-                  int64_t head_dim, float spread) {
-  Layout l{block_size, (positions + block_size - 1) / block_size + 3, kv_heads, head_dim, {}, {}, {}};
+                  int64_t head_dim, float spread, DType dtype = DType::kF32) {
+  Layout l{
+      block_size, (positions + block_size - 1) / block_size + 3, kv_heads, head_dim, dtype, {}, {}, {}, {},
+      {}};
   std::normal_distribution<float> n(0.0f, spread);
-  l.k.resize(l.num_blocks * block_size * kv_heads * head_dim);
+  const int64_t rows = l.num_blocks * block_size * kv_heads;
+  l.k.resize(static_cast<size_t>(rows * l.RowBytesOf()));
   l.v.resize(l.k.size());
-  for (auto& x : l.k) x = n(rng);
-  for (auto& x : l.v) x = n(rng);
+  l.kd.resize(static_cast<size_t>(rows * head_dim));
+  l.vd.resize(l.kd.size());
+  std::vector<float> row(static_cast<size_t>(head_dim));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (auto [bytes, decoded] : {std::pair{&l.k, &l.kd}, std::pair{&l.v, &l.vd}}) {
+      for (auto& x : row) x = n(rng);
+      EXPECT_TRUE(QuantizeRow(dtype, row.data(), bytes->data() + r * l.RowBytesOf(), head_dim));
+      DequantizeRow(dtype, bytes->data() + r * l.RowBytesOf(), decoded->data() + r * head_dim, head_dim);
+    }
+  }
   l.table.resize(l.num_blocks);
   std::iota(l.table.begin(), l.table.end(), 0);
   std::shuffle(l.table.begin(), l.table.end(), rng);
@@ -104,31 +134,64 @@ std::vector<Kernel> Kernels() {
   return k;
 }
 
+constexpr DType kKvDTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0};
+
 TEST(AttentionKernel, MatchesTwoPassReferenceOnRandomShapes) {
-  std::mt19937 rng(7);
-  const int64_t head_dims[] = {8, 24, 40, 64, 72, 128, 33};
-  for (int trial = 0; trial < 40; ++trial) {
-    const int64_t hd = head_dims[trial % 7];
-    const int64_t bs = std::uniform_int_distribution<int64_t>(1, 19)(rng);
-    const int64_t positions = std::uniform_int_distribution<int64_t>(1, 300)(rng);
-    const int64_t kv_heads = 1 + trial % 3, n_q = 1 + trial % 4;
-    const float spread = trial % 5 == 0 ? 3.0f : 1.0f;  // some runs with large, peaked scores
-    const Layout l = MakeLayout(rng, bs, positions, kv_heads, hd, spread);
-    std::vector<float> q(n_q * hd);
-    std::normal_distribution<float> n(0.0f, spread);
-    for (auto& x : q) x = n(rng);
-    const int64_t begin = std::uniform_int_distribution<int64_t>(0, positions - 1)(rng);
-    const int64_t end = std::uniform_int_distribution<int64_t>(begin + 1, positions)(rng);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    const int64_t head = trial % kv_heads;
-    for (Kernel kernel : Kernels()) {
-      const std::vector<float> got = RunKernel(kernel, l, head, q.data(), n_q, scale, {begin, end});
-      for (int64_t i = 0; i < n_q; ++i) {
-        const std::vector<double> ref = Reference(l, head, q.data() + i * hd, scale, begin, end);
-        for (int64_t d = 0; d < hd; ++d) {
-          ASSERT_NEAR(got[i * hd + d], ref[d], 2e-5 * (1 + std::abs(ref[d])))
-              << "trial " << trial << " head_dim " << hd << " block " << bs << " range [" << begin << ", "
-              << end << ") q " << i << " d " << d << (kernel == &AttendKeysScalar ? " scalar" : " avx512");
+  for (DType dtype : kKvDTypes) {
+    std::mt19937 rng(7);
+    // q8_0 rows are whole blocks of 32.
+    const std::vector<int64_t> head_dims = dtype == DType::kQ8_0
+                                               ? std::vector<int64_t>{32, 64, 96, 128, 160}
+                                               : std::vector<int64_t>{8, 24, 40, 64, 72, 128, 33};
+    for (int trial = 0; trial < 40; ++trial) {
+      const int64_t hd = head_dims[trial % head_dims.size()];
+      const int64_t bs = std::uniform_int_distribution<int64_t>(1, 19)(rng);
+      const int64_t positions = std::uniform_int_distribution<int64_t>(1, 300)(rng);
+      const int64_t kv_heads = 1 + trial % 3, n_q = 1 + trial % 4;
+      const float spread = trial % 5 == 0 ? 3.0f : 1.0f;  // some runs with large, peaked scores
+      const Layout l = MakeLayout(rng, bs, positions, kv_heads, hd, spread, dtype);
+      std::vector<float> q(n_q * hd);
+      std::normal_distribution<float> n(0.0f, spread);
+      for (auto& x : q) x = n(rng);
+      const int64_t begin = std::uniform_int_distribution<int64_t>(0, positions - 1)(rng);
+      const int64_t end = std::uniform_int_distribution<int64_t>(begin + 1, positions)(rng);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+      const int64_t head = trial % kv_heads;
+      for (Kernel kernel : Kernels()) {
+        const std::vector<float> got = RunKernel(kernel, l, head, q.data(), n_q, scale, {begin, end});
+        for (int64_t i = 0; i < n_q; ++i) {
+          // Against the decoded values: decoding is exact, so the f32 bound holds.
+          const std::vector<double> ref = Reference(l, head, q.data() + i * hd, scale, begin, end);
+          for (int64_t d = 0; d < hd; ++d) {
+            ASSERT_NEAR(got[i * hd + d], ref[d], 2e-5 * (1 + std::abs(ref[d])))
+                << DTypeName(dtype) << " trial " << trial << " head_dim " << hd << " block " << bs
+                << " range [" << begin << ", " << end << ") q " << i << " d " << d
+                << (kernel == &AttendKeysScalar ? " scalar" : " avx512");
+          }
+        }
+      }
+    }
+  }
+}
+
+// The kernels decode a 16-/8-bit tile and then run the f32 arithmetic: the
+// result is bit-identical to the f32 kernel over the decoded values, so
+// every f32 invariance (batch, threads, GQA group) carries over.
+TEST(AttentionKernel, NarrowCacheEqualsF32CacheOfItsDecodedValues) {
+  for (DType dtype : {DType::kF16, DType::kBF16, DType::kQ8_0}) {
+    std::mt19937 rng(13);
+    for (int64_t hd : {32, 64, 128}) {
+      for (int64_t n_q : {1, 3, 8}) {
+        const Layout narrow = MakeLayout(rng, 16, 333, 2, hd, 1.0f, dtype);
+        const Layout wide = narrow.AsF32();
+        std::vector<float> q(n_q * hd);
+        for (auto& x : q) x = std::normal_distribution<float>(0, 1)(rng);
+        for (Kernel kernel : Kernels()) {
+          const std::vector<float> a = RunKernel(kernel, narrow, 1, q.data(), n_q, 0.125f, {5, 300, 333});
+          const std::vector<float> b = RunKernel(kernel, wide, 1, q.data(), n_q, 0.125f, {5, 300, 333});
+          EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
+              << DTypeName(dtype) << " hd " << hd << " n_q " << n_q
+              << (kernel == &AttendKeysScalar ? " scalar" : " avx512");
         }
       }
     }
@@ -148,15 +211,18 @@ TEST(AttentionKernel, SplitAndMergeEqualsOnePass) {
 }
 
 TEST(AttentionKernel, HeadResultDoesNotDependOnItsGroup) {
-  std::mt19937 rng(3);
-  const Layout l = MakeLayout(rng, 16, 130, 1, 64, 1.0f);
-  std::vector<float> q(4 * 64);
-  for (auto& x : q) x = std::normal_distribution<float>(0, 1)(rng);
-  for (Kernel kernel : Kernels()) {
-    const std::vector<float> group = RunKernel(kernel, l, 0, q.data(), 4, 0.125f, {0, 130});
-    for (int64_t i = 0; i < 4; ++i) {
-      const std::vector<float> alone = RunKernel(kernel, l, 0, q.data() + i * 64, 1, 0.125f, {0, 130});
-      EXPECT_EQ(0, std::memcmp(alone.data(), group.data() + i * 64, 64 * sizeof(float))) << "head " << i;
+  for (DType dtype : kKvDTypes) {
+    std::mt19937 rng(3);
+    const Layout l = MakeLayout(rng, 16, 130, 1, 64, 1.0f, dtype);
+    std::vector<float> q(4 * 64);
+    for (auto& x : q) x = std::normal_distribution<float>(0, 1)(rng);
+    for (Kernel kernel : Kernels()) {
+      const std::vector<float> group = RunKernel(kernel, l, 0, q.data(), 4, 0.125f, {0, 130});
+      for (int64_t i = 0; i < 4; ++i) {
+        const std::vector<float> alone = RunKernel(kernel, l, 0, q.data() + i * 64, 1, 0.125f, {0, 130});
+        EXPECT_EQ(0, std::memcmp(alone.data(), group.data() + i * 64, 64 * sizeof(float)))
+            << DTypeName(dtype) << " head " << i;
+      }
     }
   }
 }

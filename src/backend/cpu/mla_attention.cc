@@ -15,15 +15,18 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
   const int64_t qk = nope + rd, kvw = lora + rd, bw = nope + vd;
   const PagedKvView& latent = kv.head0;
   const int64_t bs = latent.block_size;
-  const auto row = [&](const std::vector<int32_t>& table, int64_t j) {
-    return latent.k + table[static_cast<size_t>(j / bs)] * latent.block_stride +
-           (j % bs) * latent.slot_stride;
+  // Row j of a sequence as f32 (16- and 8-bit rows decoded into `decoded`).
+  const auto row = [&](const std::vector<int32_t>& table, int64_t j, float* decoded) {
+    const uint8_t* bytes =
+        latent.k + table[static_cast<size_t>(j / bs)] * latent.block_stride + (j % bs) * latent.slot_stride;
+    return KvRowAsF32(latent.dtype, bytes, kvw, decoded);
   };
   int64_t cost = 0;
   for (int64_t t = 0; t < n_tokens; ++t) cost += (positions[t] + 1) * nh * kvw * 2;
   ParallelForCost(pool, n_tokens * nh, cost, [&](int64_t begin, int64_t end, int) {
-    thread_local std::vector<float> scores, q_lat, o_lat, k_nope;
+    thread_local std::vector<float> scores, q_lat, o_lat, k_nope, decoded;
     q_lat.resize(static_cast<size_t>(lora));
+    decoded.resize(static_cast<size_t>(kvw));
     o_lat.resize(static_cast<size_t>(lora));
     k_nope.resize(static_cast<size_t>(nope));
     for (int64_t i = begin; i < end; ++i) {
@@ -45,7 +48,7 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
       }
       float max_score = -INFINITY;
       for (int64_t j = lo; j <= pos; ++j) {
-        const float* cached = row(table, j);
+        const float* cached = row(table, j, decoded.data());
         float score;
         if (s.absorb) {
           score = Dot(q_lat.data(), cached, lora);
@@ -70,14 +73,14 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
       if (s.absorb) {  // o = W_uv (sum_j p_j c_j)
         std::fill(o_lat.begin(), o_lat.end(), 0.0f);
         for (int64_t j = lo; j <= pos; ++j) {
-          const float* cached = row(table, j);
+          const float* cached = row(table, j, decoded.data());
           const float p = scores[static_cast<size_t>(j - lo)] * inv;
           for (int64_t r = 0; r < lora; ++r) o_lat[static_cast<size_t>(r)] += p * cached[r];
         }
         for (int64_t d = 0; d < vd; ++d) o[d] = Dot(w_uv + d * lora, o_lat.data(), lora);
       } else {
         for (int64_t j = lo; j <= pos; ++j) {
-          const float* cached = row(table, j);
+          const float* cached = row(table, j, decoded.data());
           const float p = scores[static_cast<size_t>(j - lo)] * inv;
           for (int64_t d = 0; d < vd; ++d) o[d] += p * Dot(w_uv + d * lora, cached, lora);
         }

@@ -1,7 +1,7 @@
 // Multi-head latent attention (DeepSeek-V2/V3) over a cache that holds per
-// token one row [c_kv (lora floats) | k_pe (rope floats)] (model/mla.h has
-// the math). Scores and the softmax are plain loops per (token, head) - a
-// score vector per head, max, exp, a double sum - with every dot product
+// token one row [c_kv (lora) | k_pe (rope)] of the view's dtype (f32, or
+// 16-/8-bit rows decoded to f32 one row at a time; model/mla.h has the math). Scores and the softmax are
+// plain loops per (token, head) - a score vector per head, max, exp, a double sum - with every dot product
 // the fixed-order Dot (dot.h): a (token, head)'s result depends only on its
 // own query and keys, never on the batch or the thread split.
 // Thread-safety: pure apart from per-thread scratch.

@@ -22,8 +22,8 @@ namespace deepinfer::cpu {
 inline constexpr int64_t kAttentionSplitKeys = 256;
 
 // One layer of a paged K/V cache: the view of its KV head 0 (block_table
-// unset: each token brings its own) and the floats between consecutive
-// heads (head h's rows start h * k_head / h * v_head floats further).
+// unset: each token brings its own) and the bytes between consecutive
+// heads (head h's rows start h * k_head / h * v_head bytes further).
 struct PagedKvLayer {
   PagedKvView head0;
   int64_t k_head = 0, v_head = 0;
@@ -36,6 +36,11 @@ struct AttentionShape {
   int64_t window = 0;  // 0 = full; W > 0 = keys at positions > pos - W
   float scale = 1.0f;  // usually 1 / sqrt(head_dim)
 };
+
+// The 16-bit K/V element type (f16 or bf16) the attention kernels of the
+// active ISA level decode fastest (--kv-cache-dtype auto; docs/kv-cache.md
+// has the measurement).
+DType FasterHalfKvDType();
 
 // Causal attention of each token over its own sequence's keys (blocks
 // *block_tables[t], window `p.window`) in layer `kv`: the contract of

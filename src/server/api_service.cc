@@ -76,35 +76,47 @@ ApiService::ApiService(Engine& engine, ServiceOptions options)
   id_salt_ = (id_salt_ << 32) ^ std::random_device{}();
 }
 
-void ApiService::Handle(const HttpRequestView& request, const std::shared_ptr<ResponseWriter>& writer) {
+// The answer a request gets from its method, path and Authorization alone,
+// if that already decides it: no route (404), a missing or wrong API key
+// (401), a method the route does not take (405). Generation routes are
+// checked for readiness later, with the body.
+std::optional<ApiError> ApiService::CheckBeforeBody(const HttpRequestView& request) const {
   const std::string path = PathOf(request.target);
   const bool get = request.method == "GET" || request.method == "HEAD";
   const bool post = request.method == "POST";
+  if (path == "/health" || path == "/metrics") {
+    if (!get) return MakeError(405, "invalid_request_error", "use GET " + path);
+    return std::nullopt;
+  }
+  const bool is_api = path == "/v1/models" || path == "/v1/completions" || path == "/v1/chat/completions";
+  if (!is_api) {
+    return MakeError(404, "invalid_request_error", "no route for " + request.method + " " + path,
+                     "not_found");
+  }
+  if (!options_.api_key.empty() && request.authorization != "Bearer " + options_.api_key) {
+    return MakeError(401, "authentication_error", "missing or invalid API key (Authorization: Bearer KEY)",
+                     "invalid_api_key");
+  }
+  if (path == "/v1/models") {
+    if (!get) return MakeError(405, "invalid_request_error", "use GET /v1/models");
+    return std::nullopt;
+  }
+  if (!post) return MakeError(405, "invalid_request_error", "use POST " + path);
+  return std::nullopt;
+}
+
+void ApiService::Handle(const HttpRequestView& request, const std::shared_ptr<ResponseWriter>& writer) {
+  if (std::optional<ApiError> refused = CheckBeforeBody(request)) return SendError(*writer, *refused);
+  const std::string path = PathOf(request.target);
   if (path == "/health") {
-    if (!get) return SendError(*writer, MakeError(405, "invalid_request_error", "use GET /health"));
     bool ok = ready_ && !shutting_down_;
     return writer->SendResponse(ok ? 200 : 503, "text/plain", ok ? "" : "not ready\n");
   }
   if (path == "/metrics") {
-    if (!get) return SendError(*writer, MakeError(405, "invalid_request_error", "use GET /metrics"));
     return writer->SendResponse(200, "text/plain; version=0.0.4; charset=utf-8",
                                 RenderPrometheusMetrics(engine_.Metrics()));
   }
-  const bool is_api = path == "/v1/models" || path == "/v1/completions" || path == "/v1/chat/completions";
-  if (!is_api) {
-    return SendError(*writer, MakeError(404, "invalid_request_error",
-                                        "no route for " + request.method + " " + path, "not_found"));
-  }
-  if (!options_.api_key.empty() && request.authorization != "Bearer " + options_.api_key) {
-    return SendError(*writer,
-                     MakeError(401, "authentication_error",
-                               "missing or invalid API key (Authorization: Bearer KEY)", "invalid_api_key"));
-  }
-  if (path == "/v1/models") {
-    if (!get) return SendError(*writer, MakeError(405, "invalid_request_error", "use GET /v1/models"));
-    return HandleModels(writer);
-  }
-  if (!post) return SendError(*writer, MakeError(405, "invalid_request_error", "use POST " + path));
+  if (path == "/v1/models") return HandleModels(writer);
   if (shutting_down_ || !ready_) {
     return SendError(*writer,
                      MakeError(503, "service_unavailable", "the server is not ready or is shutting down"));

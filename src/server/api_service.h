@@ -13,12 +13,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
 #include "engine/engine.h"
 #include "grammar/structured_output.h"
+#include "server/api_error.h"
 #include "server/parsed_request.h"
 #include "server/response_writer.h"
 #include "tokenizer/chat_template.h"
@@ -51,6 +53,11 @@ class ApiService {
   ApiService(Engine& engine, ServiceOptions options);
 
   void Handle(const HttpRequestView& request, const std::shared_ptr<ResponseWriter>& writer);
+  // What the request gets from its method, target and Authorization alone,
+  // when that decides it (404, 401, 405); the transport asks before reading
+  // the body, so an unauthenticated client never has one buffered. `body`
+  // is ignored. Handle applies the same checks.
+  std::optional<ApiError> CheckBeforeBody(const HttpRequestView& request) const;
 
   // /health answers 200 only while ready and not shutting down; generation
   // routes answer 503 once shutdown began.

@@ -199,10 +199,10 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
                                      ? options_.chat_renderer(req.messages)
                                      : StatusOr<std::string>(RenderFallbackChat(req.messages));
     if (!text.ok()) {
-      return SendError(*writer, ApiErrorFromStatus(text.status().WithContext("chat template"), "messages"));
+      return SendError(*writer, RequestContentError(text.status().WithContext("chat template"), "messages"));
     }
     auto ids = TokenizeText(*text, /*chat=*/true);
-    if (!ids.ok()) return SendError(*writer, ApiErrorFromStatus(ids.status(), "messages"));
+    if (!ids.ok()) return SendError(*writer, RequestContentError(ids.status(), "messages"));
     prompts.push_back(std::move(*ids));
     prompt_texts.push_back("");
   } else {
@@ -212,7 +212,7 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
         prompts.push_back(std::move(p.tokens));
       } else {
         auto ids = TokenizeText(p.text, /*chat=*/false);
-        if (!ids.ok()) return SendError(*writer, ApiErrorFromStatus(ids.status(), "prompt"));
+        if (!ids.ok()) return SendError(*writer, RequestContentError(ids.status(), "prompt"));
         prompts.push_back(std::move(*ids));
         prompt_texts.push_back(req.echo ? p.text : "");
       }
@@ -225,6 +225,20 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
     auto so = GetStructuredOutput();
     if (!so.ok()) return SendError(*writer, ApiErrorFromStatus(so.status()));
     structured = *so;
+  }
+
+  // A job submits all its choices at once and each waits in the engine's
+  // queue until admitted: more choices than the queue holds could be
+  // refused whatever the load, so it is the request's error, not a 429.
+  const int64_t num_choices = static_cast<int64_t>(prompts.size()) * req.n;
+  const int64_t max_waiting = engine_.config().max_waiting_requests;
+  if (num_choices > max_waiting) {
+    return SendError(*writer,
+                     BadRequest(std::to_string(num_choices) +
+                                    " choices (prompts x n) can never be queued at once; this server "
+                                    "queues at most " +
+                                    std::to_string(max_waiting) + " (--max-waiting-requests)",
+                                "n"));
   }
 
   std::vector<GenerationRequest> requests;
@@ -253,7 +267,7 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
       g.priority = req.priority;
       if (structured) {
         auto constraint = structured->MakeConstraint(*req.structured);
-        if (!constraint.ok()) return SendError(*writer, ApiErrorFromStatus(constraint.status()));
+        if (!constraint.ok()) return SendError(*writer, RequestContentError(constraint.status()));
         g.constraint = std::move(*constraint);
       }
       requests.push_back(std::move(g));

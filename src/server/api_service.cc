@@ -155,8 +155,11 @@ StatusOr<std::vector<int32_t>> ApiService::TokenizeText(const std::string& text,
 StatusOr<StructuredOutput*> ApiService::GetStructuredOutput() {
   std::lock_guard<std::mutex> lock(structured_mu_);
   if (structured_) return structured_.get();
+  TokenizerVocabulary vocab = GrammarVocabularyOf(engine_.tokenizer(), engine_.model_config().vocab_size);
+  std::vector<int32_t> end_ids = vocab.end_of_generation_ids;
   DI_ASSIGN_OR_RETURN(structured_,
-                      StructuredOutputFor(engine_.tokenizer(), engine_.model_config().vocab_size));
+                      StructuredOutput::Create(std::move(vocab.token_bytes), vocab.end_of_generation_ids));
+  structured_end_ids_ = std::move(end_ids);
   return structured_.get();
 }
 
@@ -269,6 +272,14 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
         auto constraint = structured->MakeConstraint(*req.structured);
         if (!constraint.ok()) return SendError(*writer, RequestContentError(constraint.status()));
         g.constraint = std::move(*constraint);
+        // A grammar allows end-of-generation only where the output is
+        // complete, and then nothing else: with ignore_eos that token must
+        // still end the request (finish_reason "stop"), or the next step
+        // would have no allowed token.
+        if (req.ignore_eos) {
+          g.stop_token_ids.insert(g.stop_token_ids.end(), structured_end_ids_.begin(),
+                                  structured_end_ids_.end());
+        }
       }
       requests.push_back(std::move(g));
       job.echo_text.push_back(prompt_texts[p]);

@@ -81,6 +81,9 @@ class ApiService {
 
   std::mutex structured_mu_;
   std::unique_ptr<StructuredOutput> structured_;  // built on first use (vocabulary scan)
+  // The grammar vocabulary's end-of-generation ids (what a complete grammar
+  // allows next); written with structured_.
+  std::vector<int32_t> structured_end_ids_;
 };
 
 }  // namespace deepinfer::server

@@ -368,6 +368,69 @@ TEST_F(HttpServerTest, SlowClientsDoNotDelayHealth) {
   EXPECT_LT(worst_ms, 100.0);
 }
 
+// Issue 19 (3, 4): grammar compiles and tokenization run off the I/O
+// threads, and a prompt too long in bytes is refused before tokenizing:
+// with 4 slow compiles and 4 oversized prompts in flight, /health and a short
+// streamed completion's first chunk still answer within 100 ms. A resent
+// failing grammar is answered from the negative cache.
+TEST_F(HttpServerTest, SlowCompilesAndHugePromptsDoNotStallOthers) {
+  HttpServerOptions options;
+  options.max_body_bytes = 16 << 20;
+  Restart(ServiceOptions{}, options);
+  const std::string slow_regex = R"({"prompt": "x", "max_tokens": 2, "guided_regex": "(a|aa|aaa){0,3000}b"})";
+  const std::string huge_prompt = R"({"prompt": ")" + std::string(15 << 20, 'a') + R"(", "max_tokens": 2})";
+  std::vector<tcp::socket> busy;
+  for (int i = 0; i < 4; ++i) {
+    busy.push_back(Connect());
+    net::write(busy.back(), net::buffer(Post("/v1/completions", slow_regex)));
+  }
+  const auto huge_start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 4; ++i) {
+    busy.push_back(Connect());
+    net::write(busy.back(), net::buffer(Post("/v1/completions", huge_prompt)));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto ms_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+  };
+  tcp::socket probe = Connect();
+  SetReadTimeout(probe, 10);
+  auto t = std::chrono::steady_clock::now();
+  net::write(probe, net::buffer(std::string("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")));
+  EXPECT_EQ(ReadResponse(probe).substr(0, 3), "200");
+  const double health_ms = ms_since(t);
+  t = std::chrono::steady_clock::now();
+  net::write(probe,
+             net::buffer(Post("/v1/completions", R"({"prompt": "a", "max_tokens": 3, "stream": true})")));
+  std::string first = ReadUntil(probe, "data: {");
+  const double first_chunk_ms = ms_since(t);
+  EXPECT_NE(first.find("data: {"), std::string::npos) << first;
+  if (first.find("0\r\n\r\n") == std::string::npos) ReadUntil(probe, "0\r\n\r\n");  // the stream's end
+  RecordProperty("health_ms", std::to_string(health_ms));
+  RecordProperty("first_chunk_ms", std::to_string(first_chunk_ms));
+  EXPECT_LT(health_ms, 100.0);
+  EXPECT_LT(first_chunk_ms, 100.0);
+  // The oversized prompts: 400 from their byte length, without tokenizing.
+  for (size_t i = 4; i < 8; ++i) {
+    std::string r = ReadResponse(busy[i]);
+    EXPECT_EQ(r.substr(0, 3), "400") << r.substr(0, 300);
+    EXPECT_NE(r.find("bytes"), std::string::npos) << r.substr(0, 300);
+  }
+  EXPECT_LT(ms_since(huge_start), 8000.0);  // tokenizing one took 8.5 s
+  // The slow grammars compile within their 5 s budget (200) or run out of
+  // it (a permanent error: 400), depending on the machine's load.
+  for (size_t i = 0; i < 4; ++i) {
+    std::string r = ReadResponse(busy[i]);
+    EXPECT_TRUE(r.substr(0, 3) == "200" || r.substr(0, 3) == "400") << r;
+  }
+  // Resent: answered from the cache (of grammars or of failures) at once.
+  t = std::chrono::steady_clock::now();
+  net::write(probe, net::buffer(Post("/v1/completions", slow_regex)));
+  const std::string again = ReadResponse(probe);
+  EXPECT_TRUE(again.substr(0, 3) == "200" || again.substr(0, 3) == "400") << again;
+  EXPECT_LT(ms_since(t), 100.0);
+}
+
 double ProcessCpuSeconds() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);

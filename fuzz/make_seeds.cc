@@ -1,6 +1,8 @@
-// Writes the fuzz seed corpora: OUT/corpus_gguf and OUT/corpus_safetensors.
-// Seeds are small valid files from the writers (every metadata type, several
-// tensor dtypes) plus the first 4 KiB of the shared model files when present.
+// Writes the fuzz seed corpora: OUT/corpus_gguf, OUT/corpus_safetensors and
+// OUT/corpus_model_config. Seeds are small valid files from the writers (every
+// metadata type, several tensor dtypes) plus the first 4 KiB of the shared
+// model files when present; the config corpus holds config.json texts ('J'
+// first) and metadata-only GGUF images ('G' first) of every family.
 // usage: fuzz_make_seeds OUT_DIR [SHARED_DIR]
 #include <cstdio>
 #include <filesystem>
@@ -28,6 +30,69 @@ int Check(const Status& st) {
   if (st.ok()) return 0;
   std::fprintf(stderr, "fuzz_make_seeds: %s\n", st.ToString().c_str());
   return 1;
+}
+
+// The config corpus: one seed per family, in fuzz_model_config's format.
+int WriteConfigSeeds(const std::string& dir, const std::string& shared) {
+  std::filesystem::create_directories(dir);
+  const char* hf[] = {
+      R"({"architectures":["LlamaForCausalLM"],"vocab_size":512,"hidden_size":64,"intermediate_size":172,
+"num_hidden_layers":5,"num_attention_heads":8,"num_key_value_heads":4,"head_dim":8,"max_position_embeddings":512,
+"rope_scaling":{"rope_type":"llama3","factor":8.0,"low_freq_factor":1.0,"high_freq_factor":4.0,
+"original_max_position_embeddings":8192},"num_nextn_predict_layers":1})",
+      R"({"architectures":["Qwen2ForCausalLM"],"vocab_size":300,"hidden_size":64,"intermediate_size":96,
+"num_hidden_layers":4,"num_attention_heads":4,"num_key_value_heads":2,"use_sliding_window":true,
+"sliding_window":16,"max_window_layers":2})",
+      R"({"architectures":["Qwen3ForCausalLM"],"vocab_size":300,"hidden_size":64,"intermediate_size":96,
+"num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":32,"sliding_window":8,
+"layer_types":["sliding_attention","full_attention","sliding_attention"]})",
+      R"({"architectures":["MistralForCausalLM"],"vocab_size":300,"hidden_size":64,"intermediate_size":96,
+"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"sliding_window":32})",
+      R"({"architectures":["MixtralForCausalLM"],"vocab_size":300,"hidden_size":64,"intermediate_size":96,
+"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"num_local_experts":4,
+"num_experts_per_tok":2})",
+      R"({"architectures":["DeepseekV3ForCausalLM"],"vocab_size":300,"hidden_size":64,"intermediate_size":96,
+"num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":4,"q_lora_rank":32,"kv_lora_rank":16,
+"qk_nope_head_dim":16,"qk_rope_head_dim":8,"v_head_dim":16,"n_routed_experts":8,"num_experts_per_tok":2,
+"moe_intermediate_size":32,"n_shared_experts":1,"first_k_dense_replace":1,"n_group":2,"topk_group":1,
+"scoring_func":"sigmoid","topk_method":"noaux_tc","norm_topk_prob":true,"routed_scaling_factor":2.5,
+"rope_scaling":{"type":"yarn","factor":4.0,"original_max_position_embeddings":512,"mscale":1.0,
+"mscale_all_dim":1.0,"beta_fast":32,"beta_slow":1},"num_nextn_predict_layers":1})",
+  };
+  int n = 0;
+  for (const char* text : hf) {
+    std::ofstream(dir + "/hf_" + std::to_string(n++) + ".json", std::ios::binary) << 'J' << text;
+  }
+  if (!shared.empty()) {
+    std::ifstream in(shared + "/models/stories260K-mtp/config.json", std::ios::binary);
+    if (in) {
+      std::ofstream(dir + "/hf_stories_mtp.json", std::ios::binary) << 'J' << in.rdbuf();
+    }
+  }
+  GgufWriter g;
+  g.SetString("general.architecture", "llama");
+  g.SetU32("llama.embedding_length", 64);
+  g.SetU32("llama.block_count", 5);
+  g.SetU32("llama.feed_forward_length", 172);
+  g.SetU32("llama.attention.head_count", 8);
+  g.SetU32("llama.attention.head_count_kv", 4);
+  g.SetF32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  g.SetU32("llama.context_length", 512);
+  g.SetU32("llama.vocab_size", 512);
+  g.SetI32Array("llama.attention.sliding_window", {0, 8, 0, 8, 0});
+  g.SetString("llama.rope.scaling.type", "linear");
+  g.SetF32("llama.rope.scaling.factor", 2.0f);
+  g.SetU32("llama.expert_count", 4);
+  g.SetU32("llama.expert_used_count", 2);
+  g.AddTensor("token_embd.weight", DType::kF32, {2, 4}, std::vector<uint8_t>(32, 0));
+  const std::string tmp = dir + "/llama.gguf.tmp";
+  int rc = Check(g.Write(tmp));
+  if (rc == 0) {
+    std::ifstream in(tmp, std::ios::binary);
+    std::ofstream(dir + "/gguf_llama.bin", std::ios::binary) << 'G' << in.rdbuf();
+  }
+  std::filesystem::remove(tmp);
+  return rc;
 }
 
 }  // namespace
@@ -71,6 +136,7 @@ int main(int argc, char** argv) {
   s.AddTensor("e", DType::kF16, {0, 4}, std::vector<uint8_t>());
   rc |= Check(s.Write(sdir + "/writer.safetensors"));
 
+  rc |= WriteConfigSeeds(out + "/corpus_model_config", argc > 2 ? argv[2] : "");
   if (argc > 2) {
     const std::string shared = argv[2];
     CopyPrefix(shared + "/models/gguf/stories260K.gguf", gdir + "/stories_prefix.gguf", 4096);

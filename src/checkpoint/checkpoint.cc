@@ -29,6 +29,20 @@ bool IsFile(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+// Every layer has tensors of its own: a layer count the checkpoint cannot
+// hold is refused before the model sizes anything per layer. (A file with no
+// tensors at all is left to the weight binder, which names the first missing.)
+Status CheckLayersFitTensors(const ModelConfig& config, const WeightStore& weights,
+                             const std::string& where) {
+  const int64_t layers = config.num_layers + config.num_nextn_predict_layers;
+  const int64_t tensors = static_cast<int64_t>(weights.All().size());
+  if (tensors > 0 && layers > tensors) {
+    return InvalidArgument(where + ": the config declares " + std::to_string(layers) +
+                           " layers, but the checkpoint holds only " + std::to_string(tensors) + " tensors");
+  }
+  return Status::Ok();
+}
+
 StatusOr<LoadedModel> LoadGguf(const std::string& path, const LoadOptions& options) {
   DI_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(path));
   std::shared_ptr<const GgufFile> gguf(std::move(file));
@@ -40,6 +54,7 @@ StatusOr<LoadedModel> LoadGguf(const std::string& path, const LoadOptions& optio
   loaded.format = "gguf";
   loaded.path = path;
   loaded.weights = MakeGgufWeightStore(gguf);
+  DI_RETURN_IF_ERROR(CheckLayersFitTensors(*config, *loaded.weights, path));
   DI_ASSIGN_OR_RETURN(loaded.model, CreateModel(*config, loaded.weights, options.num_threads));
   if (!options.load_tokenizer) {
     // The caller works on token ids only.
@@ -62,6 +77,7 @@ StatusOr<LoadedModel> LoadHfDir(const std::string& dir, const LoadOptions& optio
   loaded.format = "hf";
   loaded.path = dir;
   loaded.weights = MakeHfWeightStore(std::move(checkpoint), dir);
+  DI_RETURN_IF_ERROR(CheckLayersFitTensors(config, *loaded.weights, dir + "/config.json"));
   DI_ASSIGN_OR_RETURN(loaded.model, CreateModel(config, loaded.weights, options.num_threads));
   if (!options.load_tokenizer) {
     // The caller works on token ids only.

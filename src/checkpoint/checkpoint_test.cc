@@ -4,8 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "model/testing.h"
 #include "synth/synth.h"
@@ -78,6 +84,116 @@ TEST(Checkpoint, LoadErrors) {
   ASSERT_FALSE(vocab_only.ok());
   EXPECT_NE(vocab_only.status().message().find("token_embd.weight"), std::string::npos)
       << vocab_only.status().message();
+}
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void WriteBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Overwrites the integer metadata value of `key` in a GGUF image in place:
+// a key is stored as u64 length + bytes, then a u32 type, then the value.
+bool PatchGgufInt(std::string& image, const std::string& key, uint64_t value) {
+  std::string needle(8, '\0');
+  const uint64_t len = key.size();
+  std::memcpy(needle.data(), &len, 8);
+  needle += key;
+  const size_t at = image.find(needle);
+  if (at == std::string::npos) return false;
+  const size_t type_at = at + needle.size();
+  uint32_t type = 0;
+  std::memcpy(&type, image.data() + type_at, 4);
+  const size_t width = type == 4 || type == 5 ? 4 : (type == 10 || type == 11 ? 8 : 0);
+  if (width == 0) return false;
+  std::memcpy(image.data() + type_at + 4, &value, width);  // little-endian low bytes
+  return true;
+}
+
+// A count no file can hold (issue 19: block_count 0xFFFFFFFF aborted with
+// bad_alloc) is a clear InvalidArgument naming the key, before anything is
+// allocated from it.
+TEST(Checkpoint, AbsurdGgufCountsAreRefusedNamingTheKey) {
+  const std::string original = ReadBytes(kModels + "/gguf/stories260K.gguf");
+  ASSERT_FALSE(original.empty());
+  const std::string dir = testing::PerTestPath(DI_BINARY_DIR, "checkpoint_test", "absurd_gguf");
+  std::filesystem::create_directories(dir);
+  struct Case {
+    const char* key;
+    uint64_t value;
+  };
+  const Case cases[] = {
+      {"llama.block_count", 0xFFFFFFFFu},
+      {"llama.block_count", 0},
+      {"llama.block_count", 10000},
+      {"llama.embedding_length", 0xFFFFFFFFu},
+      {"llama.attention.head_count", 0xFFFFFFFFu},
+      {"llama.attention.head_count_kv", 0xFFFFFFFFu},
+      {"llama.feed_forward_length", 0xFFFFFFFFu},
+      {"llama.context_length", 0xFFFFFFFFFFFFull},
+      {"llama.rope.dimension_count", 0xFFFFFFFFu},
+  };
+  for (const Case& c : cases) {
+    std::string image = original;
+    if (!PatchGgufInt(image, c.key, c.value)) continue;  // a key this file does not write
+    const std::string path = dir + "/patched.gguf";
+    WriteBytes(path, image);
+    auto loaded = Load(path, /*tokenizer=*/true);
+    ASSERT_FALSE(loaded.ok()) << c.key << " = " << c.value;
+    EXPECT_EQ(loaded.status().code(), StatusCode::kInvalidArgument) << loaded.status().ToString();
+  }
+  std::string image = original;
+  ASSERT_TRUE(PatchGgufInt(image, "llama.block_count", 0xFFFFFFFFu));
+  WriteBytes(dir + "/patched.gguf", image);
+  auto loaded = Load(dir + "/patched.gguf", /*tokenizer=*/false);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("block_count"), std::string::npos) << loaded.status().message();
+}
+
+// HF config.json counts: num_hidden_layers -1 (std::length_error before) and
+// 1e9 (bad_alloc), a layer count beyond the tensors the directory holds, and
+// huge widths are refused with the key named.
+TEST(Checkpoint, AbsurdHfConfigCountsAreRefusedNamingTheKey) {
+  SynthOptions o;
+  o.format = SynthFormat::kHf;
+  o.seed = 5;
+  o.out = testing::PerTestPath(DI_BINARY_DIR, "checkpoint_test", "absurd_hf");
+  ASSERT_TRUE(WriteSynthModel(o).ok());
+  const std::string config_path = o.out + "/config.json";
+  const std::string original = ReadBytes(config_path);
+  auto json = nlohmann::json::parse(original);
+  struct Case {
+    const char* key;
+    int64_t value;
+    const char* named;
+  };
+  const Case cases[] = {
+      {"num_hidden_layers", -1, "num_hidden_layers"},
+      {"num_hidden_layers", 1000000000, "num_hidden_layers"},
+      {"num_hidden_layers", 5000, "layers"},  // within the bound, beyond the tensors
+      {"vocab_size", int64_t{1} << 40, "vocab_size"},
+      {"hidden_size", int64_t{1} << 40, "hidden_size"},
+      {"num_attention_heads", int64_t{1} << 40, "num_heads"},
+      {"num_key_value_heads", int64_t{1} << 40, "num_kv_heads"},
+      {"head_dim", int64_t{1} << 40, "head_dim"},
+      {"intermediate_size", int64_t{1} << 40, "intermediate_size"},
+      {"max_position_embeddings", int64_t{1} << 40, "max_position"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json patched = json;
+    patched[c.key] = c.value;
+    WriteBytes(config_path, patched.dump());
+    auto loaded = Load(o.out, /*tokenizer=*/false);
+    ASSERT_FALSE(loaded.ok()) << c.key << " = " << c.value;
+    EXPECT_EQ(loaded.status().code(), StatusCode::kInvalidArgument) << loaded.status().ToString();
+    EXPECT_NE(loaded.status().message().find(c.named), std::string::npos) << loaded.status().message();
+  }
+  WriteBytes(config_path, original);
+  EXPECT_TRUE(Load(o.out, /*tokenizer=*/false).ok());
 }
 
 }  // namespace

@@ -52,21 +52,77 @@ GrammarCompiler::Result GrammarCompiler::CompileGrammar(const Grammar& grammar) 
   return std::shared_ptr<const CompiledGrammar>(compiled);
 }
 
+template <typename T>
+size_t VectorBytes(const std::vector<T>& v) {
+  return v.capacity() * sizeof(T);
+}
+
+size_t EstimatedBytes(const CompiledGrammar& grammar) {
+  const GrammarAutomaton& a = grammar.automaton();
+  size_t bytes = sizeof(CompiledGrammar) + VectorBytes(a.byte_edge_begin) + VectorBytes(a.byte_edges) +
+                 VectorBytes(a.rule_edge_begin) + VectorBytes(a.rule_edges) + VectorBytes(a.is_final) +
+                 VectorBytes(a.state_rule) + VectorBytes(a.rule_start) + VectorBytes(a.rule_end) +
+                 VectorBytes(a.rule_nullable) + VectorBytes(a.rule_terminal) + VectorBytes(a.dense_offset) +
+                 VectorBytes(a.dense_next) + VectorBytes(a.dense_loop);
+  for (const std::string& sig : a.terminal_signature) bytes += sizeof(std::string) + sig.capacity();
+  for (const std::string& name : a.rule_names) bytes += sizeof(std::string) + name.capacity();
+  bytes += size_t{a.num_states()} * sizeof(void*);  // the per-state mask-cache slots
+  bytes += grammar.num_cached() * (sizeof(PositionMask) + grammar.vocab().size() / 8);
+  return bytes;
+}
+
+void GrammarCompiler::EvictForInsert(size_t incoming_bytes) {
+  auto total_bytes = [&] {
+    size_t total = 0;
+    for (const auto& [key, entry] : cache_) total += EstimatedBytes(*entry.compiled);
+    return total;
+  };
+  while (!cache_.empty() && (cache_.size() >= options_.max_cache_entries ||
+                             total_bytes() + incoming_bytes > options_.max_cache_bytes)) {
+    auto oldest = cache_.begin();
+    for (auto it = cache_.begin(); it != cache_.end(); ++it) {
+      if (it->second.last_use < oldest->second.last_use) oldest = it;
+    }
+    cache_.erase(oldest);
+  }
+}
+
 template <typename BuildFn>
 GrammarCompiler::Result GrammarCompiler::CompileCached(const std::string& key, BuildFn&& build) {
   {
     MutexLock lock(mutex_);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second;
+    if (auto it = cache_.find(key); it != cache_.end()) {
+      it->second.last_use = ++use_clock_;
+      return it->second.compiled;
+    }
+    if (auto it = failed_.find(key); it != failed_.end()) return it->second;
   }
   // Built outside the lock: a slow schema must not block other requests.
   StatusOr<Grammar> grammar = build();
-  if (!grammar.ok()) return grammar.status();
-  DI_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledGrammar> compiled, CompileGrammar(*grammar));
+  Result compiled = grammar.ok() ? CompileGrammar(*grammar) : Result(grammar.status());
   MutexLock lock(mutex_);
-  if (cache_.size() >= options_.max_cache_entries) cache_.clear();  // simple bound
-  auto [it, inserted] = cache_.emplace(key, compiled);
-  return it->second;
+  if (!compiled.ok()) {
+    // Remembered, oldest forgotten first: the same source fails the same
+    // way (a time-limit failure included: resending it must not cost the
+    // budget again).
+    if (options_.max_failed_entries > 0 && failed_.emplace(key, compiled.status()).second) {
+      if (failed_order_.size() < options_.max_failed_entries) {
+        failed_order_.push_back(key);
+      } else {
+        failed_.erase(failed_order_[failed_next_]);
+        failed_order_[failed_next_] = key;
+        failed_next_ = (failed_next_ + 1) % failed_order_.size();
+      }
+    }
+    return compiled.status();
+  }
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second.compiled;  // a concurrent twin won
+  // A grammar larger than the whole budget is served but not kept.
+  const size_t bytes = EstimatedBytes(**compiled);
+  if (bytes > options_.max_cache_bytes) return compiled;
+  EvictForInsert(bytes);
+  cache_.emplace(key, CacheEntry{*compiled, ++use_clock_});
+  return compiled;
 }
 
 GrammarCompiler::Result GrammarCompiler::CompileJsonSchema(std::string_view schema,
@@ -102,9 +158,24 @@ size_t GrammarCompiler::cache_size() const {
   return cache_.size();
 }
 
+size_t GrammarCompiler::failed_cache_size() const {
+  MutexLock lock(mutex_);
+  return failed_.size();
+}
+
+size_t GrammarCompiler::cache_bytes() const {
+  MutexLock lock(mutex_);
+  size_t total = 0;
+  for (const auto& [key, entry] : cache_) total += EstimatedBytes(*entry.compiled);
+  return total;
+}
+
 void GrammarCompiler::ClearCache() {
   MutexLock lock(mutex_);
   cache_.clear();
+  failed_.clear();
+  failed_order_.clear();
+  failed_next_ = 0;
 }
 
 }  // namespace deepinfer::grammar

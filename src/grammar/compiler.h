@@ -8,9 +8,13 @@
 //
 // Every Compile* returns kInvalidArgument for malformed input, kUnimplemented
 // for valid input using unsupported features (the message lists them), and
-// kResourceExhausted when a limit (size, time) is hit. Nothing is cached on
-// error. Thread-safe: calls may run concurrently; the same source compiled
-// twice yields the same shared CompiledGrammar.
+// kResourceExhausted when a limit (size, time) is hit. Failures are cached
+// too (the negative cache, max_failed_entries), so a client resending a
+// grammar that ran out of its 5 s budget gets the same error at once.
+// Successes are cached under two bounds, entries and estimated bytes (the
+// automaton plus the mask entries computed so far, EstimatedBytes); the least
+// recently used go first. Thread-safe: calls may run concurrently; the same
+// source compiled twice yields the same shared CompiledGrammar (while cached).
 #pragma once
 
 #include <map>
@@ -35,7 +39,14 @@ struct CompilerOptions {
   BuildLimits limits;       // includes the compile time limit (default 5 s)
   bool precompute = false;  // fill the whole mask cache at compile time
   size_t max_cache_entries = 256;
+  size_t max_cache_bytes = size_t{256} << 20;  // estimated bytes the cached grammars retain
+  size_t max_failed_entries = 1024;            // failed compiles remembered
 };
+
+// Bytes a compiled grammar holds: its automaton and the mask-cache entries
+// computed so far (each counted as a bitset over the vocabulary, an upper
+// bound for list entries). An estimate for the cache's byte budget.
+size_t EstimatedBytes(const CompiledGrammar& grammar);
 
 class GrammarCompiler {
  public:
@@ -52,6 +63,9 @@ class GrammarCompiler {
   Result CompileGrammar(const Grammar& grammar);
 
   size_t cache_size() const EXCLUDES(mutex_);
+  size_t failed_cache_size() const EXCLUDES(mutex_);
+  // Sum of EstimatedBytes over the cached grammars, now.
+  size_t cache_bytes() const EXCLUDES(mutex_);
   // Terminal-rule mask entries shared across this compiler's grammars.
   const SharedMaskCache& shared_mask_cache() const { return *shared_masks_; }
   // Compiles any-JSON and fills its mask cache, so the common JSON string /
@@ -66,7 +80,18 @@ class GrammarCompiler {
   std::shared_ptr<const Vocabulary> vocab_;
   CompilerOptions options_;
   mutable Mutex mutex_;
-  std::map<std::string, std::shared_ptr<const CompiledGrammar>> cache_ GUARDED_BY(mutex_);
+  struct CacheEntry {
+    std::shared_ptr<const CompiledGrammar> compiled;
+    uint64_t last_use = 0;
+  };
+  // Drops least recently used entries until one more, of `incoming_bytes`,
+  // fits both bounds.
+  void EvictForInsert(size_t incoming_bytes) REQUIRES(mutex_);
+  std::map<std::string, CacheEntry> cache_ GUARDED_BY(mutex_);
+  std::map<std::string, Status> failed_ GUARDED_BY(mutex_);
+  std::vector<std::string> failed_order_ GUARDED_BY(mutex_);  // insertion order, for eviction
+  size_t failed_next_ GUARDED_BY(mutex_) = 0;                 // the oldest slot of failed_order_
+  uint64_t use_clock_ GUARDED_BY(mutex_) = 0;
   std::shared_ptr<SharedMaskCache> shared_masks_;
   std::shared_ptr<const StringProfiles> string_profiles_;
 };

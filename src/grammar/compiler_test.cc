@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -54,6 +55,81 @@ TEST(CompilerTest, TimeLimitIsAnError) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(r.status().message().find("time limit"), std::string::npos) << r.status().message();
+}
+
+// Issue 19 (3): a failed compile is remembered, so resending a grammar that
+// ran out of its time budget does not cost the budget again.
+TEST(CompilerTest, FailedCompilesAreCached) {
+  CompilerOptions opts;
+  opts.limits.time_limit_s = 0.3;
+  GrammarCompiler compiler(AllStringsVocab("ab", 2), opts);
+  const std::string slow = "(a|aa|aaa){0,3000}b";
+  auto t0 = std::chrono::steady_clock::now();
+  auto first = compiler.CompileRegex(slow);
+  const double first_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.status().code(), StatusCode::kResourceExhausted) << first.status().ToString();
+  EXPECT_GE(first_s, 0.25);
+  t0 = std::chrono::steady_clock::now();
+  auto again = compiler.CompileRegex(slow);
+  const double again_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().ToString(), first.status().ToString());
+  EXPECT_LT(again_s, 0.02);
+  EXPECT_EQ(compiler.failed_cache_size(), 1u);
+  EXPECT_EQ(compiler.cache_size(), 0u);
+  // Malformed sources are remembered as well; ClearCache forgets both kinds.
+  EXPECT_FALSE(compiler.CompileRegex("(").ok());
+  EXPECT_EQ(compiler.failed_cache_size(), 2u);
+  compiler.ClearCache();
+  EXPECT_EQ(compiler.failed_cache_size(), 0u);
+}
+
+TEST(CompilerTest, FailedCacheIsBounded) {
+  CompilerOptions opts;
+  opts.max_failed_entries = 3;
+  GrammarCompiler compiler(AllStringsVocab("ab", 1), opts);
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(compiler.CompileRegex("(" + std::string(i, 'a')).ok());
+  EXPECT_EQ(compiler.failed_cache_size(), 3u);
+}
+
+// Issue 19 (7): the cache is bounded by the bytes its grammars retain, not
+// only by entries: big grammars evict the least recently used ones.
+TEST(CompilerTest, CacheIsBoundedByBytes) {
+  GrammarCompiler probe(AllStringsVocab("ab", 2));
+  auto one = probe.CompileRegex("[ab]{0,400}");
+  ASSERT_TRUE(one.ok());
+  const size_t one_bytes = EstimatedBytes(**one);
+  ASSERT_GT(one_bytes, 4096u);
+
+  CompilerOptions opts;
+  opts.max_cache_bytes = 3 * one_bytes + one_bytes / 2;  // three of them, not four
+  GrammarCompiler compiler(AllStringsVocab("ab", 2), opts);
+  std::vector<std::shared_ptr<const CompiledGrammar>> kept;
+  for (int k = 0; k < 8; ++k) {
+    auto g = compiler.CompileRegex("[ab]{0," + std::to_string(400 + k) + "}");
+    ASSERT_TRUE(g.ok());
+    kept.push_back(*g);
+    EXPECT_LE(compiler.cache_bytes(), opts.max_cache_bytes) << k;
+    // Touch the first one each time: least recently used is someone else.
+    auto first = compiler.CompileRegex("[ab]{0,400}");
+    ASSERT_TRUE(first.ok());
+    if (k < 3) EXPECT_EQ(first->get(), kept[0].get()) << k;
+  }
+  EXPECT_LE(compiler.cache_size(), 3u);
+  EXPECT_GE(compiler.cache_size(), 2u);
+  // The most recent and the re-touched first survive; an old one is rebuilt.
+  EXPECT_EQ(compiler.CompileRegex("[ab]{0,407}")->get(), kept[7].get());
+  EXPECT_EQ(compiler.CompileRegex("[ab]{0,400}")->get(), kept[0].get());
+  EXPECT_NE(compiler.CompileRegex("[ab]{0,401}")->get(), kept[1].get());
+
+  // A grammar larger than the whole budget is served and not kept.
+  CompilerOptions tiny;
+  tiny.max_cache_bytes = 1024;
+  GrammarCompiler small(AllStringsVocab("ab", 2), tiny);
+  auto big = small.CompileRegex("[ab]{0,400}");
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ(small.cache_size(), 0u);
 }
 
 std::shared_ptr<const Vocabulary> Llama3() {

@@ -143,6 +143,7 @@ StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   DI_ASSIGN_OR_RETURN(c.moe.num_experts, OptionalInt(gguf, p + "expert_count", 0));
   DI_ASSIGN_OR_RETURN(c.hidden_size, RequiredInt(gguf, p + "embedding_length"));
   DI_ASSIGN_OR_RETURN(c.num_layers, RequiredInt(gguf, p + "block_count"));
+  DI_RETURN_IF_ERROR(CheckLayerCount("GGUF '" + p + "block_count'", c.num_layers));
   // llama.cpp counts the MTP (next-n) layers in block_count and stores them
   // as the last blocks; the decoder stack is the rest.
   DI_ASSIGN_OR_RETURN(c.num_nextn_predict_layers, OptionalInt(gguf, p + "nextn_predict_layers", 0));

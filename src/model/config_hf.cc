@@ -2,6 +2,7 @@
 // config classes so a config.json that omits a key means what it means to
 // transformers; the keys only some architectures have (MoE, MLA) are read by
 // their ArchitectureSpec hooks (model/archs/).
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -164,7 +165,7 @@ Status ReadSlidingWindow(const Json& j, const ArchitectureSpec& spec, ModelConfi
     if (!use_sliding || window <= 0) {
       return Status::Ok();
     }
-    for (int64_t i = max_window_layers; i < c.num_layers; ++i) {
+    for (int64_t i = std::max<int64_t>(max_window_layers, 0); i < c.num_layers; ++i) {
       c.sliding_window[i] = window;
     }
     return Status::Ok();
@@ -193,6 +194,7 @@ StatusOr<ModelConfig> ModelConfigFromHfJson(std::string_view json_text) {
   DI_ASSIGN_OR_RETURN(c.vocab_size, GetInt(j, "vocab_size"));
   DI_ASSIGN_OR_RETURN(c.hidden_size, GetInt(j, "hidden_size"));
   DI_ASSIGN_OR_RETURN(c.num_layers, GetInt(j, "num_hidden_layers"));
+  DI_RETURN_IF_ERROR(CheckLayerCount("config.json: 'num_hidden_layers'", c.num_layers));
   DI_ASSIGN_OR_RETURN(c.num_heads, GetInt(j, "num_attention_heads"));
   DI_ASSIGN_OR_RETURN(c.intermediate_size, GetInt(j, "intermediate_size"));
   DI_ASSIGN_OR_RETURN(c.num_kv_heads, GetIntOr(j, "num_key_value_heads", c.num_heads));

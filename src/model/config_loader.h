@@ -28,7 +28,22 @@ StatusOr<ModelConfig> ModelConfigFromHfJson(std::string_view json_text);
 // Reads DIR/config.json.
 StatusOr<ModelConfig> ModelConfigFromHfDir(const std::string& dir);
 
-// Positive dimensions, heads that divide, rope_dim even and <= head_dim, one
+// Upper bounds on the counts a checkpoint declares, far above any released
+// model. They keep every per-layer vector and every size product (vocab x
+// hidden, heads x head_dim, layers x kv_dim) small and inside int64, so a
+// corrupt or hostile file is refused before anything is sized from it.
+inline constexpr int64_t kMaxModelLayers = int64_t{1} << 14;
+inline constexpr int64_t kMaxModelVocab = int64_t{1} << 24;
+inline constexpr int64_t kMaxModelDim = int64_t{1} << 20;  // hidden, ffn, q/kv widths, ranks
+inline constexpr int64_t kMaxModelHeads = int64_t{1} << 14;
+inline constexpr int64_t kMaxModelExperts = int64_t{1} << 14;
+inline constexpr int64_t kMaxModelPositions = int64_t{1} << 30;
+
+// A layer count read from `key`: InvalidArgument unless in [1, kMaxModelLayers].
+// The loaders call it before sizing any per-layer vector.
+Status CheckLayerCount(const std::string& key, int64_t layers);
+
+// Positive dimensions within the bounds above, heads that divide, rope_dim even and <= head_dim, one
 // sliding_window entry per layer, known rope scaling. InvalidArgument naming
 // the field otherwise.
 Status ValidateModelConfig(const ModelConfig& config);

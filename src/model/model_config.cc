@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -15,12 +16,56 @@ Status RequirePositive(const char* field, double value) {
   return Status::Ok();
 }
 
+Status RequireAtMost(const char* field, int64_t value, int64_t limit) {
+  if (value < 0 || value > limit) {
+    return InvalidArgument(std::string("model config: ") + field + " (" + std::to_string(value) +
+                           ") must be in [0, " + std::to_string(limit) + "]");
+  }
+  return Status::Ok();
+}
+
+// Every count against its bound; products only after their factors passed.
+Status CheckBounds(const ModelConfig& c) {
+  DI_RETURN_IF_ERROR(RequireAtMost("vocab_size", c.vocab_size, kMaxModelVocab));
+  DI_RETURN_IF_ERROR(RequireAtMost("hidden_size", c.hidden_size, kMaxModelDim));
+  DI_RETURN_IF_ERROR(RequireAtMost("num_layers", c.num_layers, kMaxModelLayers));
+  DI_RETURN_IF_ERROR(RequireAtMost("num_nextn_predict_layers", c.num_nextn_predict_layers, kMaxModelLayers));
+  DI_RETURN_IF_ERROR(RequireAtMost("num_heads", c.num_heads, kMaxModelHeads));
+  DI_RETURN_IF_ERROR(RequireAtMost("num_kv_heads", c.num_kv_heads, kMaxModelHeads));
+  DI_RETURN_IF_ERROR(RequireAtMost("head_dim", c.head_dim, kMaxModelDim));
+  DI_RETURN_IF_ERROR(RequireAtMost("intermediate_size", c.intermediate_size, kMaxModelDim));
+  DI_RETURN_IF_ERROR(RequireAtMost("max_position", c.max_position, kMaxModelPositions));
+  DI_RETURN_IF_ERROR(RequireAtMost("num_experts", c.moe.num_experts, kMaxModelExperts));
+  DI_RETURN_IF_ERROR(RequireAtMost("moe expert_ffn", c.moe.expert_ffn, kMaxModelDim));
+  DI_RETURN_IF_ERROR(RequireAtMost("moe shared_ffn", c.moe.shared_ffn, kMaxModelDim));
+  DI_RETURN_IF_ERROR(RequireAtMost("mla q_lora_rank", c.mla.q_lora_rank, kMaxModelDim));
+  DI_RETURN_IF_ERROR(RequireAtMost("mla kv_lora_rank", c.mla.kv_lora_rank, kMaxModelDim));
+  DI_RETURN_IF_ERROR(RequireAtMost("mla qk_nope_head_dim", c.mla.qk_nope_head_dim, kMaxModelDim));
+  DI_RETURN_IF_ERROR(RequireAtMost("mla qk_rope_head_dim", c.mla.qk_rope_head_dim, kMaxModelDim));
+  DI_RETURN_IF_ERROR(RequireAtMost("mla v_head_dim", c.mla.v_head_dim, kMaxModelDim));
+  DI_RETURN_IF_ERROR(RequireAtMost("q width (num_heads x head_dim)", c.q_dim(), kMaxModelDim));
+  DI_RETURN_IF_ERROR(RequireAtMost("kv width (num_kv_heads x head_dim)", c.kv_dim(), kMaxModelDim));
+  const int64_t mla_head = std::max(c.mla.qk_nope_head_dim + c.mla.qk_rope_head_dim, c.mla.v_head_dim);
+  DI_RETURN_IF_ERROR(
+      RequireAtMost("mla width (num_heads x head dims)", c.num_heads * mla_head, kMaxModelDim));
+  return Status::Ok();
+}
+
 }  // namespace
+
+Status CheckLayerCount(const std::string& key, int64_t layers) {
+  if (layers < 1 || layers > kMaxModelLayers) {
+    return InvalidArgument(key + " (" + std::to_string(layers) + ") must be in [1, " +
+                           std::to_string(kMaxModelLayers) + "]");
+  }
+  return Status::Ok();
+}
 
 Status ValidateModelConfig(const ModelConfig& c) {
   if (c.arch.empty()) {
     return InvalidArgument("model config: architecture is not set");
   }
+  DI_RETURN_IF_ERROR(CheckBounds(c));
   DI_RETURN_IF_ERROR(RequirePositive("vocab_size", static_cast<double>(c.vocab_size)));
   DI_RETURN_IF_ERROR(RequirePositive("hidden_size", static_cast<double>(c.hidden_size)));
   DI_RETURN_IF_ERROR(RequirePositive("num_layers", static_cast<double>(c.num_layers)));

@@ -31,6 +31,10 @@ ApiError ApiErrorFromStatus(const Status& status, std::string param) {
     case StatusCode::kNotFound:
       e.http_status = 400;
       break;
+    case StatusCode::kUnimplemented:
+      e.http_status = 400;
+      e.code = "unsupported";
+      break;
     case StatusCode::kResourceExhausted:
       e.http_status = 429;
       e.type = "rate_limit_error";
@@ -39,15 +43,20 @@ ApiError ApiErrorFromStatus(const Status& status, std::string param) {
       e.http_status = 503;
       e.type = "service_unavailable";
       break;
-    case StatusCode::kUnimplemented:
-      e.http_status = 501;
-      e.type = "not_implemented";
-      break;
     default:
       e.http_status = 500;
       e.type = "server_error";
       break;
   }
+  return e;
+}
+
+ApiError RequestContentError(const Status& status, std::string param) {
+  ApiError e = ApiErrorFromStatus(status, std::move(param));
+  if (status.code() == StatusCode::kInternal) return e;
+  e.http_status = 400;
+  e.type = "invalid_request_error";
+  if (status.code() == StatusCode::kResourceExhausted) e.code = "limit_exceeded";
   return e;
 }
 

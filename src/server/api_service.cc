@@ -1,11 +1,13 @@
 #include "server/api_service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
 
 #include <nlohmann/json.hpp>
 
+#include "core/log.h"
 #include "server/generation_job.h"
 #include "server/metrics_text.h"
 #include "structured/tokenizer_vocabulary.h"
@@ -74,43 +76,108 @@ ApiService::ApiService(Engine& engine, ServiceOptions options)
     : engine_(engine), options_(std::move(options)) {
   id_salt_ = std::random_device{}();
   id_salt_ = (id_salt_ << 32) ^ std::random_device{}();
+  // The most text one token can stand for: its bytes, or its piece (what
+  // parse_special matches, and SentencePiece's normalized form).
+  const Tokenizer& tok = engine_.tokenizer();
+  for (int32_t id = 0; id < tok.vocab_size(); ++id) {
+    const size_t piece = tok.data().pieces[static_cast<size_t>(id)].size();
+    max_bytes_per_token_ = std::max<int64_t>(
+        max_bytes_per_token_, static_cast<int64_t>(std::max(piece, tok.TokenBytes(id).size())));
+  }
+  // Without threads (none could be created) requests are prepared inline.
+  if (options_.prepare_threads > 0) {
+    auto pool =
+        TaskPool::Create("request preparation", options_.prepare_threads, options_.max_queued_requests);
+    if (pool.ok()) {
+      prepare_pool_ = std::move(*pool);
+    } else {
+      DI_LOG_WARN("%s; preparing requests on the I/O threads", pool.status().message().c_str());
+    }
+  }
+  if (options_.large_prepare_threads > 0) {
+    auto pool = TaskPool::Create("large request preparation", options_.large_prepare_threads,
+                                 options_.max_queued_requests);
+    if (pool.ok()) {
+      large_prepare_pool_ = std::move(*pool);
+    } else {
+      DI_LOG_WARN("%s; preparing large requests with the others", pool.status().message().c_str());
+    }
+  }
+  if (options_.compile_threads > 0) {
+    auto pool =
+        TaskPool::Create("grammar compilation", options_.compile_threads, options_.max_queued_requests);
+    if (pool.ok()) {
+      compile_pool_ = std::move(*pool);
+    } else {
+      DI_LOG_WARN("%s; compiling grammars on the preparation threads", pool.status().message().c_str());
+    }
+  }
 }
 
-void ApiService::Handle(const HttpRequestView& request, const std::shared_ptr<ResponseWriter>& writer) {
+ApiService::~ApiService() {
+  // Queued work finishes first; compile tasks answer through StartJob, which
+  // needs the engine and this service, so they go before anything else.
+  prepare_pool_.reset();
+  large_prepare_pool_.reset();
+  compile_pool_.reset();
+}
+
+// The answer a request gets from its method, path and Authorization alone,
+// if that already decides it: no route (404), a missing or wrong API key
+// (401), a method the route does not take (405). Generation routes are
+// checked for readiness later, with the body.
+std::optional<ApiError> ApiService::CheckBeforeBody(const HttpRequestView& request) const {
   const std::string path = PathOf(request.target);
   const bool get = request.method == "GET" || request.method == "HEAD";
   const bool post = request.method == "POST";
+  if (path == "/health" || path == "/metrics") {
+    if (!get) return MakeError(405, "invalid_request_error", "use GET " + path);
+    return std::nullopt;
+  }
+  const bool is_api = path == "/v1/models" || path == "/v1/completions" || path == "/v1/chat/completions";
+  if (!is_api) {
+    return MakeError(404, "invalid_request_error", "no route for " + request.method + " " + path,
+                     "not_found");
+  }
+  if (!options_.api_key.empty() && request.authorization != "Bearer " + options_.api_key) {
+    return MakeError(401, "authentication_error", "missing or invalid API key (Authorization: Bearer KEY)",
+                     "invalid_api_key");
+  }
+  if (path == "/v1/models") {
+    if (!get) return MakeError(405, "invalid_request_error", "use GET /v1/models");
+    return std::nullopt;
+  }
+  if (!post) return MakeError(405, "invalid_request_error", "use POST " + path);
+  return std::nullopt;
+}
+
+void ApiService::Handle(const HttpRequestView& request, const std::shared_ptr<ResponseWriter>& writer) {
+  if (std::optional<ApiError> refused = CheckBeforeBody(request)) return SendError(*writer, *refused);
+  const std::string path = PathOf(request.target);
   if (path == "/health") {
-    if (!get) return SendError(*writer, MakeError(405, "invalid_request_error", "use GET /health"));
     bool ok = ready_ && !shutting_down_;
     return writer->SendResponse(ok ? 200 : 503, "text/plain", ok ? "" : "not ready\n");
   }
   if (path == "/metrics") {
-    if (!get) return SendError(*writer, MakeError(405, "invalid_request_error", "use GET /metrics"));
     return writer->SendResponse(200, "text/plain; version=0.0.4; charset=utf-8",
                                 RenderPrometheusMetrics(engine_.Metrics()));
   }
-  const bool is_api = path == "/v1/models" || path == "/v1/completions" || path == "/v1/chat/completions";
-  if (!is_api) {
-    return SendError(*writer, MakeError(404, "invalid_request_error",
-                                        "no route for " + request.method + " " + path, "not_found"));
-  }
-  if (!options_.api_key.empty() && request.authorization != "Bearer " + options_.api_key) {
-    return SendError(*writer,
-                     MakeError(401, "authentication_error",
-                               "missing or invalid API key (Authorization: Bearer KEY)", "invalid_api_key"));
-  }
-  if (path == "/v1/models") {
-    if (!get) return SendError(*writer, MakeError(405, "invalid_request_error", "use GET /v1/models"));
-    return HandleModels(writer);
-  }
-  if (!post) return SendError(*writer, MakeError(405, "invalid_request_error", "use POST " + path));
+  if (path == "/v1/models") return HandleModels(writer);
   if (shutting_down_ || !ready_) {
     return SendError(*writer,
                      MakeError(503, "service_unavailable", "the server is not ready or is shutting down"));
   }
-  HandleGeneration(path == "/v1/completions" ? ParsedRequest::Api::kCompletion : ParsedRequest::Api::kChat,
-                   request.body, writer);
+  const ParsedRequest::Api api =
+      path == "/v1/completions" ? ParsedRequest::Api::kCompletion : ParsedRequest::Api::kChat;
+  const bool large = static_cast<int64_t>(request.body.size()) > options_.large_body_bytes;
+  TaskPool* pool = large && large_prepare_pool_ ? large_prepare_pool_.get() : prepare_pool_.get();
+  if (pool == nullptr) return HandleGeneration(api, request.body, writer);
+  // Parsing, the chat template and tokenization run on the prepare workers,
+  // never on the caller's (an HTTP I/O) thread.
+  auto body = std::make_shared<std::string>(request.body);
+  if (!pool->Post([this, api, body, writer] { HandleGeneration(api, *body, writer); })) {
+    SendError(*writer, MakeError(429, "rate_limit_error", "too many requests are waiting to be prepared"));
+  }
 }
 
 void ApiService::HandleModels(const std::shared_ptr<ResponseWriter>& writer) {
@@ -125,6 +192,15 @@ void ApiService::HandleModels(const std::shared_ptr<ResponseWriter>& writer) {
 }
 
 StatusOr<std::vector<int32_t>> ApiService::TokenizeText(const std::string& text, bool chat) const {
+  // No token stands for more than max_bytes_per_token_ bytes, so a longer
+  // text is over the limit whatever it encodes to: refused before the
+  // tokenizer spends seconds on it.
+  const int64_t max_model_len = engine_.config().scheduler.max_model_len;
+  if (max_bytes_per_token_ > 0 && static_cast<int64_t>(text.size()) / max_bytes_per_token_ >= max_model_len) {
+    return OutOfRange("the prompt has " + std::to_string(text.size()) + " bytes, more than " +
+                      std::to_string(max_model_len) + " tokens (max_model_len) can hold (at most " +
+                      std::to_string(max_bytes_per_token_) + " bytes per token)");
+  }
   const Tokenizer& tok = engine_.tokenizer();
   bool add_special = true;
   if (chat) {
@@ -143,8 +219,11 @@ StatusOr<std::vector<int32_t>> ApiService::TokenizeText(const std::string& text,
 StatusOr<StructuredOutput*> ApiService::GetStructuredOutput() {
   std::lock_guard<std::mutex> lock(structured_mu_);
   if (structured_) return structured_.get();
+  TokenizerVocabulary vocab = GrammarVocabularyOf(engine_.tokenizer(), engine_.model_config().vocab_size);
+  std::vector<int32_t> end_ids = vocab.end_of_generation_ids;
   DI_ASSIGN_OR_RETURN(structured_,
-                      StructuredOutputFor(engine_.tokenizer(), engine_.model_config().vocab_size));
+                      StructuredOutput::Create(std::move(vocab.token_bytes), vocab.end_of_generation_ids));
+  structured_end_ids_ = std::move(end_ids);
   return structured_.get();
 }
 
@@ -187,10 +266,10 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
                                      ? options_.chat_renderer(req.messages)
                                      : StatusOr<std::string>(RenderFallbackChat(req.messages));
     if (!text.ok()) {
-      return SendError(*writer, ApiErrorFromStatus(text.status().WithContext("chat template"), "messages"));
+      return SendError(*writer, RequestContentError(text.status().WithContext("chat template"), "messages"));
     }
     auto ids = TokenizeText(*text, /*chat=*/true);
-    if (!ids.ok()) return SendError(*writer, ApiErrorFromStatus(ids.status(), "messages"));
+    if (!ids.ok()) return SendError(*writer, RequestContentError(ids.status(), "messages"));
     prompts.push_back(std::move(*ids));
     prompt_texts.push_back("");
   } else {
@@ -200,7 +279,7 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
         prompts.push_back(std::move(p.tokens));
       } else {
         auto ids = TokenizeText(p.text, /*chat=*/false);
-        if (!ids.ok()) return SendError(*writer, ApiErrorFromStatus(ids.status(), "prompt"));
+        if (!ids.ok()) return SendError(*writer, RequestContentError(ids.status(), "prompt"));
         prompts.push_back(std::move(*ids));
         prompt_texts.push_back(req.echo ? p.text : "");
       }
@@ -208,15 +287,31 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
   }
 
   const int64_t max_model_len = engine_.config().scheduler.max_model_len;
-  StructuredOutput* structured = nullptr;
+  auto prepared = std::make_shared<PreparedJob>();
   if (req.structured) {
     auto so = GetStructuredOutput();
     if (!so.ok()) return SendError(*writer, ApiErrorFromStatus(so.status()));
-    structured = *so;
+    prepared->structured = *so;
+    prepared->spec = *req.structured;
+    prepared->ignore_eos = req.ignore_eos;
   }
 
-  std::vector<GenerationRequest> requests;
-  JobOptions job;
+  // A job submits all its choices at once and each waits in the engine's
+  // queue until admitted: more choices than the queue holds could be
+  // refused whatever the load, so it is the request's error, not a 429.
+  const int64_t num_choices = static_cast<int64_t>(prompts.size()) * req.n;
+  const int64_t max_waiting = engine_.config().max_waiting_requests;
+  if (num_choices > max_waiting) {
+    return SendError(*writer,
+                     BadRequest(std::to_string(num_choices) +
+                                    " choices (prompts x n) can never be queued at once; this server "
+                                    "queues at most " +
+                                    std::to_string(max_waiting) + " (--max-waiting-requests)",
+                                "n"));
+  }
+
+  std::vector<GenerationRequest>& requests = prepared->requests;
+  JobOptions& job = prepared->job;
   for (size_t p = 0; p < prompts.size(); ++p) {
     const int64_t prompt_len = static_cast<int64_t>(prompts[p].size());
     int64_t max_tokens = req.max_tokens ? *req.max_tokens : max_model_len - prompt_len;
@@ -239,11 +334,6 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
       g.ignore_eos = req.ignore_eos;
       g.logprobs = req.logprobs;
       g.priority = req.priority;
-      if (structured) {
-        auto constraint = structured->MakeConstraint(*req.structured);
-        if (!constraint.ok()) return SendError(*writer, ApiErrorFromStatus(constraint.status()));
-        g.constraint = std::move(*constraint);
-      }
       requests.push_back(std::move(g));
       job.echo_text.push_back(prompt_texts[p]);
     }
@@ -262,6 +352,34 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
   job.n = req.n;
   if (!req.echo) job.echo_text.clear();
 
+  // Compiling a grammar may take seconds (up to its time budget): on the
+  // compile workers, so requests without one are not queued behind it.
+  if (prepared->structured && compile_pool_) {
+    if (!compile_pool_->Post([this, prepared, writer] { StartJob(*prepared, writer); })) {
+      return SendError(*writer, MakeError(429, "rate_limit_error",
+                                          "too many structured-output requests are waiting to compile"));
+    }
+    return;
+  }
+  StartJob(*prepared, writer);
+}
+
+void ApiService::StartJob(PreparedJob& prepared, const std::shared_ptr<ResponseWriter>& writer) {
+  if (prepared.structured) {
+    for (GenerationRequest& g : prepared.requests) {
+      auto constraint = prepared.structured->MakeConstraint(prepared.spec);
+      if (!constraint.ok()) return SendError(*writer, RequestContentError(constraint.status()));
+      g.constraint = std::move(*constraint);
+      // A grammar allows end-of-generation only where the output is
+      // complete, and then nothing else: with ignore_eos that token must
+      // still end the request (finish_reason "stop"), or the next step
+      // would have no allowed token.
+      if (prepared.ignore_eos) {
+        g.stop_token_ids.insert(g.stop_token_ids.end(), structured_end_ids_.begin(),
+                                structured_end_ids_.end());
+      }
+    }
+  }
   const Tokenizer* tok = &engine_.tokenizer();
   TokenTextFn token_text = [tok](int32_t id) {
     std::string text = tok->TokenBytes(id);
@@ -269,8 +387,9 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
     if (text.empty() && id >= 0 && id < tok->vocab_size()) text = tok->data().pieces[static_cast<size_t>(id)];
     return text;
   };
-  auto generation = std::make_shared<GenerationJob>(engine_, std::move(job), std::move(token_text), writer);
-  if (auto start_error = generation->Start(std::move(requests))) SendError(*writer, *start_error);
+  auto generation =
+      std::make_shared<GenerationJob>(engine_, std::move(prepared.job), std::move(token_text), writer);
+  if (auto start_error = generation->Start(std::move(prepared.requests))) SendError(*writer, *start_error);
 }
 
 }  // namespace deepinfer::server

@@ -13,14 +13,18 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
 #include "engine/engine.h"
 #include "grammar/structured_output.h"
+#include "server/api_error.h"
+#include "server/generation_job.h"
 #include "server/parsed_request.h"
 #include "server/response_writer.h"
+#include "server/task_pool.h"
 #include "tokenizer/chat_template.h"
 
 namespace deepinfer::server {
@@ -34,6 +38,16 @@ struct ServiceOptions {
   std::string served_model_name = "deepinfer";
   std::string api_key;  // non-empty: /v1/* needs "Authorization: Bearer <key>"
   ChatPromptRenderer chat_renderer;
+  // Worker threads for request preparation (JSON, chat template,
+  // tokenization) and for grammar compilation; 0 runs that step on the
+  // caller's thread (tests). Bodies over large_body_bytes are prepared on
+  // workers of their own, so a large prompt never delays small requests.
+  // Beyond max_queued_requests waiting in one pool: 429.
+  int prepare_threads = 4;
+  int large_prepare_threads = 2;
+  int64_t large_body_bytes = 64 << 10;
+  int compile_threads = 2;
+  size_t max_queued_requests = 4096;
 };
 
 struct HttpRequestView {
@@ -49,8 +63,14 @@ std::string RenderFallbackChat(const std::vector<ChatMessage>& messages);
 class ApiService {
  public:
   ApiService(Engine& engine, ServiceOptions options);
+  ~ApiService();  // runs the requests already queued, then joins the workers
 
   void Handle(const HttpRequestView& request, const std::shared_ptr<ResponseWriter>& writer);
+  // What the request gets from its method, target and Authorization alone,
+  // when that decides it (404, 401, 405); the transport asks before reading
+  // the body, so an unauthenticated client never has one buffered. `body`
+  // is ignored. Handle applies the same checks.
+  std::optional<ApiError> CheckBeforeBody(const HttpRequestView& request) const;
 
   // /health answers 200 only while ready and not shutting down; generation
   // routes answer 503 once shutdown began.
@@ -60,6 +80,16 @@ class ApiService {
  private:
   void HandleGeneration(ParsedRequest::Api api, const std::string& body,
                         const std::shared_ptr<ResponseWriter>& writer);
+  // A request parsed, tokenized and validated; its constraints are made
+  // (compiled) in StartJob.
+  struct PreparedJob {
+    std::vector<GenerationRequest> requests;
+    JobOptions job;
+    StructuredOutput* structured = nullptr;  // null: no constraint
+    StructuredOutputSpec spec;
+    bool ignore_eos = false;
+  };
+  void StartJob(PreparedJob& prepared, const std::shared_ptr<ResponseWriter>& writer);
   void HandleModels(const std::shared_ptr<ResponseWriter>& writer);
   StatusOr<std::vector<int32_t>> TokenizeText(const std::string& text, bool chat) const;
   StatusOr<StructuredOutput*> GetStructuredOutput();
@@ -71,9 +101,18 @@ class ApiService {
   std::atomic<bool> shutting_down_{false};
   std::atomic<uint64_t> next_id_{1};
   uint64_t id_salt_ = 0;
+  int64_t max_bytes_per_token_ = 0;  // the longest text one token stands for (early prompt-length check)
 
   std::mutex structured_mu_;
   std::unique_ptr<StructuredOutput> structured_;  // built on first use (vocabulary scan)
+  // The grammar vocabulary's end-of-generation ids (what a complete grammar
+  // allows next); written with structured_.
+  std::vector<int32_t> structured_end_ids_;
+
+  // Last members: destroyed first, while everything their tasks use lives.
+  std::unique_ptr<TaskPool> compile_pool_;
+  std::unique_ptr<TaskPool> prepare_pool_;
+  std::unique_ptr<TaskPool> large_prepare_pool_;
 };
 
 }  // namespace deepinfer::server

@@ -338,5 +338,45 @@ TEST_F(ApiServiceTest, StructuredOutputAttachesAConstraint) {
   EXPECT_EQ(w->status(), 400) << w->body();
 }
 
+// Issue 19 (10): a constraint that uses an unsupported feature or exceeds a
+// compile budget is the request's fault, and permanent: 400 (clients retry
+// 429 and 5xx), never 501 or 429. Nothing reaches the engine.
+TEST_F(ApiServiceTest, PermanentConstraintErrorsAre400) {
+  const size_t before = engine_->submitted().size();
+  struct Case {
+    const char* body;
+    const char* code;  // ApiError::code
+  };
+  const Case cases[] = {
+      {R"({"prompt": "x", "guided_regex": "(?=a)b"})", "unsupported"},        // lookahead
+      {R"({"prompt": "x", "guided_regex": "a\\bb"})", "unsupported"},         // word boundary
+      {R"({"prompt": "x", "guided_regex": "a{200000}"})", "limit_exceeded"},  // repetition budget
+  };
+  for (const Case& c : cases) {
+    auto w = Call("POST", "/v1/completions", c.body);
+    EXPECT_EQ(w->status(), 400) << c.body << " -> " << w->body();
+    EXPECT_EQ(w->json()["error"]["type"], "invalid_request_error") << w->body();
+    EXPECT_EQ(w->json()["error"]["code"], c.code) << w->body();
+  }
+  EXPECT_EQ(engine_->submitted().size(), before);
+}
+
+// Issue 19 (14): more choices than the waiting queue can ever hold is a 400
+// (retrying cannot help); a queue that is full right now stays a 429.
+TEST_F(ApiServiceTest, ChoicesBeyondTheQueueAre400) {
+  engine_->SetMaxWaitingRequests(1);
+  auto w = Call("POST", "/v1/completions", R"({"prompt": "x", "n": 5, "max_tokens": 2})");
+  EXPECT_EQ(w->status(), 400) << w->body();
+  EXPECT_EQ(w->json()["error"]["param"], "n");
+  EXPECT_NE(w->json()["error"]["message"].get<std::string>().find("--max-waiting-requests"),
+            std::string::npos);
+  w = Call("POST", "/v1/completions", R"({"prompt": ["x", "y"], "max_tokens": 2})");
+  EXPECT_EQ(w->status(), 400) << w->body();
+  EXPECT_EQ(engine_->submitted().size(), 0u);
+  EXPECT_EQ(Call("POST", "/v1/completions", R"({"prompt": "x", "max_tokens": 2})")->status(), 200);
+  engine_->FailNextSubmit(ResourceExhausted("queue full"));
+  EXPECT_EQ(Call("POST", "/v1/completions", R"({"prompt": "x"})")->status(), 429);
+}
+
 }  // namespace
 }  // namespace deepinfer::server

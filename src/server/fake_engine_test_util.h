@@ -146,6 +146,8 @@ class FakeEngine : public Engine {
     std::lock_guard<std::mutex> lock(mu_);
     textless_ = textless;
   }
+  // EngineConfig::max_waiting_requests as the service reads it.
+  void SetMaxWaitingRequests(int32_t n) { config_.max_waiting_requests = n; }
   void SetHold(bool hold) {
     std::lock_guard<std::mutex> lock(mu_);
     hold_ = hold;

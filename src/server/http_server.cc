@@ -24,15 +24,23 @@ std::string StatusLine(int status) {
   return "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\n";
 }
 
+// `head`: the answer to a HEAD request, the same header with no body.
 std::string FullResponse(int status, const std::string& content_type, const std::string& body,
-                         bool keep_alive) {
+                         bool keep_alive, bool head = false) {
   std::string out = StatusLine(status);
   out += "Server: deepinfer\r\nContent-Type: " + content_type +
          "\r\nContent-Length: " + std::to_string(body.size()) +
          "\r\nConnection: " + (keep_alive ? "keep-alive" : "close") + "\r\n\r\n";
-  out += body;
+  if (!head) out += body;
   return out;
 }
+
+// How long the listener pauses after accept failed for lack of resources.
+constexpr std::chrono::milliseconds kAcceptBackoff{100};
+// After a refusal, the client's unread bytes are drained (so the close does
+// not reset the connection before the answer is read) for at most this long.
+constexpr std::chrono::seconds kLingerTime{2};
+constexpr size_t kLingerBytes = 1 << 20;
 
 std::string ChunkFrame(const std::string& data) {
   char size[24];
@@ -95,30 +103,52 @@ class SessionWriter : public ResponseWriter {
   }
 
  private:
-  void Post(std::string bytes, bool ends_response);
+  // `close_connection`: the connection closes after this response (a
+  // close-delimited body).
+  void Post(std::string bytes, bool ends_response, bool close_connection = false);
 
   std::shared_ptr<HttpSession> session_;
   std::mutex mu_;
   std::function<void()> handler_;
   bool disconnected_ = false;
   bool ended_ = false;  // the final bytes were queued
+  // Set by the session before the writer is shared, then read-only.
   bool keep_alive_ = true;
+  bool head_ = false;    // a HEAD request: headers only
+  bool http10_ = false;  // an HTTP/1.0 client: no chunked coding
   friend class HttpSession;
 };
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
+  // `connections` counts open sessions (this one included); it may outlive
+  // the server, as a session may.
   HttpSession(tcp::socket socket, ApiService& service, const HttpServerOptions& options,
-              ActivityCounter& activity)
-      : stream_(std::move(socket)), service_(service), options_(options), activity_(activity) {}
+              ActivityCounter& activity, std::shared_ptr<std::atomic<int64_t>> connections)
+      : stream_(std::move(socket)),
+        deadline_(stream_.get_executor()),
+        service_(service),
+        options_(options),
+        activity_(activity),
+        connections_(std::move(connections)) {}
+  ~HttpSession() { connections_->fetch_sub(1); }
 
-  void Run() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
+  // `over_capacity`: answer 503 and close instead of serving.
+  void Run(bool over_capacity) {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this(), over_capacity] {
+      if (over_capacity) {
+        return self->RefuseAndClose(
+            503, "too many open connections (limit " + std::to_string(self->options_.max_connections) + ")");
+      }
+      self->ReadHeader();
+    });
   }
 
-  // Strand only. `ends_response`: after these bytes the exchange is complete.
-  void QueueWrite(std::string bytes, bool ends_response) {
+  // Strand only. `ends_response`: after these bytes the exchange is complete;
+  // `close_connection`: then the connection closes.
+  void QueueWrite(std::string bytes, bool ends_response, bool close_connection = false) {
     if (closed_) return;
+    if (close_connection) keep_alive_ = false;
     queue_.push_back({std::move(bytes), ends_response});
     if (!writing_) WriteNext();
   }
@@ -138,19 +168,44 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     bool ends_response;
   };
 
+  // Waits for a request's first byte (idle_timeout: a quiet keep-alive
+  // connection is closed), then reads its header (header_timeout).
   void ReadHeader() {
     if (closed_) return;
     parser_.emplace();
     parser_->body_limit(static_cast<uint64_t>(options_.max_body_bytes));
-    parser_->header_limit(64 * 1024);
+    parser_->header_limit(static_cast<uint32_t>(options_.max_header_bytes));
+    if (buffer_.size() > 0) return ReadHeaderRest();
+    read_phase_ = ReadPhase::kIdle;
     stream_.expires_after(options_.idle_timeout);
+    stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](error_code ec, size_t n) {
+      if (ec) return self->OnReadError(ec);
+      self->buffer_.commit(n);
+      self->ReadHeaderRest();
+    });
+  }
+
+  void ReadHeaderRest() {
+    read_phase_ = ReadPhase::kHeader;
+    ArmDeadline(options_.header_timeout);
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = shared_from_this()](error_code ec, size_t) { self->OnHeader(ec); });
   }
 
   void OnHeader(error_code ec) {
+    deadline_.cancel();
     if (ec) return OnReadError(ec);
     auto& req = parser_->get();
+    // Route and credentials before any body byte is read or buffered. (A
+    // request without a body is answered the usual way, keeping the
+    // connection.)
+    if (parser_->content_length().value_or(0) > 0 || parser_->chunked()) {
+      HttpRequestView head;
+      head.method = std::string(req.method_string());
+      head.target = std::string(req.target());
+      head.authorization = std::string(req[http::field::authorization]);
+      if (std::optional<ApiError> refused = service_.CheckBeforeBody(head)) return RefuseAndClose(*refused);
+    }
     if (auto len = parser_->content_length(); len && *len > static_cast<uint64_t>(options_.max_body_bytes)) {
       return RefuseAndClose(
           413, "the request body is larger than " + std::to_string(options_.max_body_bytes) + " bytes");
@@ -169,6 +224,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   void ReadBody() {
+    read_phase_ = ReadPhase::kBody;
+    ArmDeadline(options_.body_timeout);
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](error_code ec, size_t) { self->OnBody(ec); });
   }
@@ -179,6 +236,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
           413, "the request body is larger than " + std::to_string(options_.max_body_bytes) + " bytes");
     }
     if (ec == http::error::header_limit) return RefuseAndClose(431, "the request headers are too large");
+    if (timed_out_ && read_phase_ != ReadPhase::kIdle) {
+      const bool header = read_phase_ == ReadPhase::kHeader;
+      const auto limit = header ? options_.header_timeout : options_.body_timeout;
+      return RefuseAndClose(408, std::string("the request ") + (header ? "headers" : "body") +
+                                     " did not arrive within " + std::to_string(limit.count()) + " s");
+    }
     if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::eof ||
         ec == net::error::connection_reset || ec == net::error::operation_aborted) {
       return Close();
@@ -193,12 +256,37 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     ApiError e;
     e.http_status = status;
     e.message = message;
+    if (status == 503) e.type = "service_unavailable";
+    RefuseAndClose(e);
+  }
+
+  // Answers `error` and closes: what the client may still send is not read
+  // as a request (it is drained for a moment so the answer is not lost to a
+  // reset).
+  void RefuseAndClose(const ApiError& error) {
     keep_alive_ = false;
+    linger_ = true;
     SetActive(true);
-    QueueWrite(FullResponse(status, "application/json", e.ToJson(), false), true);
+    QueueWrite(FullResponse(error.http_status, "application/json", error.ToJson(), false), true);
+  }
+
+  // The header and body deadlines: a timer that cancels the read, so the
+  // connection stays open for the 408 (tcp_stream's own timeout closes the
+  // socket; it is used for the idle wait only).
+  void ArmDeadline(std::chrono::seconds limit) {
+    stream_.expires_never();
+    timed_out_ = false;
+    deadline_.expires_after(limit);
+    deadline_.async_wait([self = shared_from_this()](error_code ec) {
+      if (ec || self->closed_) return;
+      self->timed_out_ = true;
+      error_code ignored;
+      self->stream_.socket().cancel(ignored);
+    });
   }
 
   void OnBody(error_code ec) {
+    deadline_.cancel();
     if (ec) return OnReadError(ec);
     http::request<http::string_body> req = parser_->release();
     keep_alive_ = req.keep_alive();
@@ -211,12 +299,19 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     SetActive(true);
     writer_ = std::make_shared<SessionWriter>(shared_from_this());
     writer_->keep_alive_ = keep_alive_;
+    writer_->head_ = req.method() == http::verb::head;
+    writer_->http10_ = req.version() < 11;
     // Watch the socket while the response is produced: a disconnect aborts it.
-    if (buffer_.size() == 0) StartMonitor();
+    StartMonitor();
     service_.Handle(view, writer_);
   }
 
+  // A read pending for as long as the response is in progress. Bytes that
+  // arrive are the client's next requests: kept (up to one request's worth;
+  // beyond that the client is not waiting for this answer) and read once
+  // the response ended.
   void StartMonitor() {
+    if (monitor_pending_ || closed_) return;
     monitor_pending_ = true;
     stream_.async_read_some(buffer_.prepare(4096),
                             [self = shared_from_this()](error_code ec, size_t n) { self->OnMonitor(ec, n); });
@@ -226,9 +321,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     monitor_pending_ = false;
     if (closed_) return;
     if (!ec) {
-      buffer_.commit(n);  // a pipelined request: keep it for the next read
-      if (!active_) ReadHeader();
-      return;
+      buffer_.commit(n);
+      if (!active_) return ReadHeader();
+      const auto limit = static_cast<size_t>(options_.max_body_bytes + options_.max_header_bytes);
+      if (buffer_.size() > limit) return ClientGone();
+      return StartMonitor();
     }
     if (ec == net::error::operation_aborted) {
       if (!active_) ReadHeader();  // cancelled because the response ended
@@ -260,6 +357,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (!keep_alive_) {
       error_code ignored;
       stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+      if (linger_ && !monitor_pending_) return Linger(0);
       return Close();
     }
     if (monitor_pending_) {
@@ -267,6 +365,20 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     } else {
       ReadHeader();
     }
+  }
+
+  // Reads and discards what the client still sends, until it closes, for at
+  // most kLingerTime and kLingerBytes; then closes.
+  void Linger(size_t drained) {
+    if (closed_) return;
+    if (drained > kLingerBytes) return Close();
+    if (drained == 0) stream_.expires_after(kLingerTime);
+    buffer_.clear();
+    stream_.async_read_some(buffer_.prepare(16384),
+                            [self = shared_from_this(), drained](error_code ec, size_t n) {
+                              if (ec) return self->Close();
+                              self->Linger(drained + n);
+                            });
   }
 
   void ClientGone() {
@@ -283,6 +395,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     }
     SetActive(false);
     queue_.clear();
+    deadline_.cancel();
     error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
     stream_.socket().close(ignored);
@@ -294,12 +407,19 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     activity_.Add(active ? 1 : -1);
   }
 
+  enum class ReadPhase { kIdle, kHeader, kBody };
+
   beast::tcp_stream stream_;
+  net::steady_timer deadline_;  // header / body read deadline (ArmDeadline)
+  bool timed_out_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   ApiService& service_;
   const HttpServerOptions& options_;
   ActivityCounter& activity_;
+  std::shared_ptr<std::atomic<int64_t>> connections_;
+  ReadPhase read_phase_ = ReadPhase::kIdle;
+  bool linger_ = false;  // a refusal: drain before closing
   std::shared_ptr<SessionWriter> writer_;
   std::deque<Pending> queue_;
   bool keep_alive_ = true;
@@ -309,7 +429,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool closed_ = false;
 };
 
-void SessionWriter::Post(std::string bytes, bool ends_response) {
+void SessionWriter::Post(std::string bytes, bool ends_response, bool close_connection) {
   std::shared_ptr<HttpSession> session;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -318,53 +438,70 @@ void SessionWriter::Post(std::string bytes, bool ends_response) {
     session = session_;
   }
   net::any_io_executor strand = session->StrandExecutor();  // before `session` moves into the handler
-  net::post(strand, [s = std::move(session), b = std::move(bytes), ends_response]() mutable {
-    s->QueueWrite(std::move(b), ends_response);
-  });
+  net::post(strand,
+            [s = std::move(session), b = std::move(bytes), ends_response, close_connection]() mutable {
+              s->QueueWrite(std::move(b), ends_response, close_connection);
+            });
 }
 
 void SessionWriter::SendResponse(int http_status, std::string content_type, std::string body) {
-  Post(FullResponse(http_status, content_type, body, keep_alive_), true);
+  Post(FullResponse(http_status, content_type, body, keep_alive_, head_), true);
 }
 
+// HTTP/1.1: chunked. HTTP/1.0 has no chunked coding (RFC 9112 section 7):
+// the body runs until the connection closes.
 void SessionWriter::BeginStream() {
   std::string head = StatusLine(200);
-  head +=
-      "Server: deepinfer\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-      "Transfer-Encoding: chunked\r\nConnection: ";
+  head += "Server: deepinfer\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n";
+  if (http10_) {
+    head += "Connection: close\r\n\r\n";
+    return Post(std::move(head), false, /*close_connection=*/true);
+  }
+  head += "Transfer-Encoding: chunked\r\nConnection: ";
   head += keep_alive_ ? "keep-alive\r\n\r\n" : "close\r\n\r\n";
   Post(std::move(head), false);
 }
 
 void SessionWriter::SendStreamData(std::string data) {
   if (data.empty()) return;  // an empty chunk would end the body
-  Post(ChunkFrame(data), false);
+  Post(http10_ ? std::move(data) : ChunkFrame(data), false);
 }
 
-void SessionWriter::EndStream() { Post("0\r\n\r\n", true); }
+void SessionWriter::EndStream() { Post(http10_ ? "" : "0\r\n\r\n", true, /*close_connection=*/http10_); }
 
 }  // namespace
 
 struct HttpServer::Impl {
   Impl(ApiService& s, HttpServerOptions o)
-      : service(s), options(std::move(o)), acceptor(net::make_strand(ioc)) {}
+      : service(s),
+        options(std::move(o)),
+        acceptor(net::make_strand(ioc)),
+        accept_backoff(acceptor.get_executor()) {}
 
   void Accept() {
     acceptor.async_accept(net::make_strand(ioc), [this](error_code ec, tcp::socket socket) {
       if (ec) {
         if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
-        Accept();  // e.g. too many open files: keep serving the others
+        // Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS): retrying at
+        // once fails the same way and spins a core; pause, keep the others
+        // served, then try again.
+        accept_backoff.expires_after(kAcceptBackoff);
+        accept_backoff.async_wait([this](error_code wec) {
+          if (!wec) Accept();
+        });
         return;
       }
       error_code ignored;
       socket.set_option(tcp::no_delay(true), ignored);  // SSE chunks go out as they are written
-      auto session = std::make_shared<HttpSession>(std::move(socket), service, options, activity);
+      const bool over_capacity = connections->fetch_add(1) >= options.max_connections;
+      auto session =
+          std::make_shared<HttpSession>(std::move(socket), service, options, activity, connections);
       {
         std::lock_guard<std::mutex> lock(sessions_mu);
         std::erase_if(sessions, [](const std::weak_ptr<HttpSession>& w) { return w.expired(); });
         sessions.push_back(session);
       }
-      session->Run();
+      session->Run(over_capacity);
       Accept();
     });
   }
@@ -373,7 +510,9 @@ struct HttpServer::Impl {
   HttpServerOptions options;
   net::io_context ioc;
   tcp::acceptor acceptor;
+  net::steady_timer accept_backoff;  // on the acceptor's strand
   ActivityCounter activity;
+  std::shared_ptr<std::atomic<int64_t>> connections = std::make_shared<std::atomic<int64_t>>(0);
   std::mutex sessions_mu;
   std::vector<std::weak_ptr<HttpSession>> sessions;  // for ReleaseAfterStop
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
@@ -411,6 +550,7 @@ void HttpServer::StopAccepting() {
   net::post(impl_->acceptor.get_executor(), [impl = impl_.get()] {
     error_code ignored;
     impl->acceptor.close(ignored);
+    impl->accept_backoff.cancel();
   });
 }
 

@@ -25,6 +25,14 @@ TEST(ApiErrorTest, JsonShapeAndStatusMapping) {
   EXPECT_EQ(ApiErrorFromStatus(ResourceExhausted("x")).http_status, 429);
   EXPECT_EQ(ApiErrorFromStatus(Unavailable("x")).http_status, 503);
   EXPECT_EQ(ApiErrorFromStatus(Internal("x")).http_status, 500);
+  EXPECT_EQ(ApiErrorFromStatus(Unimplemented("x")).http_status, 400);  // the request's to change
+  // Errors about the request's own content are permanent: 400 even for a
+  // budget (ResourceExhausted), 500 only for the server's own faults.
+  EXPECT_EQ(RequestContentError(ResourceExhausted("x")).http_status, 400);
+  EXPECT_EQ(RequestContentError(ResourceExhausted("x")).code, "limit_exceeded");
+  EXPECT_EQ(RequestContentError(Unimplemented("x")).http_status, 400);
+  EXPECT_EQ(RequestContentError(InvalidArgument("x")).http_status, 400);
+  EXPECT_EQ(RequestContentError(Internal("x")).http_status, 500);
   // Invalid UTF-8 in a message never makes serialization throw.
   ApiError bytes = BadRequest(std::string("bad \xff\xfe byte"));
   EXPECT_NO_THROW(json::parse(bytes.ToJson()));

@@ -90,6 +90,38 @@ ExprId JsonString(Grammar* g, int64_t min_len, std::optional<int64_t> max_len) {
   return g->Sequence({g->Byte('"'), body, g->Byte('"')});
 }
 
+ExprId JsonCanonicalString(Grammar* g) {
+  std::vector<ExprId> chars = {Utf8Class(g, {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, kMaxCodepoint}}),
+                               g->Literal("\\\""), g->Literal("\\\\")};
+  for (int c = 0; c < 0x20; ++c) {
+    const char* hex = "0123456789abcdef";
+    std::string spelled = "\\u00";
+    spelled += hex[c >> 4];
+    spelled += hex[c & 15];
+    switch (c) {
+      case '\b':
+        spelled = "\\b";
+        break;
+      case '\f':
+        spelled = "\\f";
+        break;
+      case '\n':
+        spelled = "\\n";
+        break;
+      case '\r':
+        spelled = "\\r";
+        break;
+      case '\t':
+        spelled = "\\t";
+        break;
+      default:
+        break;
+    }
+    chars.push_back(g->Literal(spelled));
+  }
+  return g->Sequence({g->Byte('"'), g->Star(g->Choice(std::move(chars))), g->Byte('"')});
+}
+
 StatusOr<ExprId> JsonStringPattern(Grammar* g, const std::string& pattern) {
   RegexOptions opts;
   opts.search = true;

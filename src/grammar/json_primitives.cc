@@ -155,8 +155,21 @@ std::optional<std::string> FormatRegex(const std::string& format) {
     return R"(^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*)"
            R"(@[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$)";
   }
-  if (format == "uri") {
-    return R"(^[A-Za-z][A-Za-z0-9+.-]*:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*$)";
+  // RFC 3986 characters: unreserved / reserved / pct-encoded (the
+  // component structure is not checked).
+  static const std::string kUriChars = R"(([A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2}))";
+  if (format == "uri") return "^[A-Za-z][A-Za-z0-9+.-]*:" + kUriChars + "*$";
+  if (format == "uri-reference") return "^" + kUriChars + "*$";
+  // RFC 1123 host names: dot-separated labels of 1-63 letters, digits and
+  // inner hyphens (the 253-byte total is not checked).
+  if (format == "hostname") {
+    static const std::string kLabel = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+    return "^" + kLabel + "(\\." + kLabel + ")*$";
+  }
+  // RFC 3339 appendix A (ISO 8601 durations, no fractions).
+  if (format == "duration") {
+    static const std::string kTimePart = R"(T(\d+H(\d+M(\d+S)?)?|\d+M(\d+S)?|\d+S))";
+    return R"(^P((\d+D|\d+M(\d+D)?|\d+Y(\d+M(\d+D)?)?)()" + kTimePart + ")?|" + kTimePart + R"(|\d+W)$)";
   }
   if (format == "ipv4") return "^(" + kOctet + "\\.){3}" + kOctet + "$";
   if (format == "ipv6") {

@@ -127,12 +127,22 @@ StatusOr<ExprId> SchemaConverter::Build(const Json& s, const std::string& path, 
   for (const char* key : {"anyOf", "oneOf"}) {
     if (!s.contains(key)) continue;
     if (!s[key].is_array()) return InvalidArgument(std::string(key) + " at " + path + " is not an array");
-    // oneOf is generated as anyOf: exclusivity between branches is not
-    // enforced (see docs/structured-output.md).
     Json base = Without(s, key);
+    Json branches = s[key];
+    if (std::string(key) == "oneOf") {
+      // Exactly one branch: branches that may overlap exclude each other.
+      auto exclusive = ExclusiveOneOf(base, branches, root_);
+      if (exclusive.ok()) {
+        branches = Json(*exclusive);
+      } else if (exclusive.status().code() == StatusCode::kUnimplemented) {
+        Unsupported(path + "/oneOf", exclusive.status().message());  // relaxed: generated as anyOf
+      } else {
+        return Status(exclusive.status().code(), exclusive.status().message() + " at " + path);
+      }
+    }
     std::vector<ExprId> alts;
     int i = 0;
-    for (const Json& sub : s[key]) {
+    for (const Json& sub : branches) {
       std::string sub_path = path + "/" + key + "/" + std::to_string(i++);
       if (!HasConstraints(base)) {
         DI_ASSIGN_OR_RETURN(ExprId e, RefTo(sub, sub_path, depth));

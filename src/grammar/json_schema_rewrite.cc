@@ -1,5 +1,6 @@
 #include "grammar/json_schema_rewrite.h"
 
+#include <algorithm>
 #include <set>
 
 #include "grammar/json_primitives.h"
@@ -230,6 +231,129 @@ Json RewriteApplicators(const Json& schema, const Json& root, const std::string&
     }
   }
   out["allOf"] = std::move(all);
+  return out;
+}
+
+}  // namespace deepinfer::grammar::json_schema_internal
+
+namespace deepinfer::grammar::json_schema_internal {
+
+namespace {
+
+constexpr size_t kMaxExclusiveBranches = 6;
+
+// Values of an enum/const, or nullopt when the schema has neither.
+std::optional<Json> FiniteValues(const Json& s) {
+  if (!s.is_object()) return std::nullopt;
+  if (s.contains("const")) return Json::array({s["const"]});
+  if (s.contains("enum") && s["enum"].is_array()) return s["enum"];
+  return std::nullopt;
+}
+
+// The JSON types a schema's `type` keyword allows (integer as its own
+// entry, implied by number); all when absent.
+std::set<std::string> TypesOf(const Json& s) {
+  std::set<std::string> out;
+  if (!s.is_object() || !s.contains("type")) {
+    return {"null", "boolean", "object", "array", "string", "number", "integer"};
+  }
+  const Json& t = s["type"];
+  for (const Json& x : t.is_array() ? t : Json::array({t})) {
+    if (!x.is_string()) continue;
+    out.insert(x.get<std::string>());
+    if (x == Json("number")) out.insert("integer");
+  }
+  return out;
+}
+
+bool Required(const Json& s, const std::string& name) {
+  if (!s.is_object() || !s.contains("required") || !s["required"].is_array()) return false;
+  const Json& r = s["required"];
+  return std::find(r.begin(), r.end(), Json(name)) != r.end();
+}
+
+const Json* PropertySchema(const Json& s, const std::string& name) {
+  if (!s.is_object() || !s.contains("properties") || !s["properties"].is_object()) return nullptr;
+  const Json& p = s["properties"];
+  return p.contains(name) ? &p[name] : nullptr;
+}
+
+// A sufficient test that no instance satisfies both (after `base`): types
+// that do not meet, enum/const sets that do not meet, or -- for objects only
+// -- a property one requires whose values the other excludes.
+bool ProvablyDisjoint(const Json& a, const Json& b, const std::set<std::string>& base_types) {
+  if (a == Json(false) || b == Json(false)) return true;
+  std::set<std::string> ta = TypesOf(a), tb = TypesOf(b), both;
+  for (const std::string& t : ta) {
+    if (tb.count(t) && base_types.count(t)) both.insert(t);
+  }
+  if (both.empty()) return true;
+  std::optional<Json> va = FiniteValues(a), vb = FiniteValues(b);
+  if (va && vb) {
+    bool meet = false;
+    for (const Json& x : *va) meet |= std::find(vb->begin(), vb->end(), x) != vb->end();
+    if (!meet) return true;
+  }
+  if (both != std::set<std::string>{"object"}) return false;
+  for (const auto* pair : {&a, &b}) {
+    const Json& self = *pair;
+    const Json& other = pair == &a ? b : a;
+    if (!self.is_object() || !self.contains("properties") || !self["properties"].is_object()) continue;
+    for (auto it = self["properties"].begin(); it != self["properties"].end(); ++it) {
+      if (!Required(self, it.key())) continue;
+      const Json* theirs = PropertySchema(other, it.key());
+      if (theirs == nullptr) continue;
+      if (*theirs == Json(false)) return true;
+      std::optional<Json> mine = FiniteValues(it.value()), their_values = FiniteValues(*theirs);
+      if (!mine || !their_values) continue;
+      bool meet = false;
+      for (const Json& x : *mine)
+        meet |= std::find(their_values->begin(), their_values->end(), x) != their_values->end();
+      if (!meet) return true;
+    }
+  }
+  return false;
+}
+
+StatusOr<Json> DerefBranch(const Json& s, const Json& root) {
+  if (!s.is_object() || !s.contains("$ref") || !s["$ref"].is_string()) return s;
+  DI_ASSIGN_OR_RETURN(const Json* target, ResolveRef(root, s["$ref"].get<std::string>()));
+  Json rest = Without(s, "$ref");
+  if (!HasConstraints(rest)) return *target;
+  return MergeSchemas(*target, rest);
+}
+
+}  // namespace
+
+StatusOr<std::vector<Json>> ExclusiveOneOf(const Json& base, const Json& branches, const Json& root) {
+  std::vector<Json> resolved;
+  for (const Json& b : branches) {
+    DI_ASSIGN_OR_RETURN(Json d, DerefBranch(b, root));
+    resolved.push_back(std::move(d));
+  }
+  std::set<std::string> base_types = TypesOf(base);
+  size_t n = resolved.size();
+  std::vector<std::vector<bool>> disjoint(n, std::vector<bool>(n, true));
+  bool all_disjoint = true;
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = i + 1; j < n; ++j) {
+      disjoint[i][j] = disjoint[j][i] = ProvablyDisjoint(resolved[i], resolved[j], base_types);
+      all_disjoint &= disjoint[i][j];
+    }
+  }
+  std::vector<Json> out(branches.begin(), branches.end());
+  if (all_disjoint) return out;
+  if (n > kMaxExclusiveBranches) return Unimplemented("oneOf exclusivity (more than 6 overlapping branches)");
+  for (size_t i = 0; i < n; ++i) {
+    Json all = Json::array({branches[i]});
+    for (size_t j = 0; j < n; ++j) {
+      if (j == i || disjoint[i][j]) continue;
+      auto negated = Negate(resolved[j], root);
+      if (!negated.ok()) return Unimplemented("oneOf exclusivity (" + negated.status().message() + ")");
+      all.push_back(Json{{"not", branches[j]}});
+    }
+    out[i] = all.size() == 1 ? branches[i] : Json{{"allOf", all}};
+  }
   return out;
 }
 

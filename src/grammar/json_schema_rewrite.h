@@ -40,4 +40,11 @@ bool NeedsRewrite(const Json& schema);
 Json RewriteApplicators(const Json& schema, const Json& root, const std::string& path,
                         std::vector<std::pair<std::string, std::string>>* relaxed);
 
+// The branches of a oneOf (with `base`, the rest of its schema) as anyOf
+// branches that exclude each other: unchanged where pairs are provably
+// disjoint (types, enum/const sets, a required discriminator property),
+// else each conjoined with the negation of the branches it may overlap.
+// kUnimplemented when a branch cannot be negated.
+StatusOr<std::vector<Json>> ExclusiveOneOf(const Json& base, const Json& branches, const Json& root);
+
 }  // namespace deepinfer::grammar::json_schema_internal

@@ -205,8 +205,37 @@ TEST(JsonSchemaTest, RecursionAndDepthLimits) {
   EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
 }
 
+// Formats python3-jsonschema only checks with optional packages (not
+// installed here): hand-labelled from the grammars in RFC 3339 appendix A
+// (duration), RFC 1123 (hostname) and RFC 3986 (uri, uri-reference).
+TEST(JsonSchemaTest, FormatsWithoutAPythonChecker) {
+  struct Case {
+    const char* format;
+    std::vector<std::string> valid, invalid;
+  };
+  for (const Case& c :
+       std::vector<Case>{{"duration",
+                          {"P1D", "PT1H", "P1W", "P1Y2M", "P1Y2M3DT4H5M6S", "PT36H", "P0D"},
+                          {"P", "PT", "P1H", "1D", "P1D2Y", "PT1.5S", "P1WT1H", ""}},
+                         {"hostname",
+                          {"localhost", "a.example", "xn--bcher-kva.test", "a-b.c", "1.2.3"},
+                          {"-a.com", "a..b", "a_b", "a-.b", "", ".a", std::string(64, 'a')}},
+                         {"uri",
+                          {"https://example.test/a?b=c#d", "urn:isbn:123", "mailto:a@b.test", "x:%20"},
+                          {"example.test", "/relative", "http://a b", "x:%zz", ""}},
+                         {"uri-reference",
+                          {"/relative/path", "../up", "", "https://a.test", "?q=1"},
+                          {"a b", "%g0", "<x>"}}}) {
+    auto cg = CompileSchema(Json{{"type", "string"}, {"format", c.format}}.dump());
+    ASSERT_NE(cg, nullptr) << c.format;
+    for (const std::string& v : c.valid) EXPECT_TRUE(Matches(cg, Json(v).dump())) << c.format << ": " << v;
+    for (const std::string& v : c.invalid) EXPECT_FALSE(Matches(cg, Json(v).dump())) << c.format << ": " << v;
+  }
+}
+
 TEST(JsonSchemaTest, MasksMatchBruteForce) {
-  auto vocab = AllStringsVocab("{}[]\":,a1-", 2);
+  // Digits 0-3: enough for every number below to continue from any prefix.
+  auto vocab = AllStringsVocab("{}[]\":,a-.0123", 2);
   for (
       const char* s :
       {R"({"type":"object","properties":{"a":{"type":"integer"},"aa":{"type":"string"}},"additionalProperties":false})",
@@ -214,7 +243,13 @@ TEST(JsonSchemaTest, MasksMatchBruteForce) {
        R"({"type":"object","properties":{"a":{"type":"array","items":{"$ref":"#"}}}})",
        R"({"enum":["a","aa",1,[1]]})",
        R"({"type":"object","properties":{"a":{"type":"integer"}},"patternProperties":{"^a":{"maximum":9},"1$":{"type":"string"}},"additionalProperties":{"type":"integer","minimum":-1}})",
-       R"({"type":"object","propertyNames":{"pattern":"^a1?$"},"additionalProperties":{"type":"number","exclusiveMinimum":-1,"maximum":1}})"}) {
+       R"({"type":"object","propertyNames":{"pattern":"^a1?$"},"additionalProperties":{"type":"number","exclusiveMinimum":-1,"maximum":1}})",
+       // Product automata (byte_machine.h) and the rewritten applicators.
+       R"({"type":"object","additionalProperties":{"type":"integer","multipleOf":3,"maximum":20},"minProperties":1,"maxProperties":2})",
+       R"({"type":"array","items":{"type":"number","exclusiveMinimum":-1.5,"maximum":11.25},"maxItems":3})",
+       R"({"type":"array","items":{"type":"string","pattern":"^a+1?$","maxLength":3,"not":{"enum":["a1"]}}})",
+       R"({"type":"array","items":{"enum":["a",1,"-"]},"uniqueItems":true})",
+       R"({"type":"object","properties":{"a":{"type":"integer"},"aa":{"type":"string"}},"dependentRequired":{"a":["aa"]},"oneOf":[{"required":["a"]},{"required":["aa"]}]})"}) {
     auto cg = CompileSchema(s, {}, vocab);
     ASSERT_NE(cg, nullptr);
     for (uint32_t seed = 0; seed < 6; ++seed) RandomWalkChecked(cg, seed, 12);

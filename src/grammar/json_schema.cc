@@ -88,6 +88,12 @@ StatusOr<ExprId> SchemaConverter::Build(const Json& s, const std::string& path, 
     return ResourceExhausted("JSON schema nested deeper than " + std::to_string(options_.max_depth) + " at " +
                              path);
   }
+  // Rewrites (not, oneOf, dependencies) multiply alternatives: bound the
+  // grammar so no schema can make the compile run away.
+  if (g_->num_exprs() > kMaxGrammarExprs) {
+    return ResourceExhausted("JSON schema expands to a grammar above " + std::to_string(kMaxGrammarExprs) +
+                             " expressions at " + path);
+  }
   if (s.is_boolean()) return s.get<bool>() ? AnyValue() : g_->Nothing();
   if (!s.is_object()) return InvalidArgument("schema at " + path + " is not an object or boolean");
   if (s.contains("$ref")) {

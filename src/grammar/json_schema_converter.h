@@ -27,6 +27,7 @@ inline constexpr double kMaxNumberBound = 1e15;
 inline constexpr int64_t kMaxMultipleOf = 100000;
 inline constexpr int64_t kMaxCountedProperties = 64;
 inline constexpr size_t kMaxUniqueItemValues = 8;
+inline constexpr size_t kMaxGrammarExprs = 2000000;
 
 // A JSON pointer token: '~' and '/' escaped (RFC 6901).
 std::string PointerToken(const std::string& s);

@@ -138,16 +138,18 @@ class BoundMachine : public ByteMachine {
     f.nonzero |= c != '0';
     if (f.phase == 2) {
       if (f.cmp == kEqual) {
-        char bd = f.pos < b_.frac_digits.size() ? b_.frac_digits[f.pos] : '0';
+        auto bd = static_cast<uint8_t>(f.pos < b_.frac_digits.size() ? b_.frac_digits[f.pos] : '0');
         if (c != bd) f.cmp = c < bd ? kLess : kGreater;
-        if (f.cmp == kEqual)
+        if (f.cmp == kEqual) {
           f.pos = std::min<uint32_t>(f.pos + 1, static_cast<uint32_t>(b_.frac_digits.size()));
+        }
       }
       return Pack(f);
     }
     f.phase = 1;
-    if (f.pos < int_len && f.cmp == kEqual && c != b_.int_digits[f.pos]) {
-      f.cmp = c < b_.int_digits[f.pos] ? kLess : kGreater;
+    if (f.pos < int_len && f.cmp == kEqual) {
+      auto bd = static_cast<uint8_t>(b_.int_digits[f.pos]);
+      if (c != bd) f.cmp = c < bd ? kLess : kGreater;
     }
     f.pos = std::min<uint32_t>(f.pos + 1, static_cast<uint32_t>(int_len + 1));
     return Pack(f);

@@ -10,6 +10,7 @@
 // times are thread CPU time of the first walk ("cold": the lazy mask cache
 // fills as it goes, the worst case of a first request).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -55,7 +56,7 @@ std::vector<int32_t> GreedyTokenize(const std::unordered_map<std::string, int32_
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5)];
+  return v[static_cast<size_t>(std::lround(p * static_cast<double>(v.size() - 1)))];
 }
 
 // Walks `tokens` then EOS under the mask; true if all are allowed.
@@ -73,9 +74,7 @@ bool Walk(const std::shared_ptr<const CompiledGrammar>& g, const std::vector<int
   return true;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Run(int argc, char** argv) {
   std::string path = std::string(DI_SHARED_DIR) + "/models/tokenizers/llama3/tokenizer.json.gz";
   if (argc > 1) path = argv[1];
   auto vocab = testing::LoadTokenizerJson(
@@ -124,4 +123,15 @@ int main(int argc, char** argv) {
       passed, corpus.size(), Percentile(compiles, 0.5) / 1000, Percentile(compiles, 1.0) / 1000,
       Percentile(p99s, 0.5), Percentile(p99s, 1.0), over_1ms);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {  // e.g. a malformed corpus file
+    std::fprintf(stderr, "heldout_bench: %s\n", e.what());
+    return 1;
+  }
 }

@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 
 #include "grammar/testing/test_util.h"
@@ -231,6 +232,49 @@ TEST(JsonSchemaTest, FormatsWithoutAPythonChecker) {
     for (const std::string& v : c.valid) EXPECT_TRUE(Matches(cg, Json(v).dump())) << c.format << ": " << v;
     for (const std::string& v : c.invalid) EXPECT_FALSE(Matches(cg, Json(v).dump())) << c.format << ": " << v;
   }
+}
+
+// Bad input never crashes: every schema of the suites with one value
+// replaced by an odd one (wrong types, huge or negative numbers, empty
+// containers), compiled strict and not strict, must give a status.
+TEST(JsonSchemaTest, MutatedSchemasNeverCrash) {
+  Json schemas = Json::array();
+  for (const Json& c : LoadCases()) schemas.push_back(c["schema"]);
+  std::ifstream in(std::string(DI_SOURCE_DIR) + "/src/grammar/testdata/heldout_schemas.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  for (const Json& c : Json::parse(ss.str())) schemas.push_back(c["schema"]);
+  const std::vector<Json> odd = {Json(-1),    Json(0),       Json(1e300),          Json(2.5),
+                                 Json("x"),   Json::array(), Json::object(),       Json(true),
+                                 Json(false), Json(nullptr), Json::array({1, "a"})};
+  std::mt19937 rng(5);
+  int compiled = 0, refused = 0;
+  for (const Json& schema : schemas) {
+    for (int n = 0; n < 8; ++n) {
+      // A random value node of the schema, reached by a random walk.
+      Json mutated = schema;
+      Json* node = &mutated;
+      for (int d = 0; d < 6 && node->is_structured() && !node->empty(); ++d) {
+        auto it = node->begin();
+        std::advance(it, static_cast<long>(rng() % node->size()));
+        node = &*it;
+      }
+      *node = odd[rng() % odd.size()];
+      for (bool strict : {true, false}) {
+        JsonSchemaOptions opts;
+        opts.strict = strict;
+        auto g = JsonSchemaToGrammar(mutated.dump(), opts);
+        if (!g.ok()) {
+          ++refused;
+          continue;
+        }
+        Deadline d(5);
+        compiled += BuildAutomaton(*g, BuildLimits{}, d).ok();
+      }
+    }
+  }
+  EXPECT_GT(compiled, 500);
+  EXPECT_GT(refused, 50);
 }
 
 TEST(JsonSchemaTest, MasksMatchBruteForce) {

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/log.h"
+#include "grammar/byte_machine.h"
 #include "grammar/json_schema_converter.h"
 
 namespace deepinfer::grammar {
@@ -216,14 +217,113 @@ StatusOr<ExprId> SchemaConverter::BuildEnum(const Json& s, const std::vector<std
     values = Json::array();
   }
   // Every other assertion holds or fails per value: a value stays when it
-  // satisfies the schema's other keywords (checked for the common ones;
-  // others are relaxed, see docs).
+  // satisfies the schema's other keywords.
   std::vector<ExprId> alts;
   for (const Json& v : values) {
     if (!ValueHasType(v, types) || Excluded(s, v)) continue;
+    DI_ASSIGN_OR_RETURN(std::optional<std::string> violated, ValueViolates(v, s));
+    if (violated && violated->empty()) continue;  // fails a checked keyword
+    if (violated) Unsupported(path, "enum/const with '" + *violated + "'");
     alts.push_back(g_->Literal(v.dump()));
   }
   return g_->Choice(std::move(alts));
+}
+
+namespace {
+
+int64_t CodePoints(const std::string& s) {
+  int64_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+StatusOr<bool> MatchesPattern(const std::string& pattern, const Json& value) {
+  DI_ASSIGN_OR_RETURN(std::unique_ptr<ByteMachine> m,
+                      DenseMachine([&](Grammar* g) { return JsonStringPattern(g, pattern); }, "pattern"));
+  if (!m) return false;
+  uint32_t state = m->Start();
+  for (char c : value.dump()) {
+    state = m->Next(state, static_cast<uint8_t>(c));
+    if (state == ByteMachine::kDead) return false;
+  }
+  return m->Final(state);
+}
+
+}  // namespace
+
+// nullopt: `v` satisfies every other keyword of `s`; "": it fails one;
+// otherwise the keyword that could not be checked.
+StatusOr<std::optional<std::string>> SchemaConverter::ValueViolates(const Json& v, const Json& s) {
+  static const std::set<std::string> kString = {"minLength", "maxLength",      "pattern",
+                                                "format",    kPatternsKeyword, kNotPattern};
+  static const std::set<std::string> kNumber = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                                                "multipleOf"};
+  static const std::set<std::string> kArray = {
+      "items",       "prefixItems", "additionalItems", "minItems",    "maxItems",
+      "uniqueItems", "contains",    "minContains",     "maxContains", "unevaluatedItems"};
+  static const std::set<std::string> kObject = {
+      "properties",    "required",      "additionalProperties", "patternProperties",    "propertyNames",
+      "minProperties", "maxProperties", "dependentRequired",    "unevaluatedProperties"};
+  const std::optional<std::string> ok, fails = std::string();
+  for (auto it = s.begin(); it != s.end(); ++it) {
+    const std::string& k = it.key();
+    const Json& kv = it.value();
+    if (IsAnnotation(k) || k == "enum" || k == "const" || k == "type" || k == kNotIn) continue;
+    if (kString.count(k)) {
+      if (!v.is_string()) continue;
+      std::string text = v.get<std::string>();
+      if (k == "minLength" && kv.is_number() && CodePoints(text) < kv.get<double>()) return fails;
+      if (k == "maxLength" && kv.is_number() && CodePoints(text) > kv.get<double>()) return fails;
+      std::vector<std::pair<std::string, bool>> patterns;  // (pattern, must match)
+      if (k == "pattern" && kv.is_string()) patterns.push_back({kv.get<std::string>(), true});
+      if (k == "format" && kv.is_string()) {
+        std::optional<std::string> re = FormatRegex(kv.get<std::string>());
+        if (re) patterns.push_back({*re, true});
+      }
+      if ((k == kPatternsKeyword || k == kNotPattern) && kv.is_array()) {
+        for (const Json& p : kv) {
+          if (p.is_string()) patterns.push_back({p.get<std::string>(), k == kPatternsKeyword});
+        }
+      }
+      for (const auto& [p, must] : patterns) {
+        auto m = MatchesPattern(p, v);
+        if (!m.ok()) return std::optional<std::string>(k);
+        if (*m != must) return fails;
+      }
+    } else if (kNumber.count(k)) {
+      if (!v.is_number() || kv.is_boolean()) continue;
+      if (!kv.is_number()) return std::optional<std::string>(k);
+      double x = v.get<double>(), b = kv.get<double>();
+      bool strict_lo =
+          k == "exclusiveMinimum" || (k == "minimum" && s.value("exclusiveMinimum", Json()) == Json(true));
+      bool strict_hi =
+          k == "exclusiveMaximum" || (k == "maximum" && s.value("exclusiveMaximum", Json()) == Json(true));
+      if ((k == "minimum" || k == "exclusiveMinimum") && (strict_lo ? !(x > b) : !(x >= b))) return fails;
+      if ((k == "maximum" || k == "exclusiveMaximum") && (strict_hi ? !(x < b) : !(x <= b))) return fails;
+      if (k == "multipleOf") {
+        if (std::floor(b) != b) return std::optional<std::string>(k);
+        if (std::floor(x) != x || std::fmod(x, b) != 0) return fails;  // whole b: x must be whole too
+      }
+    } else if (kArray.count(k) || kObject.count(k)) {
+      if (kArray.count(k) ? !v.is_array() : !v.is_object()) continue;
+      if ((k == "minItems" || k == "minProperties") && kv.is_number() && v.size() < kv.get<double>())
+        return fails;
+      if ((k == "maxItems" || k == "maxProperties") && kv.is_number() && v.size() > kv.get<double>())
+        return fails;
+      if (k == "required" && kv.is_array()) {
+        for (const Json& r : kv) {
+          if (r.is_string() && !v.contains(r.get<std::string>())) return fails;
+        }
+        continue;
+      }
+      if (k != "minItems" && k != "minProperties" && k != "maxItems" && k != "maxProperties") {
+        return std::optional<std::string>(k);
+      }
+    } else {
+      return std::optional<std::string>(k);
+    }
+  }
+  return ok;
 }
 
 bool SchemaConverter::ValueHasType(const Json& v, const std::vector<std::string>& types) {

@@ -101,6 +101,7 @@ class SchemaConverter {
 
   StatusOr<ExprId> BuildEnum(const Json& s, const std::vector<std::string>& types, const std::string& path);
 
+  StatusOr<std::optional<std::string>> ValueViolates(const Json& v, const Json& s);
   static bool ValueHasType(const Json& v, const std::vector<std::string>& types);
 
   StatusOr<ExprId> BuildType(const std::string& t, const Json& s, const std::string& path, int depth);

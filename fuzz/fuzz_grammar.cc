@@ -95,7 +95,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 2: {
       JsonSchemaOptions o;
       o.any_whitespace = true;
-      o.lenient = true;
+      o.strict = false;
       g = JsonSchemaToGrammar(text, o);
       break;
     }

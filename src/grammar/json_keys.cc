@@ -18,39 +18,6 @@ using AutomatonPtr = std::shared_ptr<const GrammarAutomaton>;
 constexpr size_t kMaxPatterns = 8;
 constexpr size_t kMaxProductStates = 20000;
 
-// "..." with each character spelled one way (nlohmann's dump spelling).
-ExprId CanonicalString(Grammar* g) {
-  std::vector<ExprId> chars = {Utf8Class(g, {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, kMaxCodepoint}}),
-                               g->Literal("\\\""), g->Literal("\\\\")};
-  for (int c = 0; c < 0x20; ++c) {
-    const char* hex = "0123456789abcdef";
-    std::string spelled = "\\u00";
-    spelled += hex[c >> 4];
-    spelled += hex[c & 15];
-    switch (c) {
-      case '\b':
-        spelled = "\\b";
-        break;
-      case '\f':
-        spelled = "\\f";
-        break;
-      case '\n':
-        spelled = "\\n";
-        break;
-      case '\r':
-        spelled = "\\r";
-        break;
-      case '\t':
-        spelled = "\\t";
-        break;
-      default:
-        break;
-    }
-    chars.push_back(g->Literal(spelled));
-  }
-  return g->Sequence({g->Byte('"'), g->Star(g->Choice(std::move(chars))), g->Byte('"')});
-}
-
 // Builds a one-rule grammar and returns its dense automaton; nullptr when
 // the language is empty.
 StatusOr<AutomatonPtr> KeyAutomaton(const std::function<StatusOr<ExprId>(Grammar*)>& make,
@@ -90,7 +57,7 @@ StatusOr<JsonKeyLanguages> JsonKeyLanguages::Build(const std::vector<std::string
   }
   DI_ASSIGN_OR_RETURN(
       out.canonical_,
-      KeyAutomaton([](Grammar* g) -> StatusOr<ExprId> { return CanonicalString(g); }, "keys"));
+      KeyAutomaton([](Grammar* g) -> StatusOr<ExprId> { return JsonCanonicalString(g); }, "keys"));
   for (const std::string& p : patterns) {
     DI_ASSIGN_OR_RETURN(AutomatonPtr a, KeyAutomaton([&](Grammar* g) { return JsonStringPattern(g, p); },
                                                      "patternProperties '" + p + "'"));

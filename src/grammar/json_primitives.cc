@@ -90,6 +90,38 @@ ExprId JsonString(Grammar* g, int64_t min_len, std::optional<int64_t> max_len) {
   return g->Sequence({g->Byte('"'), body, g->Byte('"')});
 }
 
+ExprId JsonCanonicalString(Grammar* g) {
+  std::vector<ExprId> chars = {Utf8Class(g, {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, kMaxCodepoint}}),
+                               g->Literal("\\\""), g->Literal("\\\\")};
+  for (int c = 0; c < 0x20; ++c) {
+    const char* hex = "0123456789abcdef";
+    std::string spelled = "\\u00";
+    spelled += hex[c >> 4];
+    spelled += hex[c & 15];
+    switch (c) {
+      case '\b':
+        spelled = "\\b";
+        break;
+      case '\f':
+        spelled = "\\f";
+        break;
+      case '\n':
+        spelled = "\\n";
+        break;
+      case '\r':
+        spelled = "\\r";
+        break;
+      case '\t':
+        spelled = "\\t";
+        break;
+      default:
+        break;
+    }
+    chars.push_back(g->Literal(spelled));
+  }
+  return g->Sequence({g->Byte('"'), g->Star(g->Choice(std::move(chars))), g->Byte('"')});
+}
+
 StatusOr<ExprId> JsonStringPattern(Grammar* g, const std::string& pattern) {
   RegexOptions opts;
   opts.search = true;
@@ -123,8 +155,21 @@ std::optional<std::string> FormatRegex(const std::string& format) {
     return R"(^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*)"
            R"(@[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$)";
   }
-  if (format == "uri") {
-    return R"(^[A-Za-z][A-Za-z0-9+.-]*:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*$)";
+  // RFC 3986 characters: unreserved / reserved / pct-encoded (the
+  // component structure is not checked).
+  static const std::string kUriChars = R"(([A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2}))";
+  if (format == "uri") return "^[A-Za-z][A-Za-z0-9+.-]*:" + kUriChars + "*$";
+  if (format == "uri-reference") return "^" + kUriChars + "*$";
+  // RFC 1123 host names: dot-separated labels of 1-63 letters, digits and
+  // inner hyphens (the 253-byte total is not checked).
+  if (format == "hostname") {
+    static const std::string kLabel = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+    return "^" + kLabel + "(\\." + kLabel + ")*$";
+  }
+  // RFC 3339 appendix A (ISO 8601 durations, no fractions).
+  if (format == "duration") {
+    static const std::string kTimePart = R"(T(\d+H(\d+M(\d+S)?)?|\d+M(\d+S)?|\d+S))";
+    return R"(^P((\d+D|\d+M(\d+D)?|\d+Y(\d+M(\d+D)?)?)()" + kTimePart + ")?|" + kTimePart + R"(|\d+W)$)";
   }
   if (format == "ipv4") return "^(" + kOctet + "\\.){3}" + kOctet + "$";
   if (format == "ipv6") {

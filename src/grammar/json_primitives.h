@@ -21,6 +21,11 @@ ExprId JsonEscape(Grammar* g);
 // "..." with between min_len and max_len (nullopt: no limit) characters.
 ExprId JsonString(Grammar* g, int64_t min_len, std::optional<int64_t> max_len);
 
+// "..." with each character spelled one way (as nlohmann's dump writes it:
+// short escapes where JSON has them, else \u00xx), so a complement taken on
+// these spellings is a complement on decoded text.
+ExprId JsonCanonicalString(Grammar* g);
+
 // "..." whose decoded content matches `pattern` (ECMAScript, search
 // semantics as in JSON Schema) with canonical escapes.
 StatusOr<ExprId> JsonStringPattern(Grammar* g, const std::string& pattern);

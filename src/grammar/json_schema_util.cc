@@ -1,17 +1,63 @@
 #include "grammar/json_schema_util.h"
 
 #include <algorithm>
+#include <numeric>
+#include <optional>
 #include <set>
+
+#include "grammar/json_primitives.h"
 
 namespace deepinfer::grammar::json_schema_internal {
 
 bool IsAnnotation(const std::string& k) {
-  static const std::set<std::string> kAnnotations = {
-      "title",       "description", "default",          "examples",        "$comment",
-      "$schema",     "$id",         "$anchor",          "$dynamicAnchor",  "deprecated",
-      "readOnly",    "writeOnly",   "contentMediaType", "contentEncoding", "$defs",
-      "definitions", "$vocabulary"};
-  return kAnnotations.count(k) != 0;
+  // Assertion and applicator keywords of 2020-12, 2019-09 and draft-07/06/04
+  // (plus `format`, asserted here as python3-jsonschema's format checker
+  // does). Everything else -- title, $id, id, self, javaType, x-*, any
+  // vendor keyword -- constrains nothing, as the specification says.
+  static const std::set<std::string> kAssertions = {"type",
+                                                    "enum",
+                                                    "const",
+                                                    "multipleOf",
+                                                    "maximum",
+                                                    "minimum",
+                                                    "exclusiveMaximum",
+                                                    "exclusiveMinimum",
+                                                    "maxLength",
+                                                    "minLength",
+                                                    "pattern",
+                                                    "format",
+                                                    "maxItems",
+                                                    "minItems",
+                                                    "uniqueItems",
+                                                    "contains",
+                                                    "maxContains",
+                                                    "minContains",
+                                                    "maxProperties",
+                                                    "minProperties",
+                                                    "required",
+                                                    "dependentRequired",
+                                                    "dependentSchemas",
+                                                    "dependencies",
+                                                    "allOf",
+                                                    "anyOf",
+                                                    "oneOf",
+                                                    "not",
+                                                    "if",
+                                                    "then",
+                                                    "else",
+                                                    "properties",
+                                                    "patternProperties",
+                                                    "additionalProperties",
+                                                    "propertyNames",
+                                                    "items",
+                                                    "prefixItems",
+                                                    "additionalItems",
+                                                    "unevaluatedItems",
+                                                    "unevaluatedProperties",
+                                                    "$ref",
+                                                    "$dynamicRef",
+                                                    "$recursiveRef"};
+  return kAssertions.count(k) == 0 && k.rfind(kInternalPrefix, 0) != 0;
 }
 
 bool HasConstraints(const Json& schema) {
@@ -28,15 +74,40 @@ Json Without(const Json& schema, const std::string& keyword) {
   return out;
 }
 
+namespace {
+
+// The subschema declaring `$anchor: name` (2019-09+) or `$id`/`id: "#name"`
+// (draft-07 and earlier); an explicit stack, so deep schemas cannot
+// overflow it.
+StatusOr<const Json*> FindAnchor(const Json& root, const std::string& name) {
+  std::vector<const Json*> stack = {&root};
+  while (!stack.empty()) {
+    const Json* node = stack.back();
+    stack.pop_back();
+    if (node->is_object()) {
+      for (const char* k : {"$anchor", "$dynamicAnchor"}) {
+        if (node->contains(k) && (*node)[k] == Json(name)) return node;
+      }
+      for (const char* k : {"$id", "id"}) {
+        if (node->contains(k) && (*node)[k] == Json("#" + name)) return node;
+      }
+    }
+    if (node->is_structured()) {
+      for (const Json& child : *node) stack.push_back(&child);
+    }
+  }
+  return InvalidArgument("$ref '#" + name + "' does not resolve (no such $anchor)");
+}
+
+}  // namespace
+
 StatusOr<const Json*> ResolveRef(const Json& root, const std::string& ref) {
   if (ref.empty() || ref[0] != '#') {
     return Unimplemented("$ref '" + ref + "': only local references (#/...) are supported");
   }
   const Json* node = &root;
   if (ref.size() == 1) return node;
-  if (ref[1] != '/') {
-    return Unimplemented("$ref '" + ref + "': anchor references are not supported");
-  }
+  if (ref[1] != '/') return FindAnchor(root, ref.substr(1));
   size_t pos = 2;
   while (pos <= ref.size()) {
     size_t end = ref.find('/', pos);
@@ -102,25 +173,56 @@ StatusOr<Json> MergeSchemas(const Json& a, const Json& b) {
   if (a.is_boolean()) return a.get<bool>() ? b : a;
   if (b.is_boolean()) return b.get<bool>() ? a : b;
   if (!a.is_object() || !b.is_object()) return InvalidArgument("allOf: schema is not an object");
-  // additionalProperties constrains names the *other* side may declare.
+  // additionalProperties constrains names the *other* side may declare:
+  // those get the restricting side's additionalProperties schema too (exact
+  // unless patternProperties also decide which names are additional).
+  bool patterns = a.contains("patternProperties") || b.contains("patternProperties");
+  std::vector<std::pair<std::string, Json>> extra_constraints;
   for (const auto* pair : {&a, &b}) {
     const Json& self = *pair;
     const Json& other = pair == &a ? b : a;
     if (self.contains("additionalProperties") && !(self["additionalProperties"] == Json(true))) {
       std::set<std::string> mine = PropertyNames(self);
       for (const std::string& p : PropertyNames(other)) {
-        if (!mine.count(p)) {
+        if (mine.count(p)) continue;
+        if (patterns) {
           return Unimplemented("allOf: property '" + p +
                                "' is declared in one branch but restricted by "
-                               "additionalProperties in another");
+                               "additionalProperties and patternProperties in another");
         }
+        extra_constraints.push_back({p, self["additionalProperties"]});
       }
     }
+  }
+  // Applicators that cannot be combined key by key run as allOf items of
+  // the result (the converter merges those in turn).
+  Json deferred = Json::array();
+  auto defer = [&](const std::vector<const char*>& keys) {
+    bool both = false;
+    for (const char* k : keys) both |= a.contains(k) && b.contains(k);
+    if (!both) return false;
+    Json group = Json::object();
+    for (const char* k : keys) {
+      if (b.contains(k)) group[k] = b[k];
+    }
+    deferred.push_back(std::move(group));
+    return true;
+  };
+  std::set<std::string> skip;
+  for (const std::vector<const char*>& keys :
+       std::vector<std::vector<const char*>>{{"if", "then", "else"},
+                                             {"not"},
+                                             {"dependentRequired"},
+                                             {"dependentSchemas"},
+                                             {"dependencies"},
+                                             {"contains", "minContains", "maxContains"}}) {
+    if (defer(keys)) skip.insert(keys.begin(), keys.end());
   }
   Json out = a;
   for (auto it = b.begin(); it != b.end(); ++it) {
     const std::string& k = it.key();
     const Json& v = it.value();
+    if (skip.count(k)) continue;
     if (!out.contains(k)) {
       out[k] = v;
       continue;
@@ -167,14 +269,42 @@ StatusOr<Json> MergeSchemas(const Json& a, const Json& b) {
     } else if (k == "maximum" || k == "exclusiveMaximum" || k == "maxLength" || k == "maxItems" ||
                k == "maxProperties") {
       if (v.is_number() && cur.is_number() && v < cur) cur = v;
-    } else if (k == "additionalProperties" || k == "items" || k == "additionalItems") {
+    } else if (k == "additionalProperties" || k == "items" || k == "additionalItems" ||
+               k == "propertyNames") {
       if (cur.is_array() || v.is_array()) {
         return Unimplemented("allOf: cannot merge tuple-form '" + k + "'");
       }
       cur = AllOf(cur, v);
+    } else if (k == "anyOf" || k == "oneOf") {
+      // (A1 | A2) & (B1 | B2): each of a's alternatives, with b's anyOf.
+      if (!cur.is_array() || !v.is_array()) return InvalidArgument("allOf: " + k + " is not an array");
+      Json alts = Json::array();
+      for (const Json& x : cur) alts.push_back(AllOf(x, Json{{k, v}}));
+      cur = alts;
+    } else if (k == "pattern" || k == "format") {
+      // Every pattern must match: the extra ones go to an internal list.
+      std::optional<std::string> extra;
+      if (k == "pattern" && v.is_string()) extra = v.get<std::string>();
+      if (k == "format" && v.is_string()) extra = FormatRegex(v.get<std::string>());
+      if (extra) out[kPatternsKeyword].push_back(*extra);
+    } else if (k == "uniqueItems") {
+      cur = cur == Json(true) || v == Json(true);
+    } else if (k == "multipleOf" && cur.is_number_unsigned() && v.is_number_unsigned()) {
+      uint64_t x = cur.get<uint64_t>(), y = v.get<uint64_t>();
+      cur = x / std::gcd(x, y) * y;
+    } else if (k.rfind(kInternalPrefix, 0) == 0 && cur.is_array() && v.is_array()) {
+      for (const Json& x : v) cur.push_back(x);
     } else {
       return Unimplemented("allOf: cannot merge different values of '" + k + "'");
     }
+  }
+  for (auto& [name, constraint] : extra_constraints) {
+    out["properties"][name] = AllOf(out["properties"][name], constraint);
+  }
+  if (!deferred.empty()) {
+    Json& all = out["allOf"];
+    if (!all.is_array()) all = Json::array();
+    for (Json& d : deferred) all.push_back(std::move(d));
   }
   return out;
 }

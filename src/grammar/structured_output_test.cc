@@ -72,10 +72,11 @@ TEST(StructuredOutputTest, ErrorsNameTheProblem) {
   Fixture f;
   StructuredOutputSpec bad_json{StructuredOutputSpec::Kind::kJsonSchema, "{not json"};
   EXPECT_EQ(f.so->MakeConstraint(bad_json).status().code(), StatusCode::kInvalidArgument);
-  StructuredOutputSpec unsupported{StructuredOutputSpec::Kind::kJsonSchema, R"({"not":{"type":"string"}})"};
+  StructuredOutputSpec unsupported{StructuredOutputSpec::Kind::kJsonSchema,
+                                   R"({"not":{"items":{"type":"string"}}})"};
   auto u = f.so->MakeConstraint(unsupported);
   EXPECT_EQ(u.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(u.status().message().find("not"), std::string::npos);
+  EXPECT_NE(u.status().message().find("not (of 'items')"), std::string::npos) << u.status().message();
   StructuredOutputSpec bad_regex{StructuredOutputSpec::Kind::kRegex, "(a"};
   EXPECT_EQ(f.so->MakeConstraint(bad_regex).status().code(), StatusCode::kInvalidArgument);
   StructuredOutputSpec no_choices{StructuredOutputSpec::Kind::kChoice, ""};

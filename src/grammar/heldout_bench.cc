@@ -1,0 +1,137 @@
+// heldout_bench: the held-out corpus (testdata/heldout_schemas.json) on a
+// real vocabulary, token by token, as a server would see it.
+//
+//   build/src/grammar/heldout_bench [tokenizer.json(.gz)]
+//
+// Per schema: compile time (front end + automaton, one shared compiler as in
+// a server), then the valid instance's tokens (greedy longest-match) walked
+// with the full-vocabulary mask before every token and at the end (EOS must
+// be allowed), then the invalid instance (must be refused somewhere). Mask
+// times are thread CPU time of the first walk ("cold": the lazy mask cache
+// fills as it goes, the worst case of a first request).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar/compiler.h"
+#include "grammar/matcher.h"
+#include "grammar/testing/vocab_loader.h"
+
+using namespace deepinfer;
+using namespace deepinfer::grammar;
+
+namespace {
+
+double NowUs() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+std::vector<int32_t> GreedyTokenize(const std::unordered_map<std::string, int32_t>& by_bytes, size_t max_len,
+                                    const std::string& text) {
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < text.size();) {
+    size_t len = std::min(max_len, text.size() - i);
+    for (; len > 0; --len) {
+      auto it = by_bytes.find(text.substr(i, len));
+      if (it != by_bytes.end()) {
+        out.push_back(it->second);
+        break;
+      }
+    }
+    if (len == 0) return {};
+    i += len;
+  }
+  return out;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(std::lround(p * static_cast<double>(v.size() - 1)))];
+}
+
+// Walks `tokens` then EOS under the mask; true if all are allowed.
+bool Walk(const std::shared_ptr<const CompiledGrammar>& g, const std::vector<int32_t>& tokens,
+          std::vector<double>* mask_us) {
+  GrammarMatcher m(g);
+  TokenBitmask mask(g->vocab().size());
+  for (size_t i = 0; i <= tokens.size(); ++i) {
+    double s = NowUs();
+    m.FillNextTokenBitmask(&mask);
+    if (mask_us) mask_us->push_back(NowUs() - s);
+    int32_t next = i < tokens.size() ? tokens[i] : g->vocab().eos_ids()[0];
+    if (!mask.Test(next) || !m.AcceptToken(next)) return false;
+  }
+  return true;
+}
+
+int Run(int argc, char** argv) {
+  std::string path = std::string(DI_SHARED_DIR) + "/models/tokenizers/llama3/tokenizer.json.gz";
+  if (argc > 1) path = argv[1];
+  auto vocab = testing::LoadTokenizerJson(
+      path, {"<|eot_id|>", "<|end_of_text|>", "</s>", "<|endoftext|>", "<|im_end|>"});
+  if (!vocab.ok()) {
+    std::fprintf(stderr, "%s\n", vocab.status().ToString().c_str());
+    return 1;
+  }
+  std::ifstream in(std::string(DI_SOURCE_DIR) + "/src/grammar/testdata/heldout_schemas.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::ordered_json corpus = nlohmann::ordered_json::parse(ss.str());
+  std::unordered_map<std::string, int32_t> by_bytes;
+  for (int32_t id : (*vocab)->sorted_ids()) by_bytes.emplace((*vocab)->token(id), id);
+  GrammarCompiler compiler(*vocab);
+  std::vector<double> compiles, p99s;
+  int passed = 0, over_1ms = 0;
+  for (const auto& entry : corpus) {
+    std::string name = entry["name"].get<std::string>();
+    double t0 = NowUs();
+    auto g = compiler.CompileJsonSchema(entry["schema"].dump());
+    double compile_us = NowUs() - t0;
+    if (!g.ok()) {
+      std::printf("%-36s compile error: %s\n", name.c_str(), g.status().ToString().c_str());
+      continue;
+    }
+    compiles.push_back(compile_us);
+    std::vector<double> mask_us;
+    bool valid_ok =
+        Walk(*g, GreedyTokenize(by_bytes, (*vocab)->max_token_length(), entry["valid"].dump()), &mask_us);
+    bool invalid_ok =
+        Walk(*g, GreedyTokenize(by_bytes, (*vocab)->max_token_length(), entry["invalid"].dump()), nullptr);
+    double p99 = Percentile(mask_us, 0.99);
+    p99s.push_back(p99);
+    over_1ms += p99 > 1000;
+    bool pass = valid_ok && !invalid_ok;
+    passed += pass;
+    std::printf("%-36s compile %7.2fms  mask p50 %7.1fus p99 %7.1fus max %7.1fus  %s\n", name.c_str(),
+                compile_us / 1000, Percentile(mask_us, 0.5), p99, Percentile(mask_us, 1.0),
+                pass ? "pass" : (valid_ok ? "FAIL (accepts invalid)" : "FAIL (rejects valid)"));
+  }
+  std::printf("vocabulary %s (%zu tokens)\n", path.c_str(), (*vocab)->size());
+  std::printf(
+      "pass %d / %zu; compile p50 %.2fms max %.2fms; per-schema cold mask p99: median %.1fus max %.1fus; "
+      "schemas with p99 > 1ms: %d\n",
+      passed, corpus.size(), Percentile(compiles, 0.5) / 1000, Percentile(compiles, 1.0) / 1000,
+      Percentile(p99s, 0.5), Percentile(p99s, 1.0), over_1ms);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {  // e.g. a malformed corpus file
+    std::fprintf(stderr, "heldout_bench: %s\n", e.what());
+    return 1;
+  }
+}

@@ -22,8 +22,8 @@
 #include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
 #include "synth/synth.h"
-#include "tokenizer/tokenizer.h"
 #include "tensor/dtype.h"
+#include "tokenizer/tokenizer.h"
 
 namespace deepinfer {
 namespace {

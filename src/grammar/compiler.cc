@@ -1,5 +1,7 @@
 #include "grammar/compiler.h"
 
+#include <algorithm>
+
 #include "grammar/gbnf.h"
 #include "grammar/lark.h"
 #include "grammar/regex.h"
@@ -72,17 +74,17 @@ size_t EstimatedBytes(const CompiledGrammar& grammar) {
 }
 
 void GrammarCompiler::EvictForInsert(size_t incoming_bytes) {
-  auto total_bytes = [&] {
-    size_t total = 0;
-    for (const auto& [key, entry] : cache_) total += EstimatedBytes(*entry.compiled);
-    return total;
-  };
+  // A plain loop, not a lambda: clang's thread-safety analysis does not see
+  // that a lambda runs under the caller's lock.
+  size_t total_bytes = 0;
+  for (const auto& [key, entry] : cache_) total_bytes += EstimatedBytes(*entry.compiled);
   while (!cache_.empty() && (cache_.size() >= options_.max_cache_entries ||
-                             total_bytes() + incoming_bytes > options_.max_cache_bytes)) {
+                             total_bytes + incoming_bytes > options_.max_cache_bytes)) {
     auto oldest = cache_.begin();
     for (auto it = cache_.begin(); it != cache_.end(); ++it) {
       if (it->second.last_use < oldest->second.last_use) oldest = it;
     }
+    total_bytes -= std::min(total_bytes, EstimatedBytes(*oldest->second.compiled));
     cache_.erase(oldest);
   }
 }

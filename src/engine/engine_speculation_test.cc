@@ -22,15 +22,7 @@ namespace {
 
 using testing::Collector;
 
-const std::string kModel = std::string(DI_SHARED_DIR) + "/models/gguf/stories260K.gguf";
-
-LoadedModel Load() {
-  LoadOptions o;
-  o.num_threads = 2;
-  auto m = LoadModel(kModel, o);
-  EXPECT_TRUE(m.ok()) << m.status().ToString();
-  return std::move(*m);
-}
+LoadedModel Load() { return testing::LoadStories260K(); }
 
 struct Mode {
   const char* name;

@@ -29,15 +29,7 @@ using testing::MultiplesOnly;
 using testing::Reference;
 using testing::RunReference;
 
-const std::string kModel = std::string(DI_SHARED_DIR) + "/models/gguf/stories260K.gguf";
-
-LoadedModel Load() {
-  LoadOptions o;
-  o.num_threads = 2;
-  auto m = LoadModel(kModel, o);
-  EXPECT_TRUE(m.ok()) << m.status().ToString();
-  return std::move(*m);
-}
+LoadedModel Load() { return testing::LoadStories260K(); }
 
 EngineConfig BaseConfig() {
   EngineConfig c;

@@ -12,11 +12,21 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
 #include "sampling/sampler.h"
 #include "sampling/token_constraint.h"
 
 namespace deepinfer::testing {
+
+// stories260K (a trained 260K-parameter llama) from ../shared, on 2 threads.
+inline LoadedModel LoadStories260K() {
+  LoadOptions o;
+  o.num_threads = 2;
+  auto m = LoadModel(std::string(DI_SHARED_DIR) + "/models/gguf/stories260K.gguf", o);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return std::move(*m);
+}
 
 // The reference: the prompt as one chunk, then one token per Forward, each
 // step on its own, in a KvCache of its own whose block table runs backwards

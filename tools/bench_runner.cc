@@ -49,12 +49,15 @@ std::string GiB(int64_t bytes) {
   return os.str();
 }
 
-// The sequences of one batch size: prompts, block tables and the greedy
-// sampling contexts the runner samples them with (request id = index).
+// The sequences of one batch size: prompts, block tables, the greedy
+// sampling contexts the runner samples them with (request id = index) and
+// the token record each reads — the bench plays the scheduler's part and
+// brings it to each sampling row's position before the step (RunStep).
 struct Sequences {
   std::vector<std::vector<int32_t>> prompts;
   std::vector<std::vector<int32_t>> tables;
   std::vector<std::shared_ptr<SamplingContext>> contexts;
+  std::vector<std::shared_ptr<Request>> requests;
 };
 
 Sequences MakeSequences(const BenchConfig& c, int64_t vocab, int64_t batch) {
@@ -77,8 +80,13 @@ Sequences MakeSequences(const BenchConfig& c, int64_t vocab, int64_t batch) {
     auto ctx = std::make_shared<SamplingContext>();
     ctx->id = static_cast<RequestId>(i);
     ctx->params.temperature = 0.0;
-    ctx->prompt_tokens = s.prompts.back();
+    auto request = std::make_shared<Request>();
+    request->id = ctx->id;
+    request->tokens = s.prompts.back();
+    request->num_prompt_tokens = c.prompt_tokens;
+    ctx->request = request;
     ctx->output_budget = c.gen_tokens;
+    s.requests.push_back(std::move(request));
     s.contexts.push_back(std::move(ctx));
   }
   return s;
@@ -90,6 +98,12 @@ StatusOr<StepResult> RunStep(StepRunner& runner, const Sequences& seqs, std::vec
   LaunchedStep step;
   for (const ScheduledSequence& row : rows) {
     step.contexts.push_back(row.samples ? seqs.contexts[static_cast<size_t>(row.request_id)] : nullptr);
+    if (!row.samples) continue;
+    // The record holds exactly the tokens before the row's sampled position
+    // (rounds restart at position 0; earlier positions were computed before).
+    std::vector<int32_t>& tokens = seqs.requests[static_cast<size_t>(row.request_id)]->tokens;
+    tokens.resize(static_cast<size_t>(row.start_pos));
+    tokens.insert(tokens.end(), row.tokens.begin(), row.tokens.end());
   }
   step.plan.seqs = std::move(rows);
   StepResult result = runner.Run(step);

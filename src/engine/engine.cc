@@ -148,7 +148,6 @@ StatusOr<RequestId> EngineImpl::Submit(GenerationRequest request, EventCallback 
   }
   ctx->draw_stream = request.draw_stream;
   ctx->logprobs = request.logprobs;
-  ctx->prompt_tokens = request.prompt_tokens;
   ctx->constraint = std::move(request.constraint);
   ctx->output_budget =
       std::min<int64_t>(request.max_tokens,
@@ -175,6 +174,7 @@ StatusOr<RequestId> EngineImpl::Submit(GenerationRequest request, EventCallback 
   const int64_t prompt_tokens = static_cast<int64_t>(params.prompt_tokens.size());
   DI_RETURN_IF_ERROR(scheduler_->AddRequest(std::move(params)));
   const RequestId id = next_id_++;
+  ctx->request = scheduler_->ShareRequest(id);
   contexts_[id] = std::move(ctx);
   OutputItem reg;
   reg.kind = OutputItem::Kind::kRegister;

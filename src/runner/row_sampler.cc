@@ -4,6 +4,7 @@
 #include <cstring>
 #include <span>
 
+#include "core/check.h"
 #include "sampling/penalties.h"
 
 namespace deepinfer {
@@ -15,29 +16,19 @@ int64_t SampledPosition(const ScheduledSequence& seq) {
   return seq.start_pos + static_cast<int64_t>(seq.tokens.size()) - seq.num_draft_tokens;
 }
 
-// Brings ctx.output_tokens (and the constraint) to exactly the outputs before
-// `position`, taking what the row itself carries (a recomputed prefill holds
-// the outputs again) and dropping any tail the scheduler no longer has.
-void SyncOutputs(const ScheduledSequence& seq, int64_t position, SamplingContext& ctx) {
-  const int64_t num_prompt = static_cast<int64_t>(ctx.prompt_tokens.size());
-  const int64_t want = std::max<int64_t>(0, position - num_prompt);
-  if (static_cast<int64_t>(ctx.output_tokens.size()) < want) {
-    ctx.output_tokens.resize(static_cast<size_t>(want), 0);
+// Brings the constraint to exactly the committed outputs: rolls back what
+// the scheduler did not keep (jump-forward tokens it dropped) and accepts
+// what it has not seen yet.
+void SyncConstraint(SamplingContext& ctx) {
+  const std::span<const int32_t> outputs = ctx.request->OutputTokens();
+  const auto want = static_cast<int64_t>(outputs.size());
+  if (ctx.constraint_accepted > want) {
+    ctx.constraint->Rollback(static_cast<int>(ctx.constraint_accepted - want));
+    ctx.constraint_accepted = want;
   }
-  for (size_t j = 0; j + static_cast<size_t>(seq.num_draft_tokens) < seq.tokens.size(); ++j) {
-    const int64_t out_index = seq.start_pos + static_cast<int64_t>(j) - num_prompt;
-    if (out_index >= 0 && out_index < want) ctx.output_tokens[static_cast<size_t>(out_index)] = seq.tokens[j];
-  }
-  ctx.output_tokens.resize(static_cast<size_t>(want));
-  if (ctx.constraint) {
-    if (ctx.constraint_accepted > want) {
-      ctx.constraint->Rollback(static_cast<int>(ctx.constraint_accepted - want));
-      ctx.constraint_accepted = want;
-    }
-    while (ctx.constraint_accepted < want) {
-      ctx.constraint->Accept(ctx.output_tokens[static_cast<size_t>(ctx.constraint_accepted)]);
-      ++ctx.constraint_accepted;
-    }
+  while (ctx.constraint_accepted < want) {
+    ctx.constraint->Accept(outputs[static_cast<size_t>(ctx.constraint_accepted)]);
+    ++ctx.constraint_accepted;
   }
 }
 
@@ -46,9 +37,9 @@ void SyncOutputs(const ScheduledSequence& seq, int64_t position, SamplingContext
 // ending's first (else an output cut at max_tokens would be invalid, e.g.
 // JSON with an unclosed string). -1 when there is room (or no ending is known).
 // The window bounds how often the completion search runs.
-int32_t FinishSoonToken(SamplingContext& ctx) {
+int32_t FinishSoonToken(SamplingContext& ctx, int64_t num_outputs) {
   constexpr int64_t kWindow = 64;
-  const int64_t remaining = ctx.output_budget - static_cast<int64_t>(ctx.output_tokens.size());
+  const int64_t remaining = ctx.output_budget - num_outputs;
   if (remaining > kWindow || ctx.constraint->IsComplete()) return -1;
   const std::vector<int32_t> finish = ctx.constraint->FinishTokens();
   // One token of slack: a path found in bytes may tokenize one token longer
@@ -62,13 +53,18 @@ int32_t FinishSoonToken(SamplingContext& ctx) {
 RowSampler::RowSampler(int64_t vocab, bool jump_forward)
     : vocab_(vocab), jump_forward_(jump_forward), scratch_(static_cast<size_t>(vocab)) {}
 
-bool RowSampler::Prepare(const ScheduledSequence& seq, SamplingContext& ctx, TokenBitmask* mask,
-                         bool sync) const {
-  if (sync) SyncOutputs(seq, SampledPosition(seq), ctx);
+bool RowSampler::Prepare(const ScheduledSequence& seq, SamplingContext& ctx, TokenBitmask* mask) const {
+  DI_CHECK_MSG(ctx.request != nullptr && ctx.request->NumKnownTokens() == SampledPosition(seq),
+               "a sampling row's request must hold exactly the tokens before its sampled position");
+  if (ctx.constraint) SyncConstraint(ctx);
+  return DecideMask(ctx, ctx.request->NumOutputTokens(), mask);
+}
+
+bool RowSampler::DecideMask(SamplingContext& ctx, int64_t num_outputs, TokenBitmask* mask) const {
   mask->Reset(0);
   if (!ctx.constraint) return false;
   mask->Reset(static_cast<size_t>(vocab_));
-  if (const int32_t finish = FinishSoonToken(ctx); finish >= 0 && finish < vocab_) {
+  if (const int32_t finish = FinishSoonToken(ctx, num_outputs); finish >= 0 && finish < vocab_) {
     mask->Set(finish);  // steer to a valid ending
     return false;
   }
@@ -84,7 +80,14 @@ int32_t RowSampler::SampleOne(SamplingContext& ctx, const float* logits, const T
   const float* work = logits;
   if (mask != nullptr || HasLogitAdjustments(ctx.params)) {
     std::memcpy(scratch_.data(), logits, scratch_.size() * sizeof(float));
-    ApplyLogitAdjustments(ctx.params, ctx.prompt_tokens, ctx.output_tokens, scratch_.data(), vocab_);
+    // Penalties see the committed outputs and what this row sampled before.
+    std::span<const int32_t> outputs = ctx.request->OutputTokens();
+    if (!out->tokens.empty()) {
+      outputs_.assign(outputs.begin(), outputs.end());
+      outputs_.insert(outputs_.end(), out->tokens.begin(), out->tokens.end());
+      outputs = outputs_;
+    }
+    ApplyLogitAdjustments(ctx.params, ctx.request->PromptTokens(), outputs, scratch_.data(), vocab_);
     if (mask != nullptr) ApplyAllowedMask(*mask, scratch_.data());
     work = scratch_.data();
   }
@@ -98,7 +101,6 @@ int32_t RowSampler::SampleOne(SamplingContext& ctx, const float* logits, const T
     LogprobResult lp = ComputeLogprobs(logits, vocab_, token, ctx.logprobs);
     out->logprobs.push_back(TokenLogprob{token, lp.logprob, std::move(lp.top)});
   }
-  ctx.output_tokens.push_back(token);
   if (ctx.constraint && out->error.empty()) {
     if (ctx.constraint->Accept(token)) {
       ++ctx.constraint_accepted;
@@ -130,7 +132,8 @@ SampledRow RowSampler::Sample(const ScheduledSequence& seq, SamplingContext& ctx
     const TokenBitmask* row_mask = mask;
     if (j > 0 && ctx.constraint) {
       row_mask = nullptr;
-      if (Prepare(seq, ctx, &later_mask, /*sync=*/false)) FillMask(ctx, &later_mask);
+      const int64_t num_outputs = ctx.request->NumOutputTokens() + static_cast<int64_t>(out.tokens.size());
+      if (DecideMask(ctx, num_outputs, &later_mask)) FillMask(ctx, &later_mask);
       if (!later_mask.empty()) row_mask = &later_mask;
     }
     const int32_t token = SampleOne(ctx, row_logits, row_mask, first + static_cast<int64_t>(j), &out);
@@ -146,7 +149,6 @@ SampledRow RowSampler::Sample(const ScheduledSequence& seq, SamplingContext& ctx
     for (int32_t token : ctx.constraint->ForcedTokens()) {
       if (!ctx.constraint->Accept(token)) break;
       ++ctx.constraint_accepted;
-      ctx.output_tokens.push_back(token);
       out.forced.push_back(token);
     }
   }

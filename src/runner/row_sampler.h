@@ -2,8 +2,8 @@
 // logits — for the engine's steps and for every CLI path that decodes.
 //
 // Per sampling row, in two phases around the forward pass:
-//   Prepare (before): brings the request's SamplingContext to exactly the
-//     outputs before the row's sampled position, and decides its constraint
+//   Prepare (before): brings the constraint to the request's committed
+//     outputs (the scheduler's Request, read through ctx.request), and decides its constraint
 //     mask: finish-soon (the output budget is about to fall short of the
 //     shortest valid ending, so the ending's next token is the only one
 //     allowed) or the constraint's allowed set, which the caller fills with
@@ -57,10 +57,9 @@ class RowSampler {
   // unconstrained request; else sizes it to the vocabulary (one bit per id)
   // and returns true when FillMask must still fill it, false when it is final
   // (finish-soon already chose the token).
-  // sync=false keeps ctx's outputs as they are (a verification row preparing
-  // its later positions after accepting drafts).
-  bool Prepare(const ScheduledSequence& seq, SamplingContext& ctx, TokenBitmask* mask,
-               bool sync = true) const;
+  // REQUIRES: ctx.request holds exactly the tokens before the row's first
+  // sampled position (the engine's launch protocol guarantees it).
+  bool Prepare(const ScheduledSequence& seq, SamplingContext& ctx, TokenBitmask* mask) const;
   // The constraint's allowed tokens into a mask Prepare asked to fill.
   void FillMask(SamplingContext& ctx, TokenBitmask* mask) const;
 
@@ -71,6 +70,8 @@ class RowSampler {
                     const TokenBitmask* mask);
 
  private:
+  // Prepare's mask decision for a request with num_outputs outputs so far.
+  bool DecideMask(SamplingContext& ctx, int64_t num_outputs, TokenBitmask* mask) const;
   bool JumpsForward(const SamplingContext& ctx) const {
     return jump_forward_ && ctx.constraint && ctx.logprobs < 0;
   }
@@ -80,7 +81,8 @@ class RowSampler {
 
   const int64_t vocab_;
   const bool jump_forward_;
-  std::vector<float> scratch_;  // one adjusted row
+  std::vector<float> scratch_;    // one adjusted row
+  std::vector<int32_t> outputs_;  // committed outputs + this row's samples, for penalties
 };
 
 }  // namespace deepinfer

@@ -1,16 +1,19 @@
-// SamplingContext: what the runner needs to sample one request's next token,
-// kept beside (not inside) the scheduler's Request because the runner works
-// on another thread. Created at Submit; the engine drops its reference when
-// the request ends, a step still executing keeps it alive.
+// SamplingContext: the runner's state for one request — its sampling
+// parameters and constraint matcher — beside the one record of its tokens,
+// the scheduler's Request, which the runner reads (never a copy of it).
+// Created at Submit; the engine drops its reference when the request ends, a
+// step still executing keeps it (and the shared Request) alive.
 //
-// Thread-safety: after Submit only the runner thread touches it (the mask
-// helper too, but only while the runner waits for the forward pass), so no
-// lock is needed.
+// Thread-safety: after Submit only the runner thread touches the context (the
+// mask helper too, but only while the runner waits for the forward pass), so
+// no lock is needed. The Request's tokens are read on the runner thread under
+// Scheduler::ShareRequest's contract: they change only at commits, which
+// never overlap a running step; the step's launch orders those writes before
+// its reads.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <vector>
 
 #include "sampling/sampler.h"
 #include "sampling/token_constraint.h"
@@ -22,14 +25,15 @@ struct SamplingContext {
   RequestId id = 0;
   SamplingParams params;  // seed resolved at Submit
   uint32_t draw_stream = 0;
-  int32_t logprobs = -1;               // -1: none; else top-k alternatives to report
-  std::vector<int32_t> prompt_tokens;  // for the repetition penalty
-  // Outputs the runner knows of, in position order (for penalties and the
-  // constraint). Re-synced from each row, so a recomputed or discarded tail
-  // can never leave it out of step with the scheduler.
-  std::vector<int32_t> output_tokens;
+  int32_t logprobs = -1;  // -1: none; else top-k alternatives to report
+  // Prompt and committed outputs (penalties, the constraint, drafters). At a
+  // sampling row's launch it holds exactly the tokens before the row's
+  // first sampled position.
+  std::shared_ptr<const Request> request;
   std::unique_ptr<TokenConstraint> constraint;  // null: unconstrained
-  int64_t constraint_accepted = 0;              // outputs the constraint has accepted
+  // Outputs the constraint has accepted: the committed ones after a row's
+  // Prepare, plus what the row then samples (and forces).
+  int64_t constraint_accepted = 0;
   // Outputs the request may produce: min(max_tokens, max_model_len - prompt).
   // A constrained request steers to a shortest valid ending when it runs out.
   int64_t output_budget = 0;

@@ -73,8 +73,9 @@ StepResult StepRunner::Run(LaunchedStep& step) {
     }
     SampledRow sampled = sampler_.Sample(seq, *ctx, logits, masks[i].empty() ? nullptr : &masks[i]);
     if (drafter_ != nullptr && sampled.error.empty() && sampled.forced.empty()) {
-      sequence_.assign(ctx->prompt_tokens.begin(), ctx->prompt_tokens.end());
-      sequence_.insert(sequence_.end(), ctx->output_tokens.begin(), ctx->output_tokens.end());
+      // The drafts continue the committed tokens and what this row sampled.
+      sequence_.assign(ctx->request->tokens.begin(), ctx->request->tokens.end());
+      sequence_.insert(sequence_.end(), sampled.tokens.begin(), sampled.tokens.end());
       sampled.proposal = drafter_->Propose(sequence_, max_draft_tokens_);
     }
     SequenceOutput out{seq.request_id, sampled.tokens};

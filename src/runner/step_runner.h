@@ -67,7 +67,7 @@ class StepRunner {
   TaskWorker mask_worker_;            // fills constraint masks during the forward pass
   std::unique_ptr<Drafter> drafter_;  // null: no speculation
   int32_t max_draft_tokens_ = 0;
-  std::vector<int32_t> sequence_;  // prompt + outputs handed to the drafter
+  std::vector<int32_t> sequence_;  // prompt + outputs + the row's samples, handed to the drafter
 };
 
 // A thread running one step at a time: Launch hands a step over, Wait takes

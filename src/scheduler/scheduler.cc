@@ -29,12 +29,17 @@ Scheduler::QueueKey Scheduler::KeyOf(const Request& r) const {
 Request& Scheduler::Get(RequestId id) {
   auto it = requests_.find(id);
   DI_CHECK_MSG(it != requests_.end(), "unknown request");
-  return it->second;
+  return *it->second;
 }
 
 const Request* Scheduler::FindRequest(RequestId id) const {
   auto it = requests_.find(id);
-  return it == requests_.end() ? nullptr : &it->second;
+  return it == requests_.end() ? nullptr : it->second.get();
+}
+
+std::shared_ptr<const Request> Scheduler::ShareRequest(RequestId id) const {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : it->second;
 }
 
 Status Scheduler::AddRequest(RequestParams params) {
@@ -70,7 +75,7 @@ Status Scheduler::AddRequest(RequestParams params) {
   r.num_prompt_tokens = static_cast<int64_t>(params.prompt_tokens.size());
   r.tokens = std::move(params.prompt_tokens);
   waiting_.insert(KeyOf(r));
-  requests_.emplace(r.id, std::move(r));
+  requests_.emplace(r.id, std::make_shared<Request>(std::move(r)));
   return Status::Ok();
 }
 
@@ -79,7 +84,7 @@ Status Scheduler::SetDraftTokens(RequestId id, std::vector<int32_t> drafts) {
   if (it == requests_.end()) {
     return NotFound("request " + std::to_string(id) + " is not live");
   }
-  it->second.draft_tokens = std::move(drafts);
+  it->second->draft_tokens = std::move(drafts);
   return Status::Ok();
 }
 
@@ -88,7 +93,7 @@ StatusOr<Request> Scheduler::Abort(RequestId id, FinishReason reason) {
   if (it == requests_.end()) {
     return NotFound("request " + std::to_string(id) + " is not live");
   }
-  return FinishRequest(it->second, reason);
+  return FinishRequest(*it->second, reason);
 }
 
 StepPlan Scheduler::PlanStep() {

@@ -134,6 +134,12 @@ class Scheduler {
   StatusOr<CommitResult> OnStepSampled(const StepOutput& output);
 
   const Request* FindRequest(RequestId id) const;
+  // The live request itself, for the runner's thread (runner/sampling_context.h).
+  // Contract: a request's `tokens` change only in OnStepSampled (appends),
+  // which the engine never calls while a step runs, and never in place once
+  // the request finished (FinishRequest copies it out); so a step may read
+  // them while it runs. Null for an unknown id.
+  std::shared_ptr<const Request> ShareRequest(RequestId id) const;
   int32_t NumRunning() const { return static_cast<int32_t>(running_.size()); }
   int32_t NumWaiting() const { return static_cast<int32_t>(waiting_.size()); }
   bool HasUnfinishedRequests() const { return !requests_.empty(); }
@@ -197,7 +203,8 @@ class Scheduler {
 
   SchedulerConfig config_;
   KvManager kv_;
-  std::unordered_map<RequestId, Request> requests_;  // live (not finished)
+  // Live (not finished). Shared: the runner reads a request's tokens (ShareRequest).
+  std::unordered_map<RequestId, std::shared_ptr<Request>> requests_;
   std::vector<RequestId> running_;
   std::set<QueueKey> waiting_;  // kWaiting and kPreempted, in service order
   std::deque<InFlightStep> in_flight_;

@@ -29,7 +29,7 @@ Status Scheduler::PrepareLaunch(StepPlan* plan, Placeholders placeholders) {
     }
     for (size_t j = 0; j < s.tokens.size(); ++j) {
       const int64_t pos = s.start_pos + static_cast<int64_t>(j);
-      if (s.tokens[j] == kPlaceholderToken && pos >= it->second.NumKnownTokens()) {
+      if (s.tokens[j] == kPlaceholderToken && pos >= it->second->NumKnownTokens()) {
         return Internal("step " + std::to_string(plan->step_id) + " launched before the token of request " +
                         std::to_string(s.request_id) + " at position " + std::to_string(pos) +
                         " was committed");
@@ -47,7 +47,7 @@ Status Scheduler::PrepareLaunch(StepPlan* plan, Placeholders placeholders) {
     if (it == requests_.end()) {
       continue;  // finished or aborted since planning: drop the row
     }
-    Request& r = it->second;
+    Request& r = *it->second;
     if (r.num_preemptions != rec->epoch) {  // its KV is gone; the row would write into freed blocks
       if (rec->samples) {
         --r.num_placeholders;
@@ -114,7 +114,7 @@ StatusOr<CommitResult> Scheduler::OnStepSampled(const StepOutput& output) {
     if (rit == requests_.end()) {
       continue;  // finished or aborted after this step was launched
     }
-    Request& r = rit->second;
+    Request& r = *rit->second;
     std::span<const int32_t> accepted;
     std::span<const int32_t> forced;
     if (e.samples) {
@@ -250,7 +250,9 @@ Request Scheduler::FinishRequest(Request& r, FinishReason reason) {
   } else {
     waiting_.erase(KeyOf(r));
   }
-  Request done = std::move(r);
+  // A copy, not a move: a step still running may read the shared request's
+  // tokens (ShareRequest); it keeps the shared object alive, unchanged.
+  Request done = r;
   requests_.erase(done.id);
   done.state = RequestState::kFinished;
   done.finish_reason = reason;
@@ -267,7 +269,8 @@ void Scheduler::CheckInvariants() const {
     }
   }
   int32_t running = 0;
-  for (const auto& [id, r] : requests_) {
+  for (const auto& [id, shared] : requests_) {
+    const Request& r = *shared;
     DI_CHECK(r.id == id);
     DI_CHECK(r.NumKnownTokens() >= r.num_prompt_tokens);
     DI_CHECK_MSG(r.num_placeholders == sampling_rows[id], "placeholders != sampling rows in flight");

@@ -231,6 +231,8 @@ StatusOr<ExprId> SchemaConverter::BuildEnum(const Json& s, const std::vector<std
 
 namespace {
 
+std::optional<std::string> Fails() { return std::string(); }
+
 int64_t CodePoints(const std::string& s) {
   int64_t n = 0;
   for (unsigned char c : s) n += (c & 0xC0) != 0x80;
@@ -264,7 +266,6 @@ StatusOr<std::optional<std::string>> SchemaConverter::ValueViolates(const Json& 
   static const std::set<std::string> kObject = {
       "properties",    "required",      "additionalProperties", "patternProperties",    "propertyNames",
       "minProperties", "maxProperties", "dependentRequired",    "unevaluatedProperties"};
-  const std::optional<std::string> ok, fails = std::string();
   for (auto it = s.begin(); it != s.end(); ++it) {
     const std::string& k = it.key();
     const Json& kv = it.value();
@@ -272,8 +273,8 @@ StatusOr<std::optional<std::string>> SchemaConverter::ValueViolates(const Json& 
     if (kString.count(k)) {
       if (!v.is_string()) continue;
       std::string text = v.get<std::string>();
-      if (k == "minLength" && kv.is_number() && CodePoints(text) < kv.get<double>()) return fails;
-      if (k == "maxLength" && kv.is_number() && CodePoints(text) > kv.get<double>()) return fails;
+      if (k == "minLength" && kv.is_number() && CodePoints(text) < kv.get<double>()) return Fails();
+      if (k == "maxLength" && kv.is_number() && CodePoints(text) > kv.get<double>()) return Fails();
       std::vector<std::pair<std::string, bool>> patterns;  // (pattern, must match)
       if (k == "pattern" && kv.is_string()) patterns.push_back({kv.get<std::string>(), true});
       if (k == "format" && kv.is_string()) {
@@ -288,7 +289,7 @@ StatusOr<std::optional<std::string>> SchemaConverter::ValueViolates(const Json& 
       for (const auto& [p, must] : patterns) {
         auto m = MatchesPattern(p, v);
         if (!m.ok()) return std::optional<std::string>(k);
-        if (*m != must) return fails;
+        if (*m != must) return Fails();
       }
     } else if (kNumber.count(k)) {
       if (!v.is_number() || kv.is_boolean()) continue;
@@ -298,21 +299,21 @@ StatusOr<std::optional<std::string>> SchemaConverter::ValueViolates(const Json& 
           k == "exclusiveMinimum" || (k == "minimum" && s.value("exclusiveMinimum", Json()) == Json(true));
       bool strict_hi =
           k == "exclusiveMaximum" || (k == "maximum" && s.value("exclusiveMaximum", Json()) == Json(true));
-      if ((k == "minimum" || k == "exclusiveMinimum") && (strict_lo ? !(x > b) : !(x >= b))) return fails;
-      if ((k == "maximum" || k == "exclusiveMaximum") && (strict_hi ? !(x < b) : !(x <= b))) return fails;
+      if ((k == "minimum" || k == "exclusiveMinimum") && (strict_lo ? !(x > b) : !(x >= b))) return Fails();
+      if ((k == "maximum" || k == "exclusiveMaximum") && (strict_hi ? !(x < b) : !(x <= b))) return Fails();
       if (k == "multipleOf") {
         if (std::floor(b) != b) return std::optional<std::string>(k);
-        if (std::floor(x) != x || std::fmod(x, b) != 0) return fails;  // whole b: x must be whole too
+        if (std::floor(x) != x || std::fmod(x, b) != 0) return Fails();  // whole b: x must be whole too
       }
     } else if (kArray.count(k) || kObject.count(k)) {
       if (kArray.count(k) ? !v.is_array() : !v.is_object()) continue;
       if ((k == "minItems" || k == "minProperties") && kv.is_number() && v.size() < kv.get<double>())
-        return fails;
+        return Fails();
       if ((k == "maxItems" || k == "maxProperties") && kv.is_number() && v.size() > kv.get<double>())
-        return fails;
+        return Fails();
       if (k == "required" && kv.is_array()) {
         for (const Json& r : kv) {
-          if (r.is_string() && !v.contains(r.get<std::string>())) return fails;
+          if (r.is_string() && !v.contains(r.get<std::string>())) return Fails();
         }
         continue;
       }
@@ -323,7 +324,7 @@ StatusOr<std::optional<std::string>> SchemaConverter::ValueViolates(const Json& 
       return std::optional<std::string>(k);
     }
   }
-  return ok;
+  return std::optional<std::string>();
 }
 
 bool SchemaConverter::ValueHasType(const Json& v, const std::vector<std::string>& types) {

@@ -55,6 +55,7 @@ const std::set<std::string> kHandled = {"type",
                                         "else",
                                         kNotIn,
                                         kNotPattern,
+                                        kNotIntegral,
                                         kPatternsKeyword};
 }  // namespace
 
@@ -258,8 +259,8 @@ StatusOr<bool> MatchesPattern(const std::string& pattern, const Json& value) {
 StatusOr<std::optional<std::string>> SchemaConverter::ValueViolates(const Json& v, const Json& s) {
   static const std::set<std::string> kString = {"minLength", "maxLength",      "pattern",
                                                 "format",    kPatternsKeyword, kNotPattern};
-  static const std::set<std::string> kNumber = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-                                                "multipleOf"};
+  static const std::set<std::string> kNumber = {"minimum",          "maximum",    "exclusiveMinimum",
+                                                "exclusiveMaximum", "multipleOf", kNotIntegral};
   static const std::set<std::string> kArray = {
       "items",       "prefixItems", "additionalItems", "minItems",    "maxItems",
       "uniqueItems", "contains",    "minContains",     "maxContains", "unevaluatedItems"};
@@ -292,6 +293,10 @@ StatusOr<std::optional<std::string>> SchemaConverter::ValueViolates(const Json& 
         if (*m != must) return Fails();
       }
     } else if (kNumber.count(k)) {
+      if (k == kNotIntegral) {
+        if (v.is_number() && std::floor(v.get<double>()) == v.get<double>()) return Fails();
+        continue;
+      }
       if (!v.is_number() || kv.is_boolean()) continue;
       if (!kv.is_number()) return std::optional<std::string>(k);
       double x = v.get<double>(), b = kv.get<double>();
@@ -302,8 +307,11 @@ StatusOr<std::optional<std::string>> SchemaConverter::ValueViolates(const Json& 
       if ((k == "minimum" || k == "exclusiveMinimum") && (strict_lo ? !(x > b) : !(x >= b))) return Fails();
       if ((k == "maximum" || k == "exclusiveMaximum") && (strict_hi ? !(x < b) : !(x <= b))) return Fails();
       if (k == "multipleOf") {
-        if (std::floor(b) != b) return std::optional<std::string>(k);
-        if (std::floor(x) != x || std::fmod(x, b) != 0) return Fails();  // whole b: x must be whole too
+        // Exact for b = k / 2^j (as the grammar): x / b is then computed
+        // without rounding whenever it is whole.
+        double q = x / b;
+        if (std::floor(std::ldexp(b, 6)) != std::ldexp(b, 6)) return std::optional<std::string>(k);
+        if (std::floor(q) != q) return Fails();
       }
     } else if (kArray.count(k) || kObject.count(k)) {
       if (kArray.count(k) ? !v.is_array() : !v.is_object()) continue;

@@ -94,14 +94,15 @@ StatusOr<std::vector<Json>> Negate(const Json& schema, const Json& root, int dep
       for (const Json& t : v.is_array() ? v : Json::array({v})) {
         if (t.is_string()) excluded.insert(t.get<std::string>());
       }
-      if (excluded.count("integer") && !excluded.count("number")) {
-        return Unimplemented("'not' of type integer (non-integral numbers)");
-      }
+      bool integer_only = excluded.count("integer") && !excluded.count("number");
+      if (integer_only) excluded.insert("number");
       Json rest = Json::array();
       for (const std::string& t : kAllTypes) {
         if (!excluded.count(t)) rest.push_back(t);
       }
       if (!rest.empty()) DI_RETURN_IF_ERROR(add({Json{{"type", rest}}}));
+      // not integer: numbers with a non-zero fraction.
+      if (integer_only) DI_RETURN_IF_ERROR(add({Json{{"type", "number"}, {kNotIntegral, true}}}));
     } else if (k == "enum" || k == "const") {
       DI_RETURN_IF_ERROR(add({Json{{kNotIn, k == "const" ? Json::array({v}) : v}}}));
     } else if (k == "required") {

@@ -395,6 +395,7 @@ StatusOr<JsonSchemaGrammar> CompileJsonSchemaGrammar(std::string_view schema_tex
   }
   JsonSchemaGrammar out;
   try {
+    DI_RETURN_IF_ERROR(json_schema_internal::CheckContradictoryBounds(root));
     json_schema_internal::SchemaConverter converter(root, options, &out.grammar);
     DI_ASSIGN_OR_RETURN(RuleId r, converter.Run());
     out.grammar.set_root(r);

@@ -199,10 +199,7 @@ StatusOr<ExprId> SchemaConverter::BuildObject(const Json& s, const std::string& 
   // Counts that the property layout already implies need no counting.
   if (min_props <= n_required) min_props = 0;
   if (max_props && !additional_allowed && *max_props >= static_cast<int64_t>(n)) max_props.reset();
-  if (max_props && *max_props < std::max(min_props, n_required)) {
-    return InvalidArgument("minProperties/required > maxProperties at " + path +
-                           ": no object satisfies the schema");
-  }
+  if (max_props && *max_props < std::max(min_props, n_required)) return g_->Nothing();  // see BuildString
   if ((max_props && *max_props > kMaxCountedProperties) || min_props > kMaxCountedProperties) {
     Unsupported(path, "min/maxProperties above " + std::to_string(kMaxCountedProperties));
     min_props = 0;

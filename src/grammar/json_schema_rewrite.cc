@@ -14,21 +14,16 @@ constexpr size_t kMaxAlternatives = 64;
 
 const std::vector<std::string> kAllTypes = {"null", "boolean", "object", "array", "string", "number"};
 
-Json TypesExcept(const std::string& t) {
-  Json out = Json::array();
-  for (const std::string& x : kAllTypes) {
-    if (x != t) out.push_back(x);
-  }
-  return out;
-}
-
 Json Typed(const std::string& t, Json body) {
   body["type"] = t;
   return body;
 }
 
+// Non-objects satisfy `required`, so its complement is objects only: those
+// missing the first name, or having it and missing the second, ...
+// (disjoint branches).
 std::vector<Json> NegateRequired(const Json& names) {
-  std::vector<Json> out = {Json{{"type", TypesExcept("object")}}};
+  std::vector<Json> out;
   Json before = Json::array();
   for (const Json& n : names) {
     if (!n.is_string()) continue;

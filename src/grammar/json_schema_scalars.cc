@@ -14,9 +14,10 @@ StatusOr<ExprId> SchemaConverter::BuildString(const Json& s, const std::string& 
     DI_ASSIGN_OR_RETURN(int64_t m, Count(s, "maxLength", 0, kMaxStringLength, path));
     c.max_len = m;
   }
-  if (c.max_len && *c.max_len < c.min_len) {
-    return InvalidArgument("minLength > maxLength at " + path + ": no string satisfies the schema");
-  }
+  // Contradictory bounds written by the user are refused up front
+  // (CheckContradictoryBounds); here they come from a rewrite or merge,
+  // where an empty branch is just empty.
+  if (c.max_len && *c.max_len < c.min_len) return g_->Nothing();
   if (s.contains("pattern")) {
     if (!s["pattern"].is_string()) return InvalidArgument("pattern at " + path + "/pattern is not a string");
     c.patterns.push_back(s["pattern"].get<std::string>());

@@ -104,7 +104,7 @@ StatusOr<ExprId> SchemaConverter::Build(const Json& s, const std::string& path, 
     auto target = ResolveRef(root_, ref);
     if (!target.ok()) return Status(target.status().code(), target.status().message() + " at " + path);
     Json rest = Without(s, "$ref");
-    if (!HasConstraints(rest)) return RefTo(**target, ref, depth);
+    if (!HasConstraints(rest) || ref_overrides_siblings_) return RefTo(**target, ref, depth);
     DI_ASSIGN_OR_RETURN(Json merged, MergeSchemas(**target, rest));
     return Build(merged, path, depth + 1);
   }

@@ -56,6 +56,9 @@ const std::set<std::string> kHandled = {"type",
                                         kNotIn,
                                         kNotPattern,
                                         kNotIntegral,
+                                        "contains",
+                                        "minContains",
+                                        "maxContains",
                                         kPatternsKeyword};
 }  // namespace
 

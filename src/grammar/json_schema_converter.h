@@ -142,6 +142,7 @@ class SchemaConverter {
                           const std::string& path);
   ExprId CountedMembers(const std::vector<Member>& props, ExprId extra, bool additional_allowed, ExprId sep,
                         int64_t min_props, std::optional<int64_t> max_props, const std::string& path);
+  StatusOr<ExprId> ContainsItems(const Json& s, const Json& rest, const std::string& path, int depth);
   StatusOr<ExprId> UniqueItems(const Json& s, const Json& items, const std::string& path);
   StatusOr<ExprId> BuildArray(const Json& s, const std::string& path, int depth);
 

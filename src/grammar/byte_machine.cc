@@ -90,24 +90,38 @@ class LengthMachine : public ByteMachine {
   std::optional<int64_t> max_;
 };
 
-// State = remainder * 2 + (in fraction).
+// The value scaled by 10^j (j = scale_digits) modulo `modulus`: the
+// integer digits, then up to j fraction digits, enter the remainder; later
+// fraction digits must be 0; a shorter fraction is padded at the end.
+// State = (remainder * (j + 2) + fraction digits read + 1), 0 before any
+// fraction (digits read = -1 encoded as 0).
 class ModuloMachine : public ByteMachine {
  public:
-  explicit ModuloMachine(int64_t k) : k_(k) {}
+  ModuloMachine(int64_t modulus, int scale_digits) : m_(modulus), j_(scale_digits) {}
   uint32_t Start() const override { return 0; }
   uint32_t Next(uint32_t s, uint8_t b) const override {
-    int64_t r = s / 2;
-    bool frac = s % 2;
+    const int64_t width = j_ + 2;
+    int64_t r = s / width;
+    int64_t read = static_cast<int64_t>(s % width) - 1;  // -1: no '.' yet
+    auto at = [&](int64_t rem, int64_t rd) { return static_cast<uint32_t>(rem * width + rd + 1); };
     if (b == '-' && s == 0) return 0;
-    if (b == '.' && !frac) return static_cast<uint32_t>(r * 2 + 1);
+    if (b == '.') return read < 0 ? at(r, 0) : kDead;
     if (b < '0' || b > '9') return kDead;
-    if (frac) return b == '0' ? s : kDead;
-    return static_cast<uint32_t>(((r * 10 + (b - '0')) % k_) * 2);
+    if (read >= j_) return b == '0' ? s : kDead;
+    int64_t next = (r * 10 + (b - '0')) % m_;
+    return at(next, read < 0 ? -1 : read + 1);
   }
-  bool Final(uint32_t s) const override { return s / 2 == 0; }
+  bool Final(uint32_t s) const override {
+    const int64_t width = j_ + 2;
+    int64_t r = s / width;
+    int64_t read = std::max<int64_t>(0, static_cast<int64_t>(s % width) - 1);
+    for (int64_t pad = read; pad < j_; ++pad) r = r * 10 % m_;
+    return r == 0;
+  }
 
  private:
-  int64_t k_;
+  int64_t m_;
+  int j_;
 };
 
 enum Cmp : uint32_t { kLess, kEqual, kGreater };
@@ -272,7 +286,13 @@ std::unique_ptr<ByteMachine> JsonLengthMachine(int64_t min_len, std::optional<in
   return std::make_unique<LengthMachine>(min_len, max_len);
 }
 
-std::unique_ptr<ByteMachine> MultipleOfMachine(int64_t k) { return std::make_unique<ModuloMachine>(k); }
+std::unique_ptr<ByteMachine> MultipleOfMachine(int64_t k) { return std::make_unique<ModuloMachine>(k, 0); }
+
+std::unique_ptr<ByteMachine> ScaledMultipleOfMachine(int64_t k, int j) {
+  int64_t modulus = k;
+  for (int i = 0; i < j; ++i) modulus *= 5;
+  return std::make_unique<ModuloMachine>(modulus, j);
+}
 
 std::unique_ptr<ByteMachine> DecimalBoundMachine(const Decimal& bound, bool lower, bool strict) {
   return std::make_unique<BoundMachine>(bound, lower, strict);

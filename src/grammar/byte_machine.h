@@ -49,6 +49,12 @@ std::unique_ptr<ByteMachine> JsonLengthMachine(int64_t min_len, std::optional<in
 // Spellings -?D+(.0+)? whose integer value is a multiple of `k` (k >= 1):
 // a fraction is allowed only when all zeros. Leading zeros are not checked.
 std::unique_ptr<ByteMachine> MultipleOfMachine(int64_t k);
+// Spellings -?D+(.D+)? whose value is a multiple of k / 2^j (k >= 1,
+// 0 <= j <= 6): x * 2^j / k is whole exactly when x * 10^j is a whole
+// multiple of k * 5^j. (Divisors with a power-of-two denominator are the
+// ones a validator dividing doubles checks exactly: x / (k / 2^j) has no
+// rounding error when the quotient is whole.)
+std::unique_ptr<ByteMachine> ScaledMultipleOfMachine(int64_t k, int j);
 
 // A decimal bound: sign, integer digits without leading zeros ("0" for
 // |b| < 1), fraction digits without trailing zeros.

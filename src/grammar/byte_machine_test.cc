@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -161,6 +162,40 @@ TEST(ByteMachineTest, MultipleOfAgreesWithRemainder) {
           EXPECT_FALSE(testing::Matches(cg, std::to_string(v) + ".5")) << schema.dump() << " " << v;
         }
       }
+    }
+  }
+}
+
+// multipleOf k / 2^j on decimals: x * 2^j / k is whole, checked in exact
+// integer arithmetic on the spelling (X = x * 10^d for d fraction digits:
+// X * 2^j must be a multiple of k * 10^d).
+TEST(ByteMachineTest, ScaledMultipleOfAgreesWithExactArithmetic) {
+  std::mt19937 rng(13);
+  for (auto [k, j] : std::vector<std::pair<int64_t, int>>{{1, 1}, {1, 2}, {3, 2}, {5, 1}, {1, 3}, {7, 1}}) {
+    double divisor = std::ldexp(static_cast<double>(k), -j);
+    Json schema = {{"type", "number"}, {"multipleOf", divisor}, {"minimum", -100}, {"maximum", 100}};
+    auto cg = Compile(schema.dump());
+    ASSERT_NE(cg, nullptr);
+    for (int n = 0; n < 500; ++n) {
+      int64_t whole = static_cast<int64_t>(rng() % 200) - 100;
+      int d = static_cast<int>(rng() % 4);
+      int64_t frac = 0, pow10 = 1;
+      std::string text = std::to_string(whole < 0 ? -whole : whole);
+      if (d > 0) {
+        text += ".";
+        for (int i = 0; i < d; ++i) {
+          int digit = static_cast<int>(rng() % 10);
+          if (n % 2 == 0 && i > 0) digit = (i == 1 ? 5 : 0) * (rng() % 2);  // hit the multiples often
+          frac = frac * 10 + digit;
+          pow10 *= 10;
+          text += static_cast<char>('0' + digit);
+        }
+      }
+      if (whole < 0) text = "-" + text;
+      int64_t big = (whole < 0 ? -1 : 1) * ((whole < 0 ? -whole : whole) * pow10 + frac);  // X
+      bool want = (big * (int64_t{1} << j)) % (k * pow10) == 0;
+      if (std::abs(static_cast<double>(big) / static_cast<double>(pow10)) > 100) want = false;
+      EXPECT_EQ(testing::Matches(cg, text), want) << schema.dump() << " " << text;
     }
   }
 }

@@ -122,7 +122,8 @@ StatusOr<ExprId> ConstrainedJsonNumber(Grammar* g, const NumberConstraints& c) {
   f.Add(DecimalSyntaxMachine(), true);
   if (c.lo) f.Add(DecimalBoundMachine(*c.lo, /*lower=*/true, c.lo_strict), true);
   if (c.hi) f.Add(DecimalBoundMachine(*c.hi, /*lower=*/false, c.hi_strict), true);
-  if (c.multiple_of > 0) f.Add(MultipleOfMachine(c.multiple_of), true);
+  if (c.multiple_of > 0) f.Add(ScaledMultipleOfMachine(c.multiple_of, c.multiple_of_scale), true);
+  if (c.non_integral) f.Add(MultipleOfMachine(1), false);
   for (const Decimal& d : c.excluded) {
     DI_ASSIGN_OR_RETURN(
         MachinePtr m,

@@ -43,7 +43,9 @@ StatusOr<ExprId> ConstrainedJsonInteger(Grammar* g, const IntegerConstraints& c)
 struct NumberConstraints {
   std::optional<Decimal> lo, hi;
   bool lo_strict = false, hi_strict = false;
-  int64_t multiple_of = 0;  // 0: none
+  int64_t multiple_of = 0;    // 0: none; else a multiple of multiple_of / 2^multiple_of_scale
+  int multiple_of_scale = 0;  // 0..6
+  bool non_integral = false;  // exclude whole values (not {type: integer})
   std::vector<Decimal> excluded;
 };
 StatusOr<ExprId> ConstrainedJsonNumber(Grammar* g, const NumberConstraints& c);

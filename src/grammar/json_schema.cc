@@ -55,6 +55,10 @@ const std::set<std::string> kHandled = {"type",
                                         "else",
                                         kNotIn,
                                         kNotPattern,
+                                        kNotIntegral,
+                                        "contains",
+                                        "minContains",
+                                        "maxContains",
                                         kPatternsKeyword};
 }  // namespace
 
@@ -103,7 +107,7 @@ StatusOr<ExprId> SchemaConverter::Build(const Json& s, const std::string& path, 
     auto target = ResolveRef(root_, ref);
     if (!target.ok()) return Status(target.status().code(), target.status().message() + " at " + path);
     Json rest = Without(s, "$ref");
-    if (!HasConstraints(rest)) return RefTo(**target, ref, depth);
+    if (!HasConstraints(rest) || ref_overrides_siblings_) return RefTo(**target, ref, depth);
     DI_ASSIGN_OR_RETURN(Json merged, MergeSchemas(**target, rest));
     return Build(merged, path, depth + 1);
   }
@@ -231,6 +235,8 @@ StatusOr<ExprId> SchemaConverter::BuildEnum(const Json& s, const std::vector<std
 
 namespace {
 
+std::optional<std::string> Fails() { return std::string(); }
+
 int64_t CodePoints(const std::string& s) {
   int64_t n = 0;
   for (unsigned char c : s) n += (c & 0xC0) != 0x80;
@@ -256,15 +262,14 @@ StatusOr<bool> MatchesPattern(const std::string& pattern, const Json& value) {
 StatusOr<std::optional<std::string>> SchemaConverter::ValueViolates(const Json& v, const Json& s) {
   static const std::set<std::string> kString = {"minLength", "maxLength",      "pattern",
                                                 "format",    kPatternsKeyword, kNotPattern};
-  static const std::set<std::string> kNumber = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-                                                "multipleOf"};
+  static const std::set<std::string> kNumber = {"minimum",          "maximum",    "exclusiveMinimum",
+                                                "exclusiveMaximum", "multipleOf", kNotIntegral};
   static const std::set<std::string> kArray = {
       "items",       "prefixItems", "additionalItems", "minItems",    "maxItems",
       "uniqueItems", "contains",    "minContains",     "maxContains", "unevaluatedItems"};
   static const std::set<std::string> kObject = {
       "properties",    "required",      "additionalProperties", "patternProperties",    "propertyNames",
       "minProperties", "maxProperties", "dependentRequired",    "unevaluatedProperties"};
-  const std::optional<std::string> ok, fails = std::string();
   for (auto it = s.begin(); it != s.end(); ++it) {
     const std::string& k = it.key();
     const Json& kv = it.value();
@@ -272,8 +277,8 @@ StatusOr<std::optional<std::string>> SchemaConverter::ValueViolates(const Json& 
     if (kString.count(k)) {
       if (!v.is_string()) continue;
       std::string text = v.get<std::string>();
-      if (k == "minLength" && kv.is_number() && CodePoints(text) < kv.get<double>()) return fails;
-      if (k == "maxLength" && kv.is_number() && CodePoints(text) > kv.get<double>()) return fails;
+      if (k == "minLength" && kv.is_number() && CodePoints(text) < kv.get<double>()) return Fails();
+      if (k == "maxLength" && kv.is_number() && CodePoints(text) > kv.get<double>()) return Fails();
       std::vector<std::pair<std::string, bool>> patterns;  // (pattern, must match)
       if (k == "pattern" && kv.is_string()) patterns.push_back({kv.get<std::string>(), true});
       if (k == "format" && kv.is_string()) {
@@ -288,9 +293,13 @@ StatusOr<std::optional<std::string>> SchemaConverter::ValueViolates(const Json& 
       for (const auto& [p, must] : patterns) {
         auto m = MatchesPattern(p, v);
         if (!m.ok()) return std::optional<std::string>(k);
-        if (*m != must) return fails;
+        if (*m != must) return Fails();
       }
     } else if (kNumber.count(k)) {
+      if (k == kNotIntegral) {
+        if (v.is_number() && std::floor(v.get<double>()) == v.get<double>()) return Fails();
+        continue;
+      }
       if (!v.is_number() || kv.is_boolean()) continue;
       if (!kv.is_number()) return std::optional<std::string>(k);
       double x = v.get<double>(), b = kv.get<double>();
@@ -298,21 +307,24 @@ StatusOr<std::optional<std::string>> SchemaConverter::ValueViolates(const Json& 
           k == "exclusiveMinimum" || (k == "minimum" && s.value("exclusiveMinimum", Json()) == Json(true));
       bool strict_hi =
           k == "exclusiveMaximum" || (k == "maximum" && s.value("exclusiveMaximum", Json()) == Json(true));
-      if ((k == "minimum" || k == "exclusiveMinimum") && (strict_lo ? !(x > b) : !(x >= b))) return fails;
-      if ((k == "maximum" || k == "exclusiveMaximum") && (strict_hi ? !(x < b) : !(x <= b))) return fails;
+      if ((k == "minimum" || k == "exclusiveMinimum") && (strict_lo ? !(x > b) : !(x >= b))) return Fails();
+      if ((k == "maximum" || k == "exclusiveMaximum") && (strict_hi ? !(x < b) : !(x <= b))) return Fails();
       if (k == "multipleOf") {
-        if (std::floor(b) != b) return std::optional<std::string>(k);
-        if (std::floor(x) != x || std::fmod(x, b) != 0) return fails;  // whole b: x must be whole too
+        // Exact for b = k / 2^j (as the grammar): x / b is then computed
+        // without rounding whenever it is whole.
+        double q = x / b;
+        if (std::floor(std::ldexp(b, 6)) != std::ldexp(b, 6)) return std::optional<std::string>(k);
+        if (std::floor(q) != q) return Fails();
       }
     } else if (kArray.count(k) || kObject.count(k)) {
       if (kArray.count(k) ? !v.is_array() : !v.is_object()) continue;
       if ((k == "minItems" || k == "minProperties") && kv.is_number() && v.size() < kv.get<double>())
-        return fails;
+        return Fails();
       if ((k == "maxItems" || k == "maxProperties") && kv.is_number() && v.size() > kv.get<double>())
-        return fails;
+        return Fails();
       if (k == "required" && kv.is_array()) {
         for (const Json& r : kv) {
-          if (r.is_string() && !v.contains(r.get<std::string>())) return fails;
+          if (r.is_string() && !v.contains(r.get<std::string>())) return Fails();
         }
         continue;
       }
@@ -323,7 +335,7 @@ StatusOr<std::optional<std::string>> SchemaConverter::ValueViolates(const Json& 
       return std::optional<std::string>(k);
     }
   }
-  return ok;
+  return std::optional<std::string>();
 }
 
 bool SchemaConverter::ValueHasType(const Json& v, const std::vector<std::string>& types) {
@@ -386,6 +398,7 @@ StatusOr<JsonSchemaGrammar> CompileJsonSchemaGrammar(std::string_view schema_tex
   }
   JsonSchemaGrammar out;
   try {
+    DI_RETURN_IF_ERROR(json_schema_internal::CheckContradictoryBounds(root));
     json_schema_internal::SchemaConverter converter(root, options, &out.grammar);
     DI_ASSIGN_OR_RETURN(RuleId r, converter.Run());
     out.grammar.set_root(r);

@@ -199,10 +199,7 @@ StatusOr<ExprId> SchemaConverter::BuildObject(const Json& s, const std::string& 
   // Counts that the property layout already implies need no counting.
   if (min_props <= n_required) min_props = 0;
   if (max_props && !additional_allowed && *max_props >= static_cast<int64_t>(n)) max_props.reset();
-  if (max_props && *max_props < std::max(min_props, n_required)) {
-    return InvalidArgument("minProperties/required > maxProperties at " + path +
-                           ": no object satisfies the schema");
-  }
+  if (max_props && *max_props < std::max(min_props, n_required)) return g_->Nothing();  // see BuildString
   if ((max_props && *max_props > kMaxCountedProperties) || min_props > kMaxCountedProperties) {
     Unsupported(path, "min/maxProperties above " + std::to_string(kMaxCountedProperties));
     min_props = 0;
@@ -375,6 +372,58 @@ StatusOr<ExprId> SchemaConverter::UniqueItems(const Json& s, const Json& items, 
   return g_->Sequence({g_->Byte('['), ws, g_->Ref(rest[0]), ws, g_->Byte(']')});
 }
 
+// contains (minContains 1, no maxContains), items in `rest`, no prefix:
+// the first item that matches `contains` splits the array,
+//   R(0, c) = no match yet: an item matching items ∧ ¬contains, or the witness
+//   R(1, c) = after it: any item of `items`
+// with c the items so far (capped at maxItems, or saturating at minItems) so
+// the item counts hold too. The ¬contains branch goes through the `not`
+// rewrite (relaxed, and named, when it cannot be negated).
+StatusOr<ExprId> SchemaConverter::ContainsItems(const Json& s, const Json& rest, const std::string& path,
+                                                int depth) {
+  DI_ASSIGN_OR_RETURN(int64_t min_items, Count(s, "minItems", 0, kMaxItems, path));
+  std::optional<int64_t> max_items;
+  if (s.contains("maxItems")) {
+    DI_ASSIGN_OR_RETURN(int64_t m, Count(s, "maxItems", 0, INT32_MAX, path));
+    max_items = m;
+  }
+  if ((max_items && *max_items > kMaxCountedProperties) || min_items > kMaxCountedProperties) {
+    return NotFound("contains with item counts above " + std::to_string(kMaxCountedProperties));
+  }
+  const Json& c = s["contains"];
+  DI_ASSIGN_OR_RETURN(ExprId other,
+                      RefTo(Json{{"allOf", Json::array({rest, Json{{"not", c}}})}}, path + "/items", depth));
+  DI_ASSIGN_OR_RETURN(ExprId witness,
+                      RefTo(Json{{"allOf", Json::array({rest, c})}}, path + "/contains", depth));
+  DI_ASSIGN_OR_RETURN(ExprId any, RefTo(rest, path + "/items", depth));
+  ExprId ws = Ws();
+  ExprId sep = g_->Sequence({ws, g_->Byte(','), ws});
+  int64_t cap = max_items ? *max_items : std::max<int64_t>(min_items, 1);
+  std::vector<RuleId> rules(2 * static_cast<size_t>(cap + 1));
+  auto index = [&](int phase, int64_t count) { return static_cast<size_t>(phase * (cap + 1) + count); };
+  for (RuleId& r : rules) r = g_->AddRule(path + "#contains");
+  // Bodies after every rule exists (a saturated count refers to itself).
+  for (int64_t count = 0; count <= cap; ++count) {
+    for (int phase : {0, 1}) {
+      std::vector<ExprId> alts;
+      if (phase == 1 && count >= min_items) alts.push_back(g_->Empty());
+      int64_t next = count + 1;
+      if (!max_items || next <= *max_items) {
+        if (!max_items) next = std::min(next, cap);
+        ExprId lead = count > 0 ? sep : g_->Empty();
+        if (phase == 0) {
+          alts.push_back(g_->Sequence({lead, other, g_->Ref(rules[index(0, next)])}));
+          alts.push_back(g_->Sequence({lead, witness, g_->Ref(rules[index(1, next)])}));
+        } else {
+          alts.push_back(g_->Sequence({lead, any, g_->Ref(rules[index(1, next)])}));
+        }
+      }
+      g_->SetBody(rules[index(phase, count)], g_->Choice(std::move(alts)));
+    }
+  }
+  return g_->Sequence({g_->Byte('['), ws, g_->Ref(rules[index(0, 0)]), ws, g_->Byte(']')});
+}
+
 StatusOr<ExprId> SchemaConverter::BuildArray(const Json& s, const std::string& path, int depth) {
   std::vector<const Json*> prefix;
   Json rest = true;
@@ -387,6 +436,17 @@ StatusOr<ExprId> SchemaConverter::BuildArray(const Json& s, const std::string& p
     if (s.contains("additionalItems")) rest = s["additionalItems"];
   } else if (s.contains("items")) {
     rest = s["items"];
+  }
+  bool contains = s.contains("contains") && s.value("minContains", Json(1)) != Json(0);
+  if (contains) {
+    if (!prefix.empty() || s.contains("maxContains") || s.value("minContains", Json(1)) != Json(1) ||
+        s.value("uniqueItems", Json(false)) == Json(true)) {
+      Unsupported(path, "contains with prefixItems, uniqueItems or min/maxContains other than 1");
+    } else {
+      auto built = ContainsItems(s, rest, path, depth);
+      if (built.ok() || built.status().code() != StatusCode::kNotFound) return built;
+      Unsupported(path, built.status().message());
+    }
   }
   if (s.value("uniqueItems", Json(false)) == Json(true)) {
     if (!prefix.empty()) {

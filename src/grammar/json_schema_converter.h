@@ -35,7 +35,7 @@ std::string PointerToken(const std::string& s);
 class SchemaConverter {
  public:
   SchemaConverter(const Json& root, const JsonSchemaOptions& options, Grammar* g)
-      : root_(root), options_(options), g_(g) {}
+      : root_(root), options_(options), g_(g), ref_overrides_siblings_(RefOverridesSiblings(root)) {}
 
   StatusOr<RuleId> Run();
 
@@ -82,7 +82,7 @@ class SchemaConverter {
     if (!s.is_object() || !s.contains("$ref")) return s;
     DI_ASSIGN_OR_RETURN(const Json* target, ResolveRef(root_, s["$ref"].get<std::string>()));
     Json rest = Without(s, "$ref");
-    if (!HasConstraints(rest)) return *target;
+    if (!HasConstraints(rest) || ref_overrides_siblings_) return *target;
     return MergeSchemas(*target, rest);
   }
 
@@ -142,8 +142,19 @@ class SchemaConverter {
                           const std::string& path);
   ExprId CountedMembers(const std::vector<Member>& props, ExprId extra, bool additional_allowed, ExprId sep,
                         int64_t min_props, std::optional<int64_t> max_props, const std::string& path);
+  StatusOr<ExprId> ContainsItems(const Json& s, const Json& rest, const std::string& path, int depth);
   StatusOr<ExprId> UniqueItems(const Json& s, const Json& items, const std::string& path);
   StatusOr<ExprId> BuildArray(const Json& s, const std::string& path, int depth);
+
+  // Drafts 04-07 ($schema names one): keywords beside $ref are ignored.
+  static bool RefOverridesSiblings(const Json& root) {
+    if (!root.is_object() || !root.contains("$schema") || !root["$schema"].is_string()) return false;
+    const std::string id = root["$schema"].get<std::string>();
+    for (const char* d : {"draft-04", "draft-05", "draft-06", "draft-07"}) {
+      if (id.find(d) != std::string::npos) return true;
+    }
+    return false;
+  }
 
   const Json& root_;
   const JsonSchemaOptions& options_;
@@ -153,6 +164,7 @@ class SchemaConverter {
   std::map<std::string, RuleId> key_rules_;
   std::map<std::string, RuleId> string_rules_;
   std::vector<RelaxedAssertion> relaxed_;
+  bool ref_overrides_siblings_;
 };
 
 }  // namespace deepinfer::grammar::json_schema_internal

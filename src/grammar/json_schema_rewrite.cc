@@ -14,21 +14,16 @@ constexpr size_t kMaxAlternatives = 64;
 
 const std::vector<std::string> kAllTypes = {"null", "boolean", "object", "array", "string", "number"};
 
-Json TypesExcept(const std::string& t) {
-  Json out = Json::array();
-  for (const std::string& x : kAllTypes) {
-    if (x != t) out.push_back(x);
-  }
-  return out;
-}
-
 Json Typed(const std::string& t, Json body) {
   body["type"] = t;
   return body;
 }
 
+// Non-objects satisfy `required`, so its complement is objects only: those
+// missing the first name, or having it and missing the second, ...
+// (disjoint branches).
 std::vector<Json> NegateRequired(const Json& names) {
-  std::vector<Json> out = {Json{{"type", TypesExcept("object")}}};
+  std::vector<Json> out;
   Json before = Json::array();
   for (const Json& n : names) {
     if (!n.is_string()) continue;
@@ -94,14 +89,15 @@ StatusOr<std::vector<Json>> Negate(const Json& schema, const Json& root, int dep
       for (const Json& t : v.is_array() ? v : Json::array({v})) {
         if (t.is_string()) excluded.insert(t.get<std::string>());
       }
-      if (excluded.count("integer") && !excluded.count("number")) {
-        return Unimplemented("'not' of type integer (non-integral numbers)");
-      }
+      bool integer_only = excluded.count("integer") && !excluded.count("number");
+      if (integer_only) excluded.insert("number");
       Json rest = Json::array();
       for (const std::string& t : kAllTypes) {
         if (!excluded.count(t)) rest.push_back(t);
       }
       if (!rest.empty()) DI_RETURN_IF_ERROR(add({Json{{"type", rest}}}));
+      // not integer: numbers with a non-zero fraction.
+      if (integer_only) DI_RETURN_IF_ERROR(add({Json{{"type", "number"}, {kNotIntegral, true}}}));
     } else if (k == "enum" || k == "const") {
       DI_RETURN_IF_ERROR(add({Json{{kNotIn, k == "const" ? Json::array({v}) : v}}}));
     } else if (k == "required") {

@@ -25,8 +25,9 @@
 
 namespace deepinfer::grammar::json_schema_internal {
 
-inline constexpr const char* kNotIn = "$deepinfer:notIn";            // array of excluded values
-inline constexpr const char* kNotPattern = "$deepinfer:notPattern";  // array of patterns none may match
+inline constexpr const char* kNotIn = "$deepinfer:notIn";              // array of excluded values
+inline constexpr const char* kNotPattern = "$deepinfer:notPattern";    // array of patterns none may match
+inline constexpr const char* kNotIntegral = "$deepinfer:notIntegral";  // true: numbers with a fraction
 
 // Schemas whose union is exactly the instances `schema` rejects.
 StatusOr<std::vector<Json>> Negate(const Json& schema, const Json& root, int depth = 0);

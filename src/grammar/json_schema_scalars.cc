@@ -1,5 +1,6 @@
 // Strings and numbers of the JSON Schema front end (see json_schema_converter.h).
 #include <cmath>
+#include <numeric>
 
 #include "grammar/json_constrained.h"
 #include "grammar/json_schema_converter.h"
@@ -13,9 +14,10 @@ StatusOr<ExprId> SchemaConverter::BuildString(const Json& s, const std::string& 
     DI_ASSIGN_OR_RETURN(int64_t m, Count(s, "maxLength", 0, kMaxStringLength, path));
     c.max_len = m;
   }
-  if (c.max_len && *c.max_len < c.min_len) {
-    return InvalidArgument("minLength > maxLength at " + path + ": no string satisfies the schema");
-  }
+  // Contradictory bounds written by the user are refused up front
+  // (CheckContradictoryBounds); here they come from a rewrite or merge,
+  // where an empty branch is just empty.
+  if (c.max_len && *c.max_len < c.min_len) return g_->Nothing();
   if (s.contains("pattern")) {
     if (!s["pattern"].is_string()) return InvalidArgument("pattern at " + path + "/pattern is not a string");
     c.patterns.push_back(s["pattern"].get<std::string>());
@@ -82,19 +84,35 @@ StatusOr<ExprId> SchemaConverter::BuildNumber(const Json& s, const std::string& 
       hi_strict = strict;
     }
   }
-  int64_t multiple = 0;  // 0: none
+  // multipleOf = multiple / 2^scale (0: none). Power-of-two denominators
+  // only: a validator's double division checks exactly those.
+  int64_t multiple = 0;
+  int scale = 0;
   if (s.contains("multipleOf")) {
     const Json& m = s["multipleOf"];
     if (!m.is_number() || m.get<double>() <= 0) {
       return InvalidArgument("multipleOf at " + path + "/multipleOf is not a positive number");
     }
     double k = m.get<double>();
-    if (std::floor(k) == k && k <= static_cast<double>(kMaxMultipleOf)) {
-      multiple = static_cast<int64_t>(k);
-    } else {
-      Unsupported(path, "multipleOf that is not a whole number up to " + std::to_string(kMaxMultipleOf));
+    for (int j = 0; j <= 6 && multiple == 0; ++j) {
+      double scaled = std::ldexp(k, j);  // exact
+      double modulus = scaled * std::pow(5.0, j);
+      if (std::floor(scaled) == scaled && modulus <= static_cast<double>(kMaxMultipleOf)) {
+        multiple = static_cast<int64_t>(scaled);
+        scale = j;
+      }
+    }
+    if (multiple == 0) {
+      Unsupported(path, "multipleOf other than k/2^j with k*5^j <= " + std::to_string(kMaxMultipleOf) +
+                            " (e.g. 0.01: validators' double division is inexact)");
     }
   }
+  if (integer && multiple > 0 && scale > 0) {  // integers: x * 2^j / k whole
+    multiple /= std::gcd(multiple, int64_t{1} << scale);
+    scale = 0;
+  }
+  bool non_integral = s.value(kNotIntegral, Json(false)) == Json(true);
+  if (integer && non_integral) return g_->Nothing();
   Json not_in = NotIn(s);
   if (integer) {
     std::optional<int64_t> ilo, ihi;
@@ -135,7 +153,7 @@ StatusOr<ExprId> SchemaConverter::BuildNumber(const Json& s, const std::string& 
       Unsupported(path, "not enum/const of a number with more than 15 digits");
     }
   }
-  bool simple = multiple == 0 && excluded.empty();
+  bool simple = multiple == 0 && excluded.empty() && !non_integral;
   if (simple && !lo && !hi) return JsonNumber(g_);
   if (simple && lo && *lo == 0 && !hi) return NonNegativeNumber(g_, lo_strict);  // keeps exponents
   auto integral = [](double v) { return std::floor(v) == v && std::fabs(v) <= kMaxNumberBound; };
@@ -152,6 +170,8 @@ StatusOr<ExprId> SchemaConverter::BuildNumber(const Json& s, const std::string& 
   c.lo_strict = lo_strict;
   c.hi_strict = hi_strict;
   c.multiple_of = multiple;
+  c.multiple_of_scale = scale;
+  c.non_integral = non_integral;
   c.excluded = std::move(excluded);
   for (auto [bound, out] : {std::pair{&lo, &c.lo}, std::pair{&hi, &c.hi}}) {
     if (!*bound) continue;

@@ -169,6 +169,68 @@ std::set<std::string> PropertyNames(const Json& s) {
 
 }  // namespace
 
+Status CheckContradictoryBounds(const Json& root) {
+  // Keywords whose value is a subschema, a list of them, or a map of them.
+  static const std::set<std::string> kOne = {"additionalProperties",
+                                             "items",
+                                             "additionalItems",
+                                             "not",
+                                             "if",
+                                             "then",
+                                             "else",
+                                             "propertyNames",
+                                             "contains",
+                                             "unevaluatedItems",
+                                             "unevaluatedProperties"};
+  static const std::set<std::string> kList = {"allOf", "anyOf", "oneOf", "prefixItems", "items"};
+  static const std::set<std::string> kMap = {"properties", "patternProperties", "$defs", "definitions",
+                                             "dependentSchemas"};
+  std::vector<std::pair<const Json*, std::string>> stack = {{&root, "#"}};
+  auto escape = [](const std::string& s) {
+    std::string out;
+    for (char c : s) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+    return out;
+  };
+  while (!stack.empty()) {
+    auto [node, path] = stack.back();
+    stack.pop_back();
+    if (!node->is_object()) continue;
+    const Json& s = *node;
+    auto num = [&](const char* k) -> std::optional<double> {
+      if (s.contains(k) && s[k].is_number()) return s[k].get<double>();
+      return std::nullopt;
+    };
+    for (auto [lo, hi] : {std::pair{"minLength", "maxLength"}, std::pair{"minItems", "maxItems"},
+                          std::pair{"minProperties", "maxProperties"}, std::pair{"minimum", "maximum"}}) {
+      std::optional<double> a = num(lo), b = num(hi);
+      if (a && b && *a > *b) {
+        return InvalidArgument(std::string(lo) + " > " + hi + " at " + path +
+                               ": no instance satisfies the schema");
+      }
+    }
+    if (std::optional<double> max = num("maxProperties"); max && s.contains("required") &&
+                                                          s["required"].is_array() &&
+                                                          static_cast<double>(s["required"].size()) > *max) {
+      return InvalidArgument("more required properties than maxProperties at " + path +
+                             ": no object satisfies the schema");
+    }
+    for (auto it = s.begin(); it != s.end(); ++it) {
+      const std::string& k = it.key();
+      const Json& v = it.value();
+      std::string sub = path + "/" + escape(k);
+      if (kList.count(k) && v.is_array()) {
+        for (size_t i = 0; i < v.size(); ++i) stack.push_back({&v[i], sub + "/" + std::to_string(i)});
+      } else if (kOne.count(k)) {
+        stack.push_back({&v, sub});
+      } else if (kMap.count(k) && v.is_object()) {
+        for (auto p = v.begin(); p != v.end(); ++p)
+          stack.push_back({&p.value(), sub + "/" + escape(p.key())});
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 StatusOr<Json> MergeSchemas(const Json& a, const Json& b) {
   if (a.is_boolean()) return a.get<bool>() ? b : a;
   if (b.is_boolean()) return b.get<bool>() ? a : b;

@@ -32,6 +32,12 @@ Json Without(const Json& schema, const std::string& keyword);
 // or a plain-name anchor ("#node": $anchor, or draft-07 $id "#node").
 StatusOr<const Json*> ResolveRef(const Json& root, const std::string& ref);
 
+// kInvalidArgument naming the JSON pointer of the first subschema (reached
+// through applicators, $defs and definitions) whose own bounds contradict:
+// minLength > maxLength, minItems > maxItems, minProperties or the number of
+// required names > maxProperties, minimum > maximum.
+Status CheckContradictoryBounds(const Json& root);
+
 // Schema accepting exactly the instances both accept, where expressible.
 // Nested subschemas are combined lazily as {"allOf": [a, b]}. Errors
 // (kUnimplemented) name the keyword that cannot be merged.

@@ -6,6 +6,7 @@
 // Signals: SIGINT/SIGTERM are blocked in every thread (the mask is set before
 // any thread starts) and taken synchronously with sigwait on this thread, so
 // no handler runs inside the engine or the I/O threads.
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <limits>
 #include <memory>
 #include <sstream>
+#include <utility>
 
 #include "checkpoint/checkpoint.h"
 #include "core/log.h"
@@ -34,7 +36,8 @@ constexpr const char* kUsage =
     "         [--no-prefix-cache] [--no-async-scheduling] [--no-jump-forward] [--batch-invariant]\n"
     "         [--speculative-method mtp|ngram|draft --num-speculative-tokens K]\n"
     "         [--chat-template FILE] [--scheduling-policy fcfs|priority] [--max-waiting-requests N]\n"
-    "         [--io-threads N] [--max-body-bytes N] [--verbose]\n";
+    "         [--io-threads N] [--max-body-bytes N] [--max-connections N] [--header-timeout S]\n"
+    "         [--body-timeout S] [--idle-timeout S] [--verbose]\n";
 
 struct ServeOptions {
   std::string model_path;
@@ -77,10 +80,28 @@ StatusOr<int64_t> ParseBytes(const std::string& flag, const std::string& text) {
 
 StatusOr<ServeOptions> ParseOptions(const Args& args) {
   Flags flags(
-      {"model", "host", "port", "api-key", "served-model-name", "max-num-seqs", "max-model-len",
-       "max-num-batched-tokens", "kv-cache-memory", "block-size", "threads", "speculative-method",
-       "num-speculative-tokens", "chat-template", "scheduling-policy", "max-waiting-requests", "io-threads",
-       "max-body-bytes"},
+      {"model",
+       "host",
+       "port",
+       "api-key",
+       "served-model-name",
+       "max-num-seqs",
+       "max-model-len",
+       "max-num-batched-tokens",
+       "kv-cache-memory",
+       "block-size",
+       "threads",
+       "speculative-method",
+       "num-speculative-tokens",
+       "chat-template",
+       "scheduling-policy",
+       "max-waiting-requests",
+       "io-threads",
+       "max-body-bytes",
+       "max-connections",
+       "header-timeout",
+       "body-timeout",
+       "idle-timeout"},
       {"no-prefix-cache", "no-async-scheduling", "no-jump-forward", "batch-invariant", "verbose", "help"});
   DI_RETURN_IF_ERROR(flags.Parse(args));
   if (flags.Has("help")) return InvalidArgument(kUsage);
@@ -97,6 +118,19 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
     DI_ASSIGN_OR_RETURN(o.http.max_body_bytes,
                         ParseBytes("max-body-bytes", flags.GetString("max-body-bytes")));
     if (o.http.max_body_bytes < 1) return InvalidArgument("--max-body-bytes must be >= 1");
+  }
+  DI_ASSIGN_OR_RETURN(o.http.max_connections, flags.GetInt("max-connections", o.http.max_connections));
+  if (o.http.max_connections < 1 || o.http.max_connections > (1 << 20)) {
+    return InvalidArgument("--max-connections must be in [1, 1048576]");
+  }
+  for (auto [flag, value] :
+       {std::pair<const char*, std::chrono::seconds*>{"header-timeout", &o.http.header_timeout},
+        {"body-timeout", &o.http.body_timeout},
+        {"idle-timeout", &o.http.idle_timeout}}) {
+    DI_ASSIGN_OR_RETURN(int64_t seconds, flags.GetInt(flag, value->count()));
+    if (seconds < 1 || seconds > 86400)
+      return InvalidArgument(std::string("--") + flag + " must be in [1, 86400] seconds");
+    *value = std::chrono::seconds(seconds);
   }
   o.service.api_key = flags.GetString("api-key");
   if (flags.Has("api-key") && o.service.api_key.empty()) {

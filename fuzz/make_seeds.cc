@@ -1,8 +1,9 @@
-// Writes the fuzz seed corpora: OUT/corpus_gguf, OUT/corpus_safetensors and
-// OUT/corpus_model_config. Seeds are small valid files from the writers (every
-// metadata type, several tensor dtypes) plus the first 4 KiB of the shared
-// model files when present; the config corpus holds config.json texts ('J'
-// first) and metadata-only GGUF images ('G' first) of every family.
+// Writes the fuzz seed corpora: OUT/corpus_gguf, OUT/corpus_safetensors,
+// OUT/corpus_model_config and OUT/corpus_http. Seeds are small valid files
+// from the writers (every metadata type, several tensor dtypes) plus the
+// first 4 KiB of the shared model files when present; the config corpus
+// holds config.json texts ('J' first) and metadata-only GGUF images ('G'
+// first) of every family; the HTTP corpus whole requests of both APIs.
 // usage: fuzz_make_seeds OUT_DIR [SHARED_DIR]
 #include <cstdio>
 #include <filesystem>
@@ -95,6 +96,42 @@ int WriteConfigSeeds(const std::string& dir, const std::string& shared) {
   return rc;
 }
 
+// The HTTP corpus: whole requests (header + JSON body) of both APIs.
+void WriteHttpSeeds(const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  const char* bodies[] = {
+      R"({"prompt": "Once upon a time", "max_tokens": 8, "temperature": 0.7, "top_p": 0.9, "top_k": 40,
+"seed": 3, "n": 2, "stop": ["\n", "."], "logprobs": 2, "echo": true, "stream": true,
+"stream_options": {"include_usage": true}})",
+      R"({"prompt": [[1, 403, 407], [1, 2]], "max_tokens": 4, "logit_bias": {"5": -100}, "ignore_eos": true,
+"stop_token_ids": [2], "presence_penalty": 0.5, "frequency_penalty": 0.1, "repetition_penalty": 1.1})",
+      R"({"prompt": "x", "guided_json": {"type": "object", "properties": {"a": {"type": "string"}}},
+"min_p": 0.05, "priority": 1, "user": "u"})",
+      R"({"prompt": "x", "guided_regex": "[a-z]{1,5}"})",
+      R"({"prompt": "x", "guided_grammar": "root ::= \"a\" | \"b\""})",
+      R"({"prompt": "x", "guided_choice": ["yes", "no"]})",
+      R"({"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"},
+{"role": "assistant", "content": [{"type": "text", "text": "hello"}]}], "max_completion_tokens": 5,
+"logprobs": true, "top_logprobs": 3, "response_format": {"type": "json_object"}})",
+      R"({"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema",
+"json_schema": {"name": "x", "schema": {"type": "array", "items": {"type": "integer"}}}}})",
+  };
+  int n = 0;
+  for (const char* body : bodies) {
+    const std::string b = body;
+    const std::string path =
+        b.find("messages") != std::string::npos ? "/v1/chat/completions" : "/v1/completions";
+    std::ofstream(dir + "/request_" + std::to_string(n++) + ".http", std::ios::binary)
+        << "POST " << path << " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\n"
+        << "Content-Type: application/json\r\nContent-Length: " << b.size() << "\r\n\r\n"
+        << b;
+  }
+  std::ofstream(dir + "/chunked.http", std::ios::binary)
+      << "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+      << "e\r\n{\"prompt\": \"a\"}\r\n0\r\n\r\n";
+  std::ofstream(dir + "/get.http", std::ios::binary) << "GET /health HTTP/1.0\r\n\r\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -137,6 +174,7 @@ int main(int argc, char** argv) {
   rc |= Check(s.Write(sdir + "/writer.safetensors"));
 
   rc |= WriteConfigSeeds(out + "/corpus_model_config", argc > 2 ? argv[2] : "");
+  WriteHttpSeeds(out + "/corpus_http");
   if (argc > 2) {
     const std::string shared = argv[2];
     CopyPrefix(shared + "/models/gguf/stories260K.gguf", gdir + "/stories_prefix.gguf", 4096);

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-20}
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DDEEPINFER_FUZZ=ON -DDEEPINFER_TESTS=OFF >/dev/null
-targets=(fuzz_gguf fuzz_safetensors fuzz_grammar fuzz_jinja fuzz_model_config)
+targets=(fuzz_gguf fuzz_safetensors fuzz_grammar fuzz_jinja fuzz_model_config fuzz_http)
 cmake --build build-fuzz --target "${targets[@]}" fuzz_seeds
 for t in "${targets[@]}"; do
   corpus=build-fuzz/fuzz/corpus_${t#fuzz_}

@@ -140,6 +140,31 @@ expect_error tokens_empty              score --model "$GGUF" --tokens ""
 expect_error tokens_only_commas        score --model "$GGUF" --tokens ,,
 expect_error tokens_id_huge_first      score --model "$GGUF" --tokens 4000000000,1
 
+# Issue 19 (13): flags whose values were accepted and silently meant something else.
+expect_error prompt_file_is_dir        generate --model "$GGUF" --prompt-file "$TMP/empty_dir"
+expect_error serve_chat_template_empty serve --model "$GGUF" --port 0 --chat-template /dev/null
+expect_error serve_max_model_len_neg   serve --model "$GGUF" --port 0 --max-model-len -1
+expect_error serve_max_model_len_huge  serve --model "$GGUF" --port 0 --max-model-len 100000000
+expect_error serve_kv_memory_overflow  serve --model "$GGUF" --port 0 --kv-cache-memory 999999999999999G
+
+# Issue 19 (1): absurd counts in a config.json are one clear line, not bad_alloc (exit 134).
+for layers in -1 1000000000 4294967295; do
+  mkdir -p "$TMP/layers_$layers"
+  cp "$HF_STORIES/model.safetensors" "$TMP/layers_$layers/"
+  sed "s/\"num_hidden_layers\": 5/\"num_hidden_layers\": $layers/" "$HF_STORIES/config.json" \
+    >"$TMP/layers_$layers/config.json"
+  expect_error "hf_num_hidden_layers_$layers" info --model "$TMP/layers_$layers"
+done
+
+# Issue 19 (2): a thread that cannot be created (--threads 1024 under a memory limit) is one
+# clear line and exit 1, not std::system_error's abort.
+printf '#!/usr/bin/env bash\nulimit -v 1500000\nexec "%s" "$@"\n' "$DI" >"$TMP/limited.sh"
+chmod +x "$TMP/limited.sh"
+DI_UNLIMITED=$DI
+DI=$TMP/limited.sh
+expect_error threads_under_ulimit      generate --model "$GGUF" --prompt hi --max-tokens 2 --threads 1024
+DI=$DI_UNLIMITED
+
 echo
 echo "cli_test: $pass passed, $fail failed"
 if [ "$fail" -ne 0 ]; then

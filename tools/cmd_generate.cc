@@ -12,6 +12,8 @@
 // see tools/structured_flags.h): EOS is allowed only where the output may
 // end; an output cut short by --max-tokens or the context is checked against
 // the constraint and a warning says when it does not match.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -79,10 +81,15 @@ StatusOr<GenerateOptions> ParseOptions(const Args& args) {
     o.prompt = flags.GetString("prompt");
   } else {
     std::string path = flags.GetString("prompt-file");
+    // A directory opens as a stream that reads nothing: check the kind first.
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) return NotFound("cannot read prompt file '" + path + "'");
+    if (S_ISDIR(st.st_mode)) return InvalidArgument("--prompt-file '" + path + "' is a directory");
     std::ifstream in(path, std::ios::binary);
     if (!in) return NotFound("cannot read prompt file '" + path + "'");
     std::stringstream ss;
     ss << in.rdbuf();
+    if (in.bad()) return NotFound("cannot read prompt file '" + path + "'");
     o.prompt = ss.str();
   }
   DI_ASSIGN_OR_RETURN(o.max_tokens, flags.GetInt("max-tokens", 128));

@@ -6,13 +6,16 @@
 // Signals: SIGINT/SIGTERM are blocked in every thread (the mask is set before
 // any thread starts) and taken synchronously with sigwait on this thread, so
 // no handler runs inside the engine or the I/O threads.
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "checkpoint/checkpoint.h"
 #include "core/log.h"
@@ -36,7 +39,8 @@ constexpr const char* kUsage =
     "         [--no-prefix-cache] [--no-async-scheduling] [--no-jump-forward] [--batch-invariant]\n"
     "         [--speculative-method ngram [--num-speculative-tokens 5] [--spec-schedule adaptive|fixed]]\n"
     "         [--chat-template FILE] [--scheduling-policy fcfs|priority] [--max-waiting-requests N]\n"
-    "         [--io-threads N] [--max-body-bytes N] [--verbose]\n";
+    "         [--io-threads N] [--max-body-bytes N] [--max-connections N] [--header-timeout S]\n"
+    "         [--body-timeout S] [--idle-timeout S] [--verbose]\n";
 
 struct ServeOptions {
   std::string model_path;
@@ -56,8 +60,8 @@ StatusOr<int64_t> ParseBytes(const std::string& flag, const std::string& text) {
   if (pos == 0 || pos > 15) {
     return InvalidArgument("--" + flag + ": '" + text + "' is not a byte count (e.g. 512M)");
   }
-  int64_t value = std::stoll(text.substr(0, pos));
-  std::string unit = text.substr(pos);
+  const int64_t value = std::stoll(text.substr(0, pos));
+  const std::string unit = text.substr(pos);
   int64_t scale = 1;
   if (unit == "" || unit == "B") {
     scale = 1;
@@ -69,6 +73,9 @@ StatusOr<int64_t> ParseBytes(const std::string& flag, const std::string& text) {
     scale = int64_t{1} << 30;
   } else {
     return InvalidArgument("--" + flag + ": unknown unit in '" + text + "' (K, M, G)");
+  }
+  if (value > std::numeric_limits<int64_t>::max() / scale) {
+    return InvalidArgument("--" + flag + ": '" + text + "' is too large");
   }
   return value * scale;
 }
@@ -90,7 +97,11 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
                                        "max-waiting-requests",
                                        "io-threads",
                                        "max-body-bytes",
-                                       "kv-cache-dtype"};
+                                       "kv-cache-dtype",
+                                       "max-connections",
+                                       "header-timeout",
+                                       "body-timeout",
+                                       "idle-timeout"};
   value_flags.insert(SpeculativeValueFlags().begin(), SpeculativeValueFlags().end());
   Flags flags(value_flags, {"no-prefix-cache", "no-async-scheduling", "no-jump-forward", "batch-invariant",
                             "verbose", "help"});
@@ -109,6 +120,19 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
     DI_ASSIGN_OR_RETURN(o.http.max_body_bytes,
                         ParseBytes("max-body-bytes", flags.GetString("max-body-bytes")));
     if (o.http.max_body_bytes < 1) return InvalidArgument("--max-body-bytes must be >= 1");
+  }
+  DI_ASSIGN_OR_RETURN(o.http.max_connections, flags.GetInt("max-connections", o.http.max_connections));
+  if (o.http.max_connections < 1 || o.http.max_connections > (1 << 20)) {
+    return InvalidArgument("--max-connections must be in [1, 1048576]");
+  }
+  for (auto [flag, value] :
+       {std::pair<const char*, std::chrono::seconds*>{"header-timeout", &o.http.header_timeout},
+        {"body-timeout", &o.http.body_timeout},
+        {"idle-timeout", &o.http.idle_timeout}}) {
+    DI_ASSIGN_OR_RETURN(int64_t seconds, flags.GetInt(flag, value->count()));
+    if (seconds < 1 || seconds > 86400)
+      return InvalidArgument(std::string("--") + flag + " must be in [1, 86400] seconds");
+    *value = std::chrono::seconds(seconds);
   }
   o.service.api_key = flags.GetString("api-key");
   if (flags.Has("api-key") && o.service.api_key.empty()) {
@@ -129,6 +153,9 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
   }
   e.scheduler.max_num_seqs = static_cast<int32_t>(max_num_seqs);
   DI_ASSIGN_OR_RETURN(e.scheduler.max_model_len, flags.GetInt("max-model-len", 0));  // 0: the model's context
+  if (flags.Has("max-model-len") && e.scheduler.max_model_len < 1) {
+    return InvalidArgument("--max-model-len must be >= 1 (leave it out for the model's context length)");
+  }
   DI_ASSIGN_OR_RETURN(e.scheduler.max_num_batched_tokens,
                       flags.GetInt("max-num-batched-tokens", e.scheduler.max_num_batched_tokens));
   if (flags.Has("kv-cache-memory")) {
@@ -167,6 +194,29 @@ StatusOr<std::string> ReadFile(const std::string& path) {
   return ss.str();
 }
 
+// A template that renders a probe conversation without its messages' text
+// (an empty file, a template for other variables) would drop every request's
+// messages silently: refused at start-up instead.
+Status CheckTemplateKeepsMessages(const ChatTemplate& tmpl) {
+  const std::string probe_user = "deepinfer-probe-user-7f3a", probe_reply = "deepinfer-probe-reply-7f3a";
+  std::vector<ChatMessage> messages(3);
+  messages[0].role = "user";
+  messages[0].content = probe_user;
+  messages[1].role = "assistant";
+  messages[1].content = probe_reply;
+  messages[2].role = "user";
+  messages[2].content = probe_user;
+  auto text = tmpl.Render(messages, ChatRenderOptions{});
+  if (!text.ok()) return text.status().WithContext("rendering a probe conversation");
+  if (text->find(probe_user) == std::string::npos) {
+    return InvalidArgument(
+        "the template does not render the messages' content (a probe conversation "
+        "rendered as " +
+        std::to_string(text->size()) + " bytes without it)");
+  }
+  return Status::Ok();
+}
+
 // The chat renderer: --chat-template FILE, else the checkpoint's template,
 // else the documented fallback format (with a notice).
 StatusOr<server::ChatPromptRenderer> MakeChatRenderer(const ServeOptions& o, const LoadedModel& loaded) {
@@ -189,6 +239,9 @@ StatusOr<server::ChatPromptRenderer> MakeChatRenderer(const ServeOptions& o, con
   std::shared_ptr<ChatTemplate> tmpl;
   if (source) {
     auto parsed = ChatTemplate::FromSource(*source);
+    if (parsed.ok()) {
+      if (Status s = CheckTemplateKeepsMessages(*parsed); !s.ok()) parsed = s;
+    }
     if (!parsed.ok()) {
       if (!o.chat_template_file.empty()) return parsed.status().WithContext("--chat-template " + origin);
       std::fprintf(stderr,
@@ -230,12 +283,16 @@ int Serve(ServeOptions o) {
   auto loaded = LoadModel(o.model_path, load);
   if (!loaded.ok()) return Fail("serve", loaded.status().message());
   if (!loaded->tokenizer) return Fail("serve", o.model_path + ": checkpoint has no tokenizer");
+  const int64_t context = loaded->model->config().max_position;
+  if (o.engine.scheduler.max_model_len <= 0) {
+    o.engine.scheduler.max_model_len = context;
+  } else if (o.engine.scheduler.max_model_len > context) {
+    return Fail("serve", "--max-model-len " + std::to_string(o.engine.scheduler.max_model_len) +
+                             " exceeds the model's context length of " + std::to_string(context) + " tokens");
+  }
   auto renderer = MakeChatRenderer(o, *loaded);
   if (!renderer.ok()) return Fail("serve", renderer.status().message());
   o.service.chat_renderer = std::move(*renderer);
-  if (o.engine.scheduler.max_model_len <= 0) {
-    o.engine.scheduler.max_model_len = loaded->model->config().max_position;
-  }
   if (Status s = o.engine.Validate(); !s.ok()) return Fail("serve", s.message());
 
   auto engine = Engine::Create(std::move(*loaded), o.engine);

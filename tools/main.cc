@@ -1,7 +1,9 @@
 // deepinfer: command-line entry point. Dispatches to one subcommand.
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "backend/cpu/backend_config.h"
@@ -50,7 +52,21 @@ int main(int argc, char** argv) {
   }
   deepinfer::tools::Args args(argv + 2, argv + argc);
   for (const auto& c : kCommands) {
-    if (name == c.name) return c.run(args);
+    if (name != c.name) continue;
+    // The last line of defence for resources the OS refuses deep inside a
+    // library (a thread under a memory or process limit, memory itself):
+    // one clear line and exit 1, never std::terminate's abort.
+    try {
+      return c.run(args);
+    } catch (const std::system_error& e) {
+      std::fprintf(stderr,
+                   "deepinfer %s: the system refused a resource (%s); lower --threads or raise the "
+                   "process limits (ulimit -u / -v)\n",
+                   c.name, e.what());
+    } catch (const std::bad_alloc&) {
+      std::fprintf(stderr, "deepinfer %s: out of memory\n", c.name);
+    }
+    return 1;
   }
   std::fprintf(stderr, "deepinfer: unknown command '%s' (run 'deepinfer --help' for the list)\n",
                name.c_str());

@@ -50,7 +50,20 @@ void GuidedChunkStarts(int64_t n, int threads, std::vector<int64_t>* starts) {
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {
-  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  try {
+    for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  } catch (...) {
+    // A thread could not be created (std::system_error, e.g. under a memory
+    // or process limit): stop and join the ones that started, so the error
+    // reaches the caller instead of std::terminate on a joinable thread.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_.store(true, std::memory_order_release);
+    }
+    work_cv_.notify_all();
+    for (std::thread& t : workers_) t.join();
+    throw;
+  }
 }
 
 ThreadPool::~ThreadPool() {

@@ -34,7 +34,9 @@ class ThreadPool {
   // How long a waiting thread spins before it sleeps.
   static constexpr int kSpinMicros = 50;
 
-  // num_threads counts the calling thread: 1 means "run inline".
+  // num_threads counts the calling thread: 1 means "run inline". Throws
+  // std::system_error when a thread cannot be created, after joining the
+  // ones that were (callers at a module boundary turn it into a Status).
   explicit ThreadPool(int num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;

@@ -1,9 +1,13 @@
 #include "core/thread_pool.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -114,6 +118,29 @@ TEST(ThreadPoolTest, CallerTakesTheChunksOfASlowWorker) {
   EXPECT_GE(worker.load(), 1);
   EXPECT_LE(worker.load(), 2);  // one chunk while the caller ran the rest, at most one more
   EXPECT_GE(caller.load(), 4);
+}
+
+// Issue 19 (2): when a thread cannot be created (here: an address-space
+// limit too small for 1024 stacks) the constructor throws std::system_error
+// after joining the threads it started, instead of std::terminate on a
+// joinable std::thread. Run in a child process: the limit must not touch
+// the test binary.
+TEST(ThreadPoolDeathTest, ThreadCreationFailureThrowsCleanly) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        rlimit limit{};
+        getrlimit(RLIMIT_AS, &limit);
+        limit.rlim_cur = rlim_t{1} << 30;  // room for far fewer than 1024 thread stacks
+        setrlimit(RLIMIT_AS, &limit);
+        try {
+          ThreadPool pool(1024);
+        } catch (const std::system_error&) {
+          _exit(3);
+        }
+        _exit(0);  // the limit did not bite: also no crash
+      },
+      ::testing::ExitedWithCode(3), "");
 }
 
 }  // namespace

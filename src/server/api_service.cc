@@ -33,31 +33,6 @@ ApiError MakeError(int status, std::string type, std::string message, std::strin
   return e;
 }
 
-// True when brackets nest deeper than `limit` (strings skipped). Bounds the
-// parser's and the value destructor's recursion before nlohmann sees the body.
-bool NestsDeeperThan(const std::string& body, int limit) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (char ch : body) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (ch == '\\') {
-        escaped = true;
-      } else if (ch == '"') {
-        in_string = false;
-      }
-    } else if (ch == '"') {
-      in_string = true;
-    } else if (ch == '[' || ch == '{') {
-      if (++depth > limit) return true;
-    } else if (ch == ']' || ch == '}') {
-      --depth;
-    }
-  }
-  return false;
-}
-
 std::string PathOf(const std::string& target) {
   size_t q = target.find('?');
   return q == std::string::npos ? target : target.substr(0, q);
@@ -237,7 +212,7 @@ std::string ApiService::NextId(ParsedRequest::Api api) {
 
 void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& body,
                                   const std::shared_ptr<ResponseWriter>& writer) {
-  if (NestsDeeperThan(body, kMaxJsonDepth)) {
+  if (JsonNestsDeeperThan(body, kMaxJsonDepth)) {
     return SendError(*writer,
                      BadRequest("the request body nests deeper than " + std::to_string(kMaxJsonDepth)));
   }

@@ -4,6 +4,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <system_error>
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -542,7 +543,12 @@ Status HttpServer::Start() {
   impl_->Accept();
   impl_->work.emplace(net::make_work_guard(impl_->ioc));
   int n = std::max(1, impl_->options.io_threads);
-  for (int i = 0; i < n; ++i) impl_->threads.emplace_back([this] { impl_->ioc.run(); });
+  try {
+    for (int i = 0; i < n; ++i) impl_->threads.emplace_back([this] { impl_->ioc.run(); });
+  } catch (const std::system_error& e) {
+    Stop();  // joins the threads that started
+    return Unavailable("cannot start the HTTP I/O threads: " + std::string(e.what()));
+  }
   return Status::Ok();
 }
 

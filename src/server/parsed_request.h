@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -56,6 +57,11 @@ struct RequestLimits {
   int32_t max_logprobs = 20;
   int32_t max_stop_strings = 16;
 };
+
+// True when brackets nest deeper than `limit` (strings skipped). Run before
+// parsing a body, it bounds the JSON parser's and the value destructor's
+// recursion.
+bool JsonNestsDeeperThan(std::string_view text, int limit);
 
 // Each returns nullopt and fills *out on success.
 std::optional<ApiError> ParseCompletionRequest(const nlohmann::json& body, const RequestLimits& limits,

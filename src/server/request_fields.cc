@@ -262,3 +262,30 @@ MaybeError ParseCommonFields(const json& body, const RequestLimits& limits, Pars
 }
 
 }  // namespace deepinfer::server::fields
+
+namespace deepinfer::server {
+
+bool JsonNestsDeeperThan(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char ch : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (ch == '\\') {
+        escaped = true;
+      } else if (ch == '"') {
+        in_string = false;
+      }
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > limit) return true;
+    } else if (ch == ']' || ch == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+}  // namespace deepinfer::server

@@ -95,17 +95,25 @@ GrammarCompiler::Result GrammarCompiler::CompileCached(const std::string& key, B
       it->second.last_use = ++use_clock_;
       return it->second.compiled;
     }
-    if (auto it = failed_.find(key); it != failed_.end()) return it->second;
+    if (auto it = failed_.find(key);
+        it != failed_.end() && std::chrono::steady_clock::now() - it->second.when < options_.failed_ttl) {
+      return it->second.status;
+    }
   }
   // Built outside the lock: a slow schema must not block other requests.
   StatusOr<Grammar> grammar = build();
   Result compiled = grammar.ok() ? CompileGrammar(*grammar) : Result(grammar.status());
   MutexLock lock(mutex_);
   if (!compiled.ok()) {
-    // Remembered, oldest forgotten first: the same source fails the same
-    // way (a time-limit failure included: resending it must not cost the
-    // budget again).
-    if (options_.max_failed_entries > 0 && failed_.emplace(key, compiled.status()).second) {
+    // Remembered for failed_ttl, oldest forgotten first: the same source
+    // fails the same way (a time-limit failure included: resending it must
+    // not cost the budget again).
+    if (options_.max_failed_entries == 0) return compiled.status();
+    auto [it, inserted] =
+        failed_.try_emplace(key, FailedEntry{compiled.status(), std::chrono::steady_clock::now()});
+    if (!inserted) {
+      it->second = FailedEntry{compiled.status(), std::chrono::steady_clock::now()};  // expired, failed again
+    } else {
       if (failed_order_.size() < options_.max_failed_entries) {
         failed_order_.push_back(key);
       } else {
@@ -116,6 +124,7 @@ GrammarCompiler::Result GrammarCompiler::CompileCached(const std::string& key, B
     }
     return compiled.status();
   }
+  failed_.erase(key);  // an expired failure that compiles now
   if (auto it = cache_.find(key); it != cache_.end()) return it->second.compiled;  // a concurrent twin won
   // A grammar larger than the whole budget is served but not kept.
   const size_t bytes = EstimatedBytes(**compiled);

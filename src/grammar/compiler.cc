@@ -71,14 +71,15 @@ size_t EstimatedBytes(const CompiledGrammar& grammar) {
   return bytes;
 }
 
+size_t GrammarCompiler::CacheBytesLocked() const {
+  size_t total = 0;
+  for (const auto& [key, entry] : cache_) total += EstimatedBytes(*entry.compiled);
+  return total;
+}
+
 void GrammarCompiler::EvictForInsert(size_t incoming_bytes) {
-  auto total_bytes = [&] {
-    size_t total = 0;
-    for (const auto& [key, entry] : cache_) total += EstimatedBytes(*entry.compiled);
-    return total;
-  };
   while (!cache_.empty() && (cache_.size() >= options_.max_cache_entries ||
-                             total_bytes() + incoming_bytes > options_.max_cache_bytes)) {
+                             CacheBytesLocked() + incoming_bytes > options_.max_cache_bytes)) {
     auto oldest = cache_.begin();
     for (auto it = cache_.begin(); it != cache_.end(); ++it) {
       if (it->second.last_use < oldest->second.last_use) oldest = it;
@@ -174,9 +175,7 @@ size_t GrammarCompiler::failed_cache_size() const {
 
 size_t GrammarCompiler::cache_bytes() const {
   MutexLock lock(mutex_);
-  size_t total = 0;
-  for (const auto& [key, entry] : cache_) total += EstimatedBytes(*entry.compiled);
-  return total;
+  return CacheBytesLocked();
 }
 
 void GrammarCompiler::ClearCache() {

@@ -91,6 +91,7 @@ class GrammarCompiler {
   // Drops least recently used entries until one more, of `incoming_bytes`,
   // fits both bounds.
   void EvictForInsert(size_t incoming_bytes) REQUIRES(mutex_);
+  size_t CacheBytesLocked() const REQUIRES(mutex_);
   std::map<std::string, CacheEntry> cache_ GUARDED_BY(mutex_);
   struct FailedEntry {
     Status status;

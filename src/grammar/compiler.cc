@@ -1,7 +1,5 @@
 #include "grammar/compiler.h"
 
-#include <algorithm>
-
 #include "grammar/gbnf.h"
 #include "grammar/lark.h"
 #include "grammar/regex.h"
@@ -73,18 +71,19 @@ size_t EstimatedBytes(const CompiledGrammar& grammar) {
   return bytes;
 }
 
+size_t GrammarCompiler::CacheBytesLocked() const {
+  size_t total = 0;
+  for (const auto& [key, entry] : cache_) total += EstimatedBytes(*entry.compiled);
+  return total;
+}
+
 void GrammarCompiler::EvictForInsert(size_t incoming_bytes) {
-  // A plain loop, not a lambda: clang's thread-safety analysis does not see
-  // that a lambda runs under the caller's lock.
-  size_t total_bytes = 0;
-  for (const auto& [key, entry] : cache_) total_bytes += EstimatedBytes(*entry.compiled);
   while (!cache_.empty() && (cache_.size() >= options_.max_cache_entries ||
-                             total_bytes + incoming_bytes > options_.max_cache_bytes)) {
+                             CacheBytesLocked() + incoming_bytes > options_.max_cache_bytes)) {
     auto oldest = cache_.begin();
     for (auto it = cache_.begin(); it != cache_.end(); ++it) {
       if (it->second.last_use < oldest->second.last_use) oldest = it;
     }
-    total_bytes -= std::min(total_bytes, EstimatedBytes(*oldest->second.compiled));
     cache_.erase(oldest);
   }
 }
@@ -97,17 +96,25 @@ GrammarCompiler::Result GrammarCompiler::CompileCached(const std::string& key, B
       it->second.last_use = ++use_clock_;
       return it->second.compiled;
     }
-    if (auto it = failed_.find(key); it != failed_.end()) return it->second;
+    if (auto it = failed_.find(key);
+        it != failed_.end() && std::chrono::steady_clock::now() - it->second.when < options_.failed_ttl) {
+      return it->second.status;
+    }
   }
   // Built outside the lock: a slow schema must not block other requests.
   StatusOr<Grammar> grammar = build();
   Result compiled = grammar.ok() ? CompileGrammar(*grammar) : Result(grammar.status());
   MutexLock lock(mutex_);
   if (!compiled.ok()) {
-    // Remembered, oldest forgotten first: the same source fails the same
-    // way (a time-limit failure included: resending it must not cost the
-    // budget again).
-    if (options_.max_failed_entries > 0 && failed_.emplace(key, compiled.status()).second) {
+    // Remembered for failed_ttl, oldest forgotten first: the same source
+    // fails the same way (a time-limit failure included: resending it must
+    // not cost the budget again).
+    if (options_.max_failed_entries == 0) return compiled.status();
+    auto [it, inserted] =
+        failed_.try_emplace(key, FailedEntry{compiled.status(), std::chrono::steady_clock::now()});
+    if (!inserted) {
+      it->second = FailedEntry{compiled.status(), std::chrono::steady_clock::now()};  // expired, failed again
+    } else {
       if (failed_order_.size() < options_.max_failed_entries) {
         failed_order_.push_back(key);
       } else {
@@ -118,6 +125,7 @@ GrammarCompiler::Result GrammarCompiler::CompileCached(const std::string& key, B
     }
     return compiled.status();
   }
+  failed_.erase(key);  // an expired failure that compiles now
   if (auto it = cache_.find(key); it != cache_.end()) return it->second.compiled;  // a concurrent twin won
   // A grammar larger than the whole budget is served but not kept.
   const size_t bytes = EstimatedBytes(**compiled);
@@ -167,9 +175,7 @@ size_t GrammarCompiler::failed_cache_size() const {
 
 size_t GrammarCompiler::cache_bytes() const {
   MutexLock lock(mutex_);
-  size_t total = 0;
-  for (const auto& [key, entry] : cache_) total += EstimatedBytes(*entry.compiled);
-  return total;
+  return CacheBytesLocked();
 }
 
 void GrammarCompiler::ClearCache() {

@@ -9,14 +9,17 @@
 // Every Compile* returns kInvalidArgument for malformed input, kUnimplemented
 // for valid input using unsupported features (the message lists them), and
 // kResourceExhausted when a limit (size, time) is hit. Failures are cached
-// too (the negative cache, max_failed_entries), so a client resending a
-// grammar that ran out of its 5 s budget gets the same error at once.
+// too for failed_ttl (the negative cache, max_failed_entries), so a client
+// resending a grammar that ran out of its 5 s budget gets the same error at
+// once; after the TTL it is tried again (a time-limit failure may have been
+// the machine's load, not the grammar).
 // Successes are cached under two bounds, entries and estimated bytes (the
 // automaton plus the mask entries computed so far, EstimatedBytes); the least
 // recently used go first. Thread-safe: calls may run concurrently; the same
 // source compiled twice yields the same shared CompiledGrammar (while cached).
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -41,6 +44,7 @@ struct CompilerOptions {
   size_t max_cache_entries = 256;
   size_t max_cache_bytes = size_t{256} << 20;  // estimated bytes the cached grammars retain
   size_t max_failed_entries = 1024;            // failed compiles remembered
+  std::chrono::seconds failed_ttl{60};         // for this long
 };
 
 // Bytes a compiled grammar holds: its automaton and the mask-cache entries
@@ -87,8 +91,13 @@ class GrammarCompiler {
   // Drops least recently used entries until one more, of `incoming_bytes`,
   // fits both bounds.
   void EvictForInsert(size_t incoming_bytes) REQUIRES(mutex_);
+  size_t CacheBytesLocked() const REQUIRES(mutex_);
   std::map<std::string, CacheEntry> cache_ GUARDED_BY(mutex_);
-  std::map<std::string, Status> failed_ GUARDED_BY(mutex_);
+  struct FailedEntry {
+    Status status;
+    std::chrono::steady_clock::time_point when;
+  };
+  std::map<std::string, FailedEntry> failed_ GUARDED_BY(mutex_);
   std::vector<std::string> failed_order_ GUARDED_BY(mutex_);  // insertion order, for eviction
   size_t failed_next_ GUARDED_BY(mutex_) = 0;                 // the oldest slot of failed_order_
   uint64_t use_clock_ GUARDED_BY(mutex_) = 0;

@@ -85,6 +85,21 @@ TEST(CompilerTest, FailedCompilesAreCached) {
   EXPECT_EQ(compiler.failed_cache_size(), 0u);
 }
 
+// After failed_ttl a failure is tried again (a time limit may have been the
+// machine's load).
+TEST(CompilerTest, FailedCompilesExpire) {
+  CompilerOptions opts;
+  opts.limits.time_limit_s = 0.2;
+  opts.failed_ttl = std::chrono::seconds(0);
+  GrammarCompiler compiler(AllStringsVocab("ab", 2), opts);
+  const std::string slow = "(a|aa|aaa){0,3000}b";
+  ASSERT_FALSE(compiler.CompileRegex(slow).ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_FALSE(compiler.CompileRegex(slow).ok());
+  EXPECT_GE(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 0.15);
+  EXPECT_EQ(compiler.failed_cache_size(), 1u);
+}
+
 TEST(CompilerTest, FailedCacheIsBounded) {
   CompilerOptions opts;
   opts.max_failed_entries = 3;

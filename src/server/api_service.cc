@@ -19,6 +19,10 @@ namespace {
 using json = nlohmann::json;
 
 constexpr int kMaxJsonDepth = 128;
+// Grammar compiles and large bodies are background work: their workers run
+// at a lower CPU priority, so a short request's first token is not queued
+// behind them for a core.
+constexpr int kBackgroundNice = 10;
 
 void SendError(ResponseWriter& writer, const ApiError& error) {
   writer.SendResponse(error.http_status, "application/json", error.ToJson());
@@ -71,7 +75,7 @@ ApiService::ApiService(Engine& engine, ServiceOptions options)
   }
   if (options_.large_prepare_threads > 0) {
     auto pool = TaskPool::Create("large request preparation", options_.large_prepare_threads,
-                                 options_.max_queued_requests);
+                                 options_.max_queued_requests, kBackgroundNice);
     if (pool.ok()) {
       large_prepare_pool_ = std::move(*pool);
     } else {
@@ -79,8 +83,8 @@ ApiService::ApiService(Engine& engine, ServiceOptions options)
     }
   }
   if (options_.compile_threads > 0) {
-    auto pool =
-        TaskPool::Create("grammar compilation", options_.compile_threads, options_.max_queued_requests);
+    auto pool = TaskPool::Create("grammar compilation", options_.compile_threads,
+                                 options_.max_queued_requests, kBackgroundNice);
     if (pool.ok()) {
       compile_pool_ = std::move(*pool);
     } else {

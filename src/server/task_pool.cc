@@ -1,5 +1,11 @@
 #include "server/task_pool.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <memory>
 #include <system_error>
 #include <utility>
@@ -7,11 +13,12 @@
 namespace deepinfer::server {
 
 StatusOr<std::unique_ptr<TaskPool>> TaskPool::Create(const std::string& name, int num_threads,
-                                                     size_t max_queued) {
+                                                     size_t max_queued, int nice) {
   if (num_threads < 1) return InvalidArgument(name + ": the pool needs at least one thread");
   std::unique_ptr<TaskPool> pool(new TaskPool(max_queued));
   try {
-    for (int i = 0; i < num_threads; ++i) pool->workers_.emplace_back([p = pool.get()] { p->WorkerLoop(); });
+    for (int i = 0; i < num_threads; ++i)
+      pool->workers_.emplace_back([p = pool.get(), nice] { p->WorkerLoop(nice); });
   } catch (const std::system_error& e) {
     // The destructor stops and joins the threads that did start.
     return Unavailable(name + ": cannot create thread " + std::to_string(pool->workers_.size() + 1) + " of " +
@@ -44,7 +51,14 @@ size_t TaskPool::num_queued() const {
   return queue_.size();
 }
 
-void TaskPool::WorkerLoop() {
+void TaskPool::WorkerLoop(int nice) {
+  if (nice > 0) {
+    // Best effort: on Linux a thread's nice value is its own (tid).
+    const auto tid = static_cast<id_t>(syscall(SYS_gettid));
+    errno = 0;
+    const int current = getpriority(PRIO_PROCESS, tid);
+    if (errno == 0) (void)setpriority(PRIO_PROCESS, tid, std::min(current + nice, 19));
+  }
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });

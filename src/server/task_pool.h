@@ -25,8 +25,10 @@ namespace deepinfer::server {
 class TaskPool {
  public:
   // Unavailable when a thread cannot be created (nothing is left running).
+  // `nice` > 0 lowers the workers' CPU priority (Linux per-thread nice), for
+  // background work that must not take the CPU from interactive requests.
   static StatusOr<std::unique_ptr<TaskPool>> Create(const std::string& name, int num_threads,
-                                                    size_t max_queued);
+                                                    size_t max_queued, int nice = 0);
   ~TaskPool();
   TaskPool(const TaskPool&) = delete;
   TaskPool& operator=(const TaskPool&) = delete;
@@ -37,7 +39,7 @@ class TaskPool {
 
  private:
   explicit TaskPool(size_t max_queued) : max_queued_(max_queued) {}
-  void WorkerLoop();
+  void WorkerLoop(int nice);
 
   const size_t max_queued_;
   mutable std::mutex mu_;

@@ -104,6 +104,14 @@ expect_error bench_unknown_kv_dtype    bench --model "$GGUF" --kv-cache-dtype un
 # stories260K's KV head rows are 8 wide: q8_0 (blocks of 32) cannot hold them.
 expect_error generate_q8_0_kv_narrow_heads generate --model "$GGUF" --prompt hi --kv-cache-dtype q8_0
 expect_error info_unknown_flag         info --model "$GGUF" --verbose-please
+expect_error backend_bad_isa           generate --model "$GGUF" --prompt hi --isa sse9
+expect_error backend_isa_no_value      info --model "$GGUF" --isa
+expect_ok    backend_flags_accepted    3 info --model "$GGUF" --isa scalar --no-amx --no-huge-pages
+expect_error spec_unknown_method       generate --model "$GGUF" --prompt hi --speculative-method magic
+expect_error spec_mtp_not_yet          generate --model "$GGUF" --prompt hi --speculative-method mtp
+expect_error spec_k_out_of_range       generate --model "$GGUF" --prompt hi --speculative-method ngram --num-speculative-tokens 99
+expect_error spec_k_without_method     generate --model "$GGUF" --prompt hi --num-speculative-tokens 3
+expect_error spec_bad_schedule         generate --model "$GGUF" --prompt hi --speculative-method ngram --spec-schedule greedy
 expect_error synth_unknown_arch        synth --arch nosucharch --preset tiny --dtype f32 --seed 1 --format hf --out "$TMP/x"
 expect_error synth_unknown_preset      synth --arch llama --preset galactic --dtype f32 --seed 1 --format hf --out "$TMP/y"
 expect_error synth_bad_format          synth --arch llama --preset tiny --dtype f32 --seed 1 --format zip --out "$TMP/z"

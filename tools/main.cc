@@ -4,6 +4,7 @@
 #include <new>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/backend_config.h"
@@ -32,15 +33,52 @@ const Command kCommands[] = {
 void PrintUsage(FILE* out) {
   std::fprintf(out, "usage: deepinfer COMMAND [flags]\n\ncommands:\n");
   for (const auto& c : kCommands) std::fprintf(out, "  %-12s %s\n", c.name, c.summary);
-  std::fprintf(out, "\nRun 'deepinfer COMMAND --help' for a command's flags.\n");
+  std::fprintf(out,
+               "\nRun 'deepinfer COMMAND --help' for a command's flags.\n"
+               "Backend flags, for every command (override DEEPINFER_ISA / _AMX / _HUGE_PAGES):\n"
+               "  --isa scalar|avx2|avx512   force a kernel level (default: the best the CPU has)\n"
+               "  --no-amx                   the AVX-512 kernels instead of AMX tiles\n"
+               "  --no-huge-pages            packed weights on plain 4 KiB pages\n");
+}
+
+// Takes the backend flags out of `args` (anywhere after the command) into
+// *config, over what the environment said. False, with a message, for a bad
+// --isa.
+bool TakeBackendFlags(std::vector<std::string>* args, deepinfer::cpu::BackendConfig* config) {
+  std::vector<std::string> rest;
+  for (size_t i = 0; i < args->size(); ++i) {
+    const std::string& a = (*args)[i];
+    if (a == "--no-amx") {
+      config->amx = false;
+    } else if (a == "--no-huge-pages") {
+      config->huge_pages = false;
+    } else if (a == "--isa" || a.rfind("--isa=", 0) == 0) {
+      std::string value;
+      if (a == "--isa") {
+        if (i + 1 >= args->size()) {
+          std::fprintf(stderr, "deepinfer: --isa needs a value (scalar, avx2 or avx512)\n");
+          return false;
+        }
+        value = (*args)[++i];
+      } else {
+        value = a.substr(6);
+      }
+      config->isa = deepinfer::cpu::IsaFromName(value);
+      if (!config->isa) {
+        std::fprintf(stderr, "deepinfer: --isa must be scalar, avx2 or avx512 (got '%s')\n", value.c_str());
+        return false;
+      }
+    } else {
+      rest.push_back(a);
+    }
+  }
+  *args = std::move(rest);
+  return true;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  // The backend's settings (DEEPINFER_ISA, DEEPINFER_AMX, DEEPINFER_HUGE_PAGES), read once, before any
-  // kernel.
-  deepinfer::cpu::ApplyBackendConfig(deepinfer::cpu::BackendConfigFromEnv());
   if (argc < 2) {
     PrintUsage(stderr);
     return 2;
@@ -50,7 +88,13 @@ int main(int argc, char** argv) {
     PrintUsage(stdout);
     return 0;
   }
-  deepinfer::tools::Args args(argv + 2, argv + argc);
+  std::vector<std::string> raw(argv + 2, argv + argc);
+  // The backend's settings: the environment (DEEPINFER_ISA, DEEPINFER_AMX,
+  // DEEPINFER_HUGE_PAGES), then the flags, applied once before any kernel.
+  deepinfer::cpu::BackendConfig backend = deepinfer::cpu::BackendConfigFromEnv();
+  if (!TakeBackendFlags(&raw, &backend)) return 2;
+  deepinfer::cpu::ApplyBackendConfig(backend);
+  deepinfer::tools::Args args(raw.begin(), raw.end());
   for (const auto& c : kCommands) {
     if (name != c.name) continue;
     // The last line of defence for resources the OS refuses deep inside a

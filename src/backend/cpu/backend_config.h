@@ -5,6 +5,8 @@
 // entry point - `deepinfer`'s main, a benchmark's main, the tests' main -
 // before the first kernel runs. Nothing below reads the environment.
 //
+// The `deepinfer` CLI also takes --isa, --no-amx and --no-huge-pages on
+// every command (tools/main.cc), over the environment.
 // Environment variables (docs/kernels.md):
 //   DEEPINFER_ISA=scalar|avx2|avx512  force a level (tests, benchmarks)
 //   DEEPINFER_AMX=0                   the AVX-512 kernels instead of AMX

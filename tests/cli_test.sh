@@ -104,6 +104,9 @@ expect_error bench_unknown_kv_dtype    bench --model "$GGUF" --kv-cache-dtype un
 # stories260K's KV head rows are 8 wide: q8_0 (blocks of 32) cannot hold them.
 expect_error generate_q8_0_kv_narrow_heads generate --model "$GGUF" --prompt hi --kv-cache-dtype q8_0
 expect_error info_unknown_flag         info --model "$GGUF" --verbose-please
+expect_error tokenizer_missing_path    generate --model "$HF_STORIES" --tokenizer "$TMP/no/such/tokenizer.json" --prompt hi
+expect_error tokenizer_vocab_too_big   generate --model "$GGUF" --tokenizer "$SHARED/models/tokenizers/qwen3" --prompt hi
+expect_ok    tokenizer_from_gguf       1 generate --model "$HF_STORIES" --tokenizer "$GGUF" --prompt "Once upon a time" --max-tokens 8 --temperature 0
 expect_error backend_bad_isa           generate --model "$GGUF" --prompt hi --isa sse9
 expect_error backend_isa_no_value      info --model "$GGUF" --isa
 expect_ok    backend_flags_accepted    3 info --model "$GGUF" --isa scalar --no-amx --no-huge-pages

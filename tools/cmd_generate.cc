@@ -37,7 +37,8 @@ namespace deepinfer::tools {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: deepinfer generate --model PATH (--prompt TEXT | --prompt-file F) [--max-tokens N]\n"
+    "usage: deepinfer generate --model PATH [--tokenizer PATH] (--prompt TEXT | --prompt-file F)\n"
+    "         [--max-tokens N]\n"
     "         [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--threads N]\n"
     "         [--prefill-chunk N] [--ignore-eos] [--verbose] [--kv-cache-dtype auto|f32|f16|bf16|q8_0]\n"
     "         [--json-schema F|JSON | --json-object | --regex R | --grammar F | --choice A,B]\n"
@@ -48,6 +49,7 @@ constexpr int32_t kBlockSize = 16;
 
 struct GenerateOptions {
   std::string model_path;
+  std::string tokenizer_path;  // --tokenizer: a .gguf / tokenizer.json / folder; "" = the checkpoint's
   std::string prompt;
   int64_t max_tokens = 128;
   int64_t prefill_chunk = 512;
@@ -62,9 +64,9 @@ struct GenerateOptions {
 };
 
 StatusOr<GenerateOptions> ParseOptions(const Args& args) {
-  std::set<std::string> value_flags = {"model",       "prompt",  "prompt-file",   "max-tokens",
-                                       "temperature", "top-k",   "top-p",         "min-p",
-                                       "seed",        "threads", "prefill-chunk", "kv-cache-dtype"};
+  std::set<std::string> value_flags = {
+      "model", "tokenizer", "prompt", "prompt-file", "max-tokens",    "temperature",   "top-k",
+      "top-p", "min-p",     "seed",   "threads",     "prefill-chunk", "kv-cache-dtype"};
   std::set<std::string> bool_flags = {"ignore-eos", "verbose", "help"};
   value_flags.insert(StructuredValueFlags().begin(), StructuredValueFlags().end());
   bool_flags.insert(StructuredBoolFlags().begin(), StructuredBoolFlags().end());
@@ -74,6 +76,7 @@ StatusOr<GenerateOptions> ParseOptions(const Args& args) {
   if (flags.Has("help")) return InvalidArgument(kUsage);
   GenerateOptions o;
   DI_ASSIGN_OR_RETURN(o.model_path, flags.Required("model"));
+  o.tokenizer_path = flags.GetString("tokenizer");
   if (flags.Has("prompt") == flags.Has("prompt-file")) {
     return InvalidArgument("give exactly one of --prompt or --prompt-file");
   }
@@ -233,11 +236,13 @@ int RunGenerate(const Args& args) {
   if (!options->verbose) SetLogLevel(LogLevel::kWarning);
   LoadOptions load;
   load.num_threads = options->threads;
+  load.tokenizer_path = options->tokenizer_path;
   auto loaded = LoadModel(options->model_path, load);
   if (!loaded.ok()) return Fail("generate", loaded.status().message());
   if (!loaded->tokenizer) {
     return Fail("generate", options->model_path +
-                                ": checkpoint has no tokenizer (tokenizer.json); use 'score' with token ids");
+                                ": checkpoint has no tokenizer (tokenizer.json); pass --tokenizer PATH, or "
+                                "use 'score' with token ids");
   }
   std::unique_ptr<TokenConstraint> constraint, checker;
   if (options->constrained) {

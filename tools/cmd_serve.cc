@@ -32,7 +32,8 @@ namespace deepinfer::tools {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: deepinfer serve --model PATH [--host 127.0.0.1] [--port 8000] [--api-key KEY]\n"
+    "usage: deepinfer serve --model PATH [--tokenizer PATH] [--host 127.0.0.1] [--port 8000] [--api-key "
+    "KEY]\n"
     "         [--served-model-name NAME] [--max-num-seqs N] [--max-model-len L]\n"
     "         [--max-num-batched-tokens T] [--kv-cache-memory BYTES] [--block-size 16] [--threads N]\n"
     "         [--kv-cache-dtype auto|f32|f16|bf16|q8_0 (default auto: the faster 16-bit type)]\n"
@@ -44,6 +45,7 @@ constexpr const char* kUsage =
 
 struct ServeOptions {
   std::string model_path;
+  std::string tokenizer_path;  // --tokenizer: a .gguf / tokenizer.json / folder; "" = the checkpoint's
   std::string chat_template_file;
   int threads = 0;
   bool batch_invariant = false;
@@ -82,6 +84,7 @@ StatusOr<int64_t> ParseBytes(const std::string& flag, const std::string& text) {
 
 StatusOr<ServeOptions> ParseOptions(const Args& args) {
   std::set<std::string> value_flags = {"model",
+                                       "tokenizer",
                                        "host",
                                        "port",
                                        "api-key",
@@ -109,6 +112,7 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
   if (flags.Has("help")) return InvalidArgument(kUsage);
   ServeOptions o;
   DI_ASSIGN_OR_RETURN(o.model_path, flags.Required("model"));
+  o.tokenizer_path = flags.GetString("tokenizer");
   o.http.host = flags.GetString("host", "127.0.0.1");
   DI_ASSIGN_OR_RETURN(int64_t port, flags.GetInt("port", 8000));
   if (port < 0 || port > 65535) return InvalidArgument("--port must be in [0, 65535]");
@@ -280,9 +284,11 @@ int Serve(ServeOptions o) {
   if (o.batch_invariant) setenv("DEEPINFER_BATCH_INVARIANT", "1", 1);  // the seed system's switch
   LoadOptions load;
   load.num_threads = o.threads;
+  load.tokenizer_path = o.tokenizer_path;
   auto loaded = LoadModel(o.model_path, load);
   if (!loaded.ok()) return Fail("serve", loaded.status().message());
-  if (!loaded->tokenizer) return Fail("serve", o.model_path + ": checkpoint has no tokenizer");
+  if (!loaded->tokenizer)
+    return Fail("serve", o.model_path + ": checkpoint has no tokenizer; pass --tokenizer PATH");
   const int64_t context = loaded->model->config().max_position;
   if (o.engine.scheduler.max_model_len <= 0) {
     o.engine.scheduler.max_model_len = context;

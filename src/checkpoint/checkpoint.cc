@@ -43,6 +43,22 @@ Status CheckLayersFitTensors(const ModelConfig& config, const WeightStore& weigh
   return Status::Ok();
 }
 
+// --tokenizer PATH: a .gguf file, a tokenizer.json[.gz] or a folder with one.
+StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizerFrom(const std::string& path) {
+  if (IsDirectory(path)) return Tokenizer::FromHfDir(path);
+  if (!IsFile(path)) return NotFound("--tokenizer: no such file or folder: " + path);
+  auto ends_with = [&](const std::string& suffix) {
+    return path.size() >= suffix.size() &&
+           path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with(".json") || ends_with(".json.gz")) return Tokenizer::FromHfFile(path);
+  DI_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> gguf, GgufFile::Open(path));
+  if (gguf->Find("tokenizer.ggml.model") == nullptr) {
+    return InvalidArgument("--tokenizer " + path + ": the GGUF file holds no tokenizer.ggml.* metadata");
+  }
+  return Tokenizer::FromGguf(*gguf);
+}
+
 StatusOr<LoadedModel> LoadGguf(const std::string& path, const LoadOptions& options) {
   DI_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(path));
   std::shared_ptr<const GgufFile> gguf(std::move(file));
@@ -142,6 +158,21 @@ LoadedModel::LoadedModel(LoadedModel&&) noexcept = default;
 LoadedModel& LoadedModel::operator=(LoadedModel&&) noexcept = default;
 
 StatusOr<LoadedModel> LoadModel(const std::string& path, const LoadOptions& options) {
+  if (options.load_tokenizer && !options.tokenizer_path.empty()) {
+    LoadOptions without = options;
+    without.load_tokenizer = false;
+    DI_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(path, without));
+    StatusOr<std::unique_ptr<Tokenizer>> tok = LoadTokenizerFrom(options.tokenizer_path);
+    if (!tok.ok()) return tok.status().WithContext("--tokenizer " + options.tokenizer_path);
+    const int64_t model_vocab = loaded.model->config().vocab_size;
+    if ((*tok)->vocab_size() > model_vocab) {
+      return InvalidArgument("--tokenizer " + options.tokenizer_path + ": its vocabulary has " +
+                             std::to_string((*tok)->vocab_size()) + " tokens, the model's only " +
+                             std::to_string(model_vocab));
+    }
+    loaded.tokenizer = std::move(tok).value();
+    return loaded;
+  }
   if (IsDirectory(path)) {
     return LoadHfDir(path, options);
   }

@@ -31,6 +31,10 @@ struct LoadOptions {
   // false: skip the tokenizer (LoadedModel::tokenizer stays null), for tools
   // that work on token ids only (`deepinfer score`).
   bool load_tokenizer = true;
+  // The tokenizer from elsewhere (--tokenizer, as vLLM has it): a .gguf with
+  // tokenizer metadata, a tokenizer.json[.gz], or a folder holding one.
+  // Empty: the checkpoint's own. Its vocabulary must fit the model's.
+  std::string tokenizer_path;
 };
 
 struct LoadedModel {

@@ -69,6 +69,30 @@ TEST(Checkpoint, HfDirectoryWithAndWithoutTokenizer) {
   EXPECT_NE(without->Describe().find("tokenizer: none"), std::string::npos) << without->Describe();
 }
 
+// --tokenizer: stories260K-mtp ships weights only; the stories260K GGUF's
+// vocabulary (the same tok512) serves it. A vocabulary larger than the
+// model's, or a path that holds no tokenizer, is a load error.
+TEST(Checkpoint, TokenizerFromElsewhere) {
+  LoadOptions options;
+  options.num_threads = 2;
+  options.tokenizer_path = kModels + "/gguf/stories260K.gguf";
+  auto mtp = LoadModel(kModels + "/stories260K-mtp", options);
+  ASSERT_TRUE(mtp.ok()) << mtp.status().ToString();
+  ASSERT_NE(mtp->tokenizer, nullptr);
+  EXPECT_EQ(mtp->tokenizer->Encode("Once upon a time", true, false),
+            (std::vector<int32_t>{1, 403, 407, 261, 378}));
+
+  options.tokenizer_path = kModels + "/tokenizers/qwen3";  // 151k tokens for a 512-token model
+  auto too_big = LoadModel(kModels + "/gguf/stories260K.gguf", options);
+  ASSERT_FALSE(too_big.ok());
+  EXPECT_NE(too_big.status().message().find("vocabulary"), std::string::npos) << too_big.status().ToString();
+
+  options.tokenizer_path = kModels + "/no/such/tokenizer.json";
+  auto missing = LoadModel(kModels + "/gguf/stories260K.gguf", options);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound) << missing.status().ToString();
+}
+
 TEST(Checkpoint, LoadErrors) {
   LoadOptions options;
   auto missing = LoadModel(kModels + "/no/such/model.gguf", options);

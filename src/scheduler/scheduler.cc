@@ -75,7 +75,8 @@ Status Scheduler::AddRequest(RequestParams params) {
   r.num_prompt_tokens = static_cast<int64_t>(params.prompt_tokens.size());
   r.tokens = std::move(params.prompt_tokens);
   waiting_.insert(KeyOf(r));
-  requests_.emplace(r.id, std::make_shared<Request>(std::move(r)));
+  const RequestId id = r.id;
+  requests_.emplace(id, std::make_shared<Request>(std::move(r)));
   return Status::Ok();
 }
 

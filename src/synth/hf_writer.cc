@@ -2,10 +2,11 @@
 // tokenizer.json, tokenizer_config.json, generation_config.json.
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/check.h"
 #include "io/safetensors.h"
+#include "model/registry.h"
 #include "synth/internal.h"
 #include "synth/vocab.h"
 
@@ -26,21 +27,12 @@ const char* TorchDType(DType t) {
 }
 
 json ConfigJson(const SynthSpec& s, DType dtype) {
-  static const std::map<std::string, std::pair<const char*, const char*>> kNames = {
-      {"llama", {"LlamaForCausalLM", "llama"}},
-      {"mistral", {"MistralForCausalLM", "mistral"}},
-      {"qwen2", {"Qwen2ForCausalLM", "qwen2"}},
-      {"qwen3", {"Qwen3ForCausalLM", "qwen3"}},
-      {"mixtral", {"MixtralForCausalLM", "mixtral"}},
-      {"qwen2_moe", {"Qwen2MoeForCausalLM", "qwen2_moe"}},
-      {"qwen3_moe", {"Qwen3MoeForCausalLM", "qwen3_moe"}},
-      {"deepseek_v2", {"DeepseekV2ForCausalLM", "deepseek_v2"}},
-      {"deepseek_v3", {"DeepseekV3ForCausalLM", "deepseek_v3"}},
-  };
-  const auto& names = kNames.at(s.arch);
+  // The names come from the architecture registry, as the loader reads them.
+  const ArchitectureSpec* spec = FindArchitectureByName(s.arch);
+  DI_CHECK_MSG(spec != nullptr, "synth: an unregistered architecture reached the HF writer");
   json j;
-  j["architectures"] = {names.first};
-  j["model_type"] = names.second;
+  j["architectures"] = {spec->hf_class};
+  j["model_type"] = spec->name;
   j["hidden_size"] = s.hidden;
   j["intermediate_size"] = s.ffn;
   j["num_hidden_layers"] = s.layers;

@@ -8,8 +8,10 @@
 #include <thread>
 #include <vector>
 
+#include "core/check.h"
 #include "io/gguf.h"
 #include "model/deepseek_gguf.h"
+#include "model/registry.h"
 #include "synth/internal.h"
 #include "synth/vocab.h"
 #include "tensor/dequant.h"
@@ -85,13 +87,13 @@ std::vector<float> Llama3RopeFactors(const SynthSpec& s) {
   return out;
 }
 
-// llama.cpp's architecture names (Mistral and Mixtral are written as llama).
+// llama.cpp's architecture name, from the registry; Mistral is written as
+// llama, as llama.cpp's converter does for Mistral checkpoints.
 std::string GgufArch(const SynthSpec& s) {
-  if (s.arch == "mistral" || s.arch == "mixtral") return "llama";
-  if (s.kv_lora > 0) return "deepseek2";
-  if (s.arch == "qwen2_moe") return "qwen2moe";
-  if (s.arch == "qwen3_moe") return "qwen3moe";
-  return s.arch;
+  if (s.arch == "mistral") return "llama";
+  const ArchitectureSpec* spec = FindArchitectureByName(s.arch);
+  DI_CHECK_MSG(spec != nullptr, "synth: an unregistered architecture reached the GGUF writer");
+  return spec->gguf_name;
 }
 
 // The deepseek2 keys (model/deepseek_gguf.h) of a DeepSeek synth model.

@@ -431,13 +431,15 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 };
 
 void SessionWriter::Post(std::string bytes, bool ends_response, bool close_connection) {
-  std::shared_ptr<HttpSession> session;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (ended_ || !session_) return;
-    if (ends_response) ended_ = true;
-    session = session_;
-  }
+  // The lock is held until the post is done and the strand handle is gone:
+  // Release (HttpServer::Stop, before the io_context is destroyed) then
+  // waits for a Post in flight on an engine thread, and every later Post
+  // returns here. net::post never runs the handler inline, so nothing below
+  // takes mu_ again.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ended_ || !session_) return;
+  if (ends_response) ended_ = true;
+  std::shared_ptr<HttpSession> session = session_;
   net::any_io_executor strand = session->StrandExecutor();  // before `session` moves into the handler
   net::post(strand,
             [s = std::move(session), b = std::move(bytes), ends_response, close_connection]() mutable {

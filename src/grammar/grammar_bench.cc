@@ -17,6 +17,7 @@
 
 #include "grammar/compiler.h"
 #include "grammar/matcher.h"
+#include "grammar/testing/bench_util.h"
 #include "grammar/testing/vocab_loader.h"
 
 using namespace deepinfer;
@@ -35,33 +36,6 @@ double NowUs() {
 double WallUs() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-std::vector<int32_t> GreedyTokenize(const Vocabulary& v, const std::string& text) {
-  std::unordered_map<std::string, int32_t> by_bytes;
-  for (int32_t id : v.sorted_ids()) by_bytes.emplace(v.token(id), id);
-  std::vector<int32_t> out;
-  size_t max_len = v.max_token_length();
-  for (size_t i = 0; i < text.size();) {
-    size_t len = std::min(max_len, text.size() - i);
-    for (; len > 0; --len) {
-      auto it = by_bytes.find(text.substr(i, len));
-      if (it != by_bytes.end()) {
-        out.push_back(it->second);
-        break;
-      }
-    }
-    if (len == 0) return {};
-    i += len;
-  }
-  return out;
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * (v.size() - 1) + 0.5);
-  return v[i];
 }
 
 struct Case {
@@ -128,6 +102,7 @@ int main(int argc, char** argv) {
     compiler.WarmUp();
     std::printf("warm-up (any-JSON mask cache, once per vocabulary): %.1f ms\n", (NowUs() - w0) / 1000);
   }
+  const std::unordered_map<std::string, int32_t> by_bytes = testing::TokensByBytes(**vocab);
   for (const Case& c : kCases) {
     double t0 = NowUs();
     GrammarCompiler::Result r = std::string(c.kind) == "json"    ? compiler.CompileJsonSchema(c.source)
@@ -139,7 +114,7 @@ int main(int argc, char** argv) {
       continue;
     }
     compiles.push_back(compile_us);
-    std::vector<int32_t> tokens = GreedyTokenize(**vocab, c.instance);
+    std::vector<int32_t> tokens = testing::GreedyTokenize(by_bytes, (*vocab)->max_token_length(), c.instance);
     TokenBitmask mask((*vocab)->size());
     std::vector<double> runs[2];
     bool ok = true;
@@ -162,17 +137,19 @@ int main(int argc, char** argv) {
     all_cold.insert(all_cold.end(), runs[0].begin(), runs[0].end());
     all_warm.insert(all_warm.end(), runs[1].begin(), runs[1].end());
     std::printf("%-12s %7.2fms %9s %6zu | %7.1fus %7.1fus %7.1fus | %7.1fus %7.1fus %7.1fus\n", c.name,
-                compile_us / 1000, precompute ? "incl." : "lazy", tokens.size(), Percentile(runs[0], 0.5),
-                Percentile(runs[0], 0.99), Percentile(runs[0], 1.0), Percentile(runs[1], 0.5),
-                Percentile(runs[1], 0.99), Percentile(runs[1], 1.0));
+                compile_us / 1000, precompute ? "incl." : "lazy", tokens.size(),
+                testing::Percentile(runs[0], 0.5), testing::Percentile(runs[0], 0.99),
+                testing::Percentile(runs[0], 1.0), testing::Percentile(runs[1], 0.5),
+                testing::Percentile(runs[1], 0.99), testing::Percentile(runs[1], 1.0));
   }
   std::printf(
       "ALL          compile p50 %.2fms max %.2fms | cold p50 %.1fus p99 %.1fus | warm p50 %.1fus p99 %.1fus "
       "max %.1fus\n",
-      Percentile(compiles, 0.5) / 1000, Percentile(compiles, 1.0) / 1000, Percentile(all_cold, 0.5),
-      Percentile(all_cold, 0.99), Percentile(all_warm, 0.5), Percentile(all_warm, 0.99),
-      Percentile(all_warm, 1.0));
+      testing::Percentile(compiles, 0.5) / 1000, testing::Percentile(compiles, 1.0) / 1000,
+      testing::Percentile(all_cold, 0.5), testing::Percentile(all_cold, 0.99),
+      testing::Percentile(all_warm, 0.5), testing::Percentile(all_warm, 0.99),
+      testing::Percentile(all_warm, 1.0));
   std::printf("(times are thread CPU time; warm wall-clock p50 %.1fus p99 %.1fus)\n",
-              Percentile(all_warm_wall, 0.5), Percentile(all_warm_wall, 0.99));
+              testing::Percentile(all_warm_wall, 0.5), testing::Percentile(all_warm_wall, 0.99));
   return 0;
 }

@@ -22,6 +22,7 @@
 
 #include "grammar/compiler.h"
 #include "grammar/matcher.h"
+#include "grammar/testing/bench_util.h"
 #include "grammar/testing/vocab_loader.h"
 
 using namespace deepinfer;
@@ -33,30 +34,6 @@ double NowUs() {
   timespec t;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
-std::vector<int32_t> GreedyTokenize(const std::unordered_map<std::string, int32_t>& by_bytes, size_t max_len,
-                                    const std::string& text) {
-  std::vector<int32_t> out;
-  for (size_t i = 0; i < text.size();) {
-    size_t len = std::min(max_len, text.size() - i);
-    for (; len > 0; --len) {
-      auto it = by_bytes.find(text.substr(i, len));
-      if (it != by_bytes.end()) {
-        out.push_back(it->second);
-        break;
-      }
-    }
-    if (len == 0) return {};
-    i += len;
-  }
-  return out;
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(std::lround(p * static_cast<double>(v.size() - 1)))];
 }
 
 // Walks `tokens` then EOS under the mask; true if all are allowed.
@@ -87,8 +64,7 @@ int Run(int argc, char** argv) {
   std::stringstream ss;
   ss << in.rdbuf();
   nlohmann::ordered_json corpus = nlohmann::ordered_json::parse(ss.str());
-  std::unordered_map<std::string, int32_t> by_bytes;
-  for (int32_t id : (*vocab)->sorted_ids()) by_bytes.emplace((*vocab)->token(id), id);
+  const std::unordered_map<std::string, int32_t> by_bytes = testing::TokensByBytes(**vocab);
   GrammarCompiler compiler(*vocab);
   std::vector<double> compiles, p99s;
   int passed = 0, over_1ms = 0;
@@ -103,25 +79,27 @@ int Run(int argc, char** argv) {
     }
     compiles.push_back(compile_us);
     std::vector<double> mask_us;
-    bool valid_ok =
-        Walk(*g, GreedyTokenize(by_bytes, (*vocab)->max_token_length(), entry["valid"].dump()), &mask_us);
+    bool valid_ok = Walk(
+        *g, testing::GreedyTokenize(by_bytes, (*vocab)->max_token_length(), entry["valid"].dump()), &mask_us);
     bool invalid_ok =
-        Walk(*g, GreedyTokenize(by_bytes, (*vocab)->max_token_length(), entry["invalid"].dump()), nullptr);
-    double p99 = Percentile(mask_us, 0.99);
+        Walk(*g, testing::GreedyTokenize(by_bytes, (*vocab)->max_token_length(), entry["invalid"].dump()),
+             nullptr);
+    double p99 = testing::Percentile(mask_us, 0.99);
     p99s.push_back(p99);
     over_1ms += p99 > 1000;
     bool pass = valid_ok && !invalid_ok;
     passed += pass;
     std::printf("%-36s compile %7.2fms  mask p50 %7.1fus p99 %7.1fus max %7.1fus  %s\n", name.c_str(),
-                compile_us / 1000, Percentile(mask_us, 0.5), p99, Percentile(mask_us, 1.0),
+                compile_us / 1000, testing::Percentile(mask_us, 0.5), p99, testing::Percentile(mask_us, 1.0),
                 pass ? "pass" : (valid_ok ? "FAIL (accepts invalid)" : "FAIL (rejects valid)"));
   }
   std::printf("vocabulary %s (%zu tokens)\n", path.c_str(), (*vocab)->size());
   std::printf(
       "pass %d / %zu; compile p50 %.2fms max %.2fms; per-schema cold mask p99: median %.1fus max %.1fus; "
       "schemas with p99 > 1ms: %d\n",
-      passed, corpus.size(), Percentile(compiles, 0.5) / 1000, Percentile(compiles, 1.0) / 1000,
-      Percentile(p99s, 0.5), Percentile(p99s, 1.0), over_1ms);
+      passed, corpus.size(), testing::Percentile(compiles, 0.5) / 1000,
+      testing::Percentile(compiles, 1.0) / 1000, testing::Percentile(p99s, 0.5),
+      testing::Percentile(p99s, 1.0), over_1ms);
   return 0;
 }
 

@@ -198,6 +198,7 @@ bool EngineImpl::AbortLocked(RequestId id, FinishReason reason, const std::strin
   StatusOr<Request> aborted = scheduler_->Abort(id, reason);
   if (!aborted.ok()) return false;
   contexts_.erase(id);
+  draft_confidence_.erase(id);
   ++requests_finished_total_;
   OutputItem item;
   item.id = id;

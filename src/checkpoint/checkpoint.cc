@@ -47,11 +47,7 @@ Status CheckLayersFitTensors(const ModelConfig& config, const WeightStore& weigh
 StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizerFrom(const std::string& path) {
   if (IsDirectory(path)) return Tokenizer::FromHfDir(path);
   if (!IsFile(path)) return NotFound("--tokenizer: no such file or folder: " + path);
-  auto ends_with = [&](const std::string& suffix) {
-    return path.size() >= suffix.size() &&
-           path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  if (ends_with(".json") || ends_with(".json.gz")) return Tokenizer::FromHfFile(path);
+  if (path.ends_with(".json") || path.ends_with(".json.gz")) return Tokenizer::FromHfFile(path);
   DI_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> gguf, GgufFile::Open(path));
   if (gguf->Find("tokenizer.ggml.model") == nullptr) {
     return InvalidArgument("--tokenizer " + path + ": the GGUF file holds no tokenizer.ggml.* metadata");

@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/sanitizers.h"
+
 namespace deepinfer {
 namespace {
 
@@ -126,13 +128,8 @@ TEST(ThreadPoolTest, CallerTakesTheChunksOfASlowWorker) {
 // joinable std::thread. Run in a child process: the limit must not touch
 // the test binary.
 TEST(ThreadPoolDeathTest, ThreadCreationFailureThrowsCleanly) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "the sanitizers' shadow memory needs more address space than the limit this test sets";
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-  GTEST_SKIP() << "the sanitizers' shadow memory needs more address space than the limit this test sets";
-#endif
-#endif
+  if (kUnderSanitizer)
+    GTEST_SKIP() << "the sanitizers' shadow memory needs more address space than the limit this test sets";
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {

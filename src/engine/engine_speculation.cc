@@ -23,7 +23,9 @@ void EngineImpl::CommitSpeculationLocked(const StepResult& result) {
     drafts_in_step += row.num_drafts;
     ++spec_verifications_;
     const auto accepted = static_cast<int32_t>(std::min<size_t>(row.tokens.size() - 1, row.num_drafts));
-    const std::vector<float>& raw = draft_confidence_[row.request_id];
+    const auto found = draft_confidence_.find(row.request_id);
+    const std::vector<float> none;
+    const std::vector<float>& raw = found != draft_confidence_.end() ? found->second : none;
     for (int32_t d = 0; d < accepted; ++d) ++spec_accepted_per_position_[static_cast<size_t>(d)];
     // Depth d is a trial only when drafts 0..d-1 were accepted.
     for (int32_t d = 0; d <= accepted && d < row.num_drafts; ++d) {

@@ -25,14 +25,6 @@ using namespace deepinfer::grammar;
 
 namespace {
 
-// Thread CPU time: the mask is single-threaded CPU work, and on a shared,
-// overloaded machine wall time mostly measures the scheduler.
-double NowUs() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
 double WallUs() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
@@ -98,17 +90,18 @@ int main(int argc, char** argv) {
   copts.precompute = precompute;
   GrammarCompiler compiler(*vocab, copts);
   if (warmup) {
-    double w0 = NowUs();
+    double w0 = testing::ThreadCpuMicros();
     compiler.WarmUp();
-    std::printf("warm-up (any-JSON mask cache, once per vocabulary): %.1f ms\n", (NowUs() - w0) / 1000);
+    std::printf("warm-up (any-JSON mask cache, once per vocabulary): %.1f ms\n",
+                (testing::ThreadCpuMicros() - w0) / 1000);
   }
   const std::unordered_map<std::string, int32_t> by_bytes = testing::TokensByBytes(**vocab);
   for (const Case& c : kCases) {
-    double t0 = NowUs();
+    double t0 = testing::ThreadCpuMicros();
     GrammarCompiler::Result r = std::string(c.kind) == "json"    ? compiler.CompileJsonSchema(c.source)
                                 : std::string(c.kind) == "regex" ? compiler.CompileRegex(c.source)
                                                                  : compiler.CompileGbnf(c.source);
-    double compile_us = NowUs() - t0;
+    double compile_us = testing::ThreadCpuMicros() - t0;
     if (!r.ok()) {
       std::printf("%-12s compile error: %s\n", c.name, r.status().ToString().c_str());
       continue;
@@ -121,9 +114,9 @@ int main(int argc, char** argv) {
     for (int run = 0; run < 2; ++run) {
       GrammarMatcher m(*r);
       for (size_t i = 0; i <= tokens.size(); ++i) {
-        double s = NowUs(), w = WallUs();
+        double s = testing::ThreadCpuMicros(), w = WallUs();
         m.FillNextTokenBitmask(&mask);
-        runs[run].push_back(NowUs() - s);
+        runs[run].push_back(testing::ThreadCpuMicros() - s);
         if (run == 1) all_warm_wall.push_back(WallUs() - w);
         int32_t next = i < tokens.size() ? tokens[i] : (*vocab)->eos_ids()[0];
         if (!mask.Test(next) || !m.AcceptToken(next)) {

@@ -80,12 +80,17 @@ double MaxRel(const std::vector<float>& a, const std::vector<float>& b) {
 
 class DeepseekTest : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(DeepseekTest, AbsorbedMlaEqualsNaiveAndCacheHoldsOnlyTheLatent) {
-  const std::string dir = SynthDir(GetParam(), "tiny-hybrid-swa");
+// The model of a checkpoint, on 2 threads, without its tokenizer.
+StatusOr<LoadedModel> LoadWeightsOnly(const std::string& dir) {
   LoadOptions opts;
   opts.load_tokenizer = false;
   opts.num_threads = 2;
-  auto loaded = LoadModel(dir, opts);
+  return LoadModel(dir, opts);
+}
+
+TEST_P(DeepseekTest, AbsorbedMlaEqualsNaiveAndCacheHoldsOnlyTheLatent) {
+  const std::string dir = SynthDir(GetParam(), "tiny-hybrid-swa");
+  auto loaded = LoadWeightsOnly(dir);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   Model& m = *loaded->model;
   const ModelConfig& c = m.config();
@@ -104,10 +109,7 @@ TEST_P(DeepseekTest, AbsorbedMlaEqualsNaiveAndCacheHoldsOnlyTheLatent) {
 
 TEST_P(DeepseekTest, DecodeRowsAreBatchInvariant) {
   const std::string dir = SynthDir(GetParam(), "tiny");
-  LoadOptions opts;
-  opts.load_tokenizer = false;
-  opts.num_threads = 2;
-  auto loaded = LoadModel(dir, opts);
+  auto loaded = LoadWeightsOnly(dir);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   Model& m = *loaded->model;
   const int64_t vocab = m.config().vocab_size;
@@ -133,10 +135,7 @@ TEST_P(DeepseekTest, DecodeRowsAreBatchInvariant) {
 // are the same bits alone and next to another sequence.
 TEST_P(DeepseekTest, DecodeRowsAreBatchInvariantInEveryKvDType) {
   const std::string dir = SynthDir(GetParam(), "tiny");
-  LoadOptions opts;
-  opts.load_tokenizer = false;
-  opts.num_threads = 2;
-  auto loaded = LoadModel(dir, opts);
+  auto loaded = LoadWeightsOnly(dir);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   Model& m = *loaded->model;
   const int64_t vocab = m.config().vocab_size;
@@ -167,10 +166,7 @@ INSTANTIATE_TEST_SUITE_P(Archs, DeepseekTest, ::testing::Values("deepseek_v2", "
 // The V3 MTP layer (MLA + MoE block) at depth 1 against deepseek_ref.py.
 TEST(DeepseekMtpTest, MatchesNumpyReference) {
   const std::string dir = SynthDir("deepseek_v3", "tiny");
-  LoadOptions opts;
-  opts.load_tokenizer = false;
-  opts.num_threads = 2;
-  auto loaded = LoadModel(dir, opts);
+  auto loaded = LoadWeightsOnly(dir);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   Model& m = *loaded->model;
   const ModelConfig& c = m.config();

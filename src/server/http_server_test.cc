@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 #include <boost/asio.hpp>
 
+#include "core/sanitizers.h"
 #include "server/fake_engine_test_util.h"
 #include "server/http_server.h"
 
@@ -24,17 +25,7 @@ namespace {
 
 // Wall-clock bounds that guard against regressions of whole seconds are
 // widened in sanitizer builds (several times slower on byte-heavy work).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr double kSanitizerSlowdown = 8.0;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr double kSanitizerSlowdown = 8.0;
-#else
-constexpr double kSanitizerSlowdown = 1.0;
-#endif
-#else
-constexpr double kSanitizerSlowdown = 1.0;
-#endif
+constexpr double kSanitizerSlowdown = kUnderSanitizer ? 8.0 : 1.0;
 
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
@@ -458,13 +449,8 @@ double ProcessCpuSeconds() {
 // of retrying at once (which spun a core), and serves the waiting client once
 // a descriptor is free again.
 TEST_F(HttpServerTest, AcceptBacksOffOnEmfile) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "the sanitizers' runtime needs descriptors of its own (it probes memory through a pipe)";
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-  GTEST_SKIP() << "the sanitizers' runtime needs descriptors of its own (it probes memory through a pipe)";
-#endif
-#endif
+  if (kUnderSanitizer)
+    GTEST_SKIP() << "the sanitizers' runtime needs descriptors of its own (it probes memory through a pipe)";
   tcp::socket first(ioc_), second(ioc_);
   first.open(tcp::v4());
   second.open(tcp::v4());

@@ -1,7 +1,9 @@
 // Helpers the grammar benchmarks share (grammar_bench, heldout_bench): a
-// greedy longest-match tokenization of a text over a vocabulary's bytes, and
-// percentiles of timing samples.
+// greedy longest-match tokenization of a text over a vocabulary's bytes,
+// thread CPU time, and percentiles of timing samples.
 #pragma once
+
+#include <time.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +14,14 @@
 #include "grammar/vocabulary.h"
 
 namespace deepinfer::grammar::testing {
+
+// Thread CPU time in microseconds: the mask is single-threaded CPU work, and
+// on a shared, overloaded machine wall time mostly measures the scheduler.
+inline double ThreadCpuMicros() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_nsec) / 1e3;
+}
 
 // Token id of each token's bytes (the first id in sorted order wins).
 inline std::unordered_map<std::string, int32_t> TokensByBytes(const Vocabulary& v) {

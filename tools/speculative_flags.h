@@ -10,8 +10,8 @@
 #pragma once
 
 #include <cstdlib>
-#include <set>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "engine/engine.h"
@@ -22,9 +22,12 @@ namespace deepinfer::tools {
 inline constexpr int64_t kDefaultSpeculativeTokens = 5;
 inline constexpr int64_t kMaxSpeculativeTokens = 16;
 
-inline const std::set<std::string>& SpeculativeValueFlags() {
-  static const std::set<std::string> f = {"speculative-method", "num-speculative-tokens", "spec-schedule"};
-  return f;
+inline std::vector<FlagSpec> SpeculativeFlagSpecs() {
+  return {
+      {"speculative-method", "ngram", "speculative decoding by prompt lookup (mtp, draft: not yet)", "off"},
+      {"num-speculative-tokens", "K", "drafts verified per step, 1.." + std::to_string(kMaxSpeculativeTokens),
+       std::to_string(kDefaultSpeculativeTokens) + " with a method"},
+      {"spec-schedule", "adaptive|fixed", "adaptive: draft length chosen per request and load", "adaptive"}};
 }
 
 // Fills config->speculative and config->scheduler.max_num_speculative_tokens.

@@ -10,6 +10,7 @@
 // never held while calling into the engine.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,10 @@ struct JobOptions {
   int32_t n = 1;  // choices per prompt
   // Per choice: text shown before the generated text (completions `echo`).
   std::vector<std::string> echo_text;
+  // Non-empty (serve --enable-log-requests): each finished choice logs one
+  // line on stderr with its id, token counts, these sampling parameters,
+  // finish reason and timings.
+  std::string log_params;
 };
 
 class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
@@ -58,10 +63,12 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
     bool done = false;
     RequestId id = -1;
     ChoiceResult result;
+    std::chrono::steady_clock::time_point first_token_time{};  // epoch: none yet
   };
 
   // Each returns with mu_ held by the caller.
   void EmitLocked(std::string data);
+  void LogChoiceLocked(const Choice& c, const std::string& finish) const;
   void FinishLocked();
   Usage UsageLocked() const;
   std::vector<RequestId> LiveIdsLocked() const;
@@ -78,6 +85,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   bool failed_ = false;               // an error response went out (or Start failed): ignore events
   bool finished_ = false;             // the response is complete
   std::vector<std::string> pending_;  // stream data that arrived before started_
+  const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace deepinfer::server

@@ -8,7 +8,10 @@
 //
 // Arithmetic per weight type:
 //   F32 / F16: weights widened exactly to f32, f32 activations, f32
-//     multiply-adds (no rounding of the activations).
+//     multiply-adds (no rounding of the activations). AVX-512 packed panels
+//     (packed_weights.h, the model's path): lane r of an accumulator is row
+//     r, per (row, token) a sequential fma over K in order from zero, then
+//     + bias; file layout: 16-lane partial sums and one reduction.
 //   BF16: activations rounded to bf16 once per MatMul call (RoundToBf16:
 //     round-to-nearest-even, NaN stays NaN, denormals to +-0 - what
 //     vcvtneps2bf16 does; llama.cpp rounds the same way), so every product
@@ -89,7 +92,7 @@ struct KernelSet {
   RowRangeKernel q8_0 = nullptr, q4_0 = nullptr, q4_k = nullptr, q6_k = nullptr;
   // Kernels for matrices in packed_weights.h's layouts (row_bytes = stride).
   RowRangeKernel q8_0_packed = nullptr, q4_0_packed = nullptr, q4_k_packed = nullptr, q6_k_packed = nullptr,
-                 bf16_packed = nullptr;
+                 bf16_packed = nullptr, f16_packed = nullptr, f32_packed = nullptr;
   // Quantizes token t (activations.h); a SIMD version must give the same
   // bytes as the scalar QuantizeToken. Called concurrently for different tokens.
   void (*quantize_token)(const float* x_t, int64_t t, Int8Activations* out) = QuantizeToken;
@@ -133,6 +136,10 @@ struct KernelSet {
         return q6_k_packed;
       case DType::kBF16:
         return bf16_packed;
+      case DType::kF16:
+        return f16_packed;
+      case DType::kF32:
+        return f32_packed;
       default:
         return nullptr;
     }

@@ -333,6 +333,8 @@ const KernelSet& Avx512Kernels() {
     s.q4_k_packed = PackedQ4_KRowsAvx512;
     s.q6_k_packed = PackedQ6_KRowsAvx512;
     s.bf16_packed = Bf16PanelsAvx512;
+    s.f16_packed = F16PanelsAvx512;
+    s.f32_packed = F32PanelsAvx512;
     s.quantize_token = QuantizeTokenAvx512;
     s.prepare = Prepare;
     s.round_bf16 = RoundTokenToBf16Avx512;

@@ -43,8 +43,12 @@ void PackedQ6_KRowsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row
 // register-tiled (bf16_avx512.cc).
 void Bf16RowsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
 // BF16 weights in the packed panel layout (packed_weights.h): outer-product
-// vdpbf16ps tiles (bf16_panels_avx512.cc). row_begin is a multiple of 16.
+// vdpbf16ps tiles (panels_avx512.cc). row_begin is a multiple of 16.
 void Bf16PanelsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
+// F16 / F32 weights in their packed panel layouts with f32 activations
+// args.x: outer-product fma tiles (panels_avx512.cc). row_begin is a multiple of 16.
+void F16PanelsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
+void F32PanelsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
 // RoundTokenToBf16 (kernels.h) with vcvtneps2bf16: the same bits.
 void RoundTokenToBf16Avx512(const float* x_t, int64_t k, int64_t stride, uint16_t* out);
 

@@ -134,9 +134,9 @@ const char* MatMulKernelName(Isa isa, DType t) {
   const bool avx512 = isa == Isa::kAvx512;
   switch (t) {
     case DType::kF32:
-      return "f32-fma";
+      return packed ? "f32-panels-fma" : "f32-fma";
     case DType::kF16:
-      return "f16-fma";
+      return packed ? "f16-panels-fma" : "f16-fma";
     case DType::kBF16:
       if (!packed) return avx512 ? "bf16-vdpbf16ps" : "bf16-avx2";
       return AmxBf16Enabled() ? "bf16-panels-amx" : "bf16-panels-vdpbf16ps";

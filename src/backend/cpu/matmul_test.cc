@@ -428,9 +428,10 @@ TEST(MatMulTest, Bf16PanelLayout) {
   }
 }
 
-// Packed BF16 (outer-product panels) against the scalar kernel on the file
-// layout. Both use the same bf16-rounded activations, so every product is
-// exact and only the f32 summation differs (sequential over elements vs
+// Packed BF16 / F16 / F32 (outer-product panels) against the scalar kernel
+// on the file layout. Both use the same activations (bf16-rounded for BF16,
+// f32 as they are for F16 / F32), so every product is exact (BF16) or
+// rounded once the same way, and only the f32 summation differs (sequential over elements vs
 // over pairs, vdpbf16ps's own rounding and denormal flushing). Threshold as
 // for the SIMD levels, |err| <= 1e-5 * (|bias| + sum|w x|) + 1e-6: the
 // summation error is ~2^-24 times that sum, while one wrong, missing or
@@ -438,7 +439,7 @@ TEST(MatMulTest, Bf16PanelLayout) {
 // Shapes: odd K (1, 5, 31, 33, 1001, 4101: a half-padded last pair), K =
 // 4100 in 3 parts (kPairBlock), row counts 1, 17, 33, 37, 130 (partial last
 // panel) and 16, 64 (none), 1..13 tokens (every leftover token tile) and 64.
-TEST(MatMulTest, PackedBf16MatchesScalar) {
+TEST(MatMulTest, PackedPanelsMatchScalar) {
   if (!PacksType(ActiveIsa(), DType::kBF16)) GTEST_SKIP() << "the active ISA does not pack BF16";
   std::mt19937 rng(8);
   std::vector<Shape> shapes = {{1, 1, 1},      {17, 5, 64},    {33, 40, 13},  {16, 72, 64},
@@ -446,24 +447,29 @@ TEST(MatMulTest, PackedBf16MatchesScalar) {
                                {33, 4100, 64}, {17, 4101, 3},  {1, 2048, 64}, {64, 2048, 12}};
   for (int64_t t = 1; t <= 13; ++t) shapes.push_back({33, 72, t});
   ThreadPool pool(2);
-  for (const Shape& s : shapes) {
-    const Matrix m = RandomMatrix(rng, DType::kBF16, s.n_rows, s.k);
-    const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
-    const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
-    const std::vector<float> ref = RunMatMul(Isa::kScalar, m, x, s.n_tokens, bias.data(), 1);
-    PackedWeights packer;
-    const PackedMatrix packed = packer.Pack(m.view);
-    ASSERT_NE(packed.view.data, m.view.data);
-    ASSERT_NE(packed.layout, nullptr);
-    std::vector<float> y(ref.size(), -1.0f);
-    MatMulWithIsa(ActiveIsa(), packed.view, packed.layout, x.data(), s.n_tokens, bias.data(), y.data(), pool);
-    for (int64_t tok = 0; tok < s.n_tokens; ++tok) {
-      for (int64_t r = 0; r < s.n_rows; ++r) {
-        double magnitude = std::fabs(bias[r]);
-        for (int64_t i = 0; i < s.k; ++i) magnitude += std::fabs(m.dense[r * s.k + i] * x[tok * s.k + i]);
-        const size_t idx = static_cast<size_t>(tok * s.n_rows + r);
-        ASSERT_NEAR(y[idx], ref[idx], 1e-5 * magnitude + 1e-6)
-            << "n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens << " r=" << r << " t=" << tok;
+  for (DType t : {DType::kBF16, DType::kF16, DType::kF32}) {
+    ASSERT_TRUE(PacksType(ActiveIsa(), t)) << DTypeName(t);
+    for (const Shape& s : shapes) {
+      const Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);
+      const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
+      const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
+      const std::vector<float> ref = RunMatMul(Isa::kScalar, m, x, s.n_tokens, bias.data(), 1);
+      PackedWeights packer;
+      const PackedMatrix packed = packer.Pack(m.view);
+      ASSERT_NE(packed.view.data, m.view.data);
+      ASSERT_NE(packed.layout, nullptr);
+      std::vector<float> y(ref.size(), -1.0f);
+      MatMulWithIsa(ActiveIsa(), packed.view, packed.layout, x.data(), s.n_tokens, bias.data(), y.data(),
+                    pool);
+      for (int64_t tok = 0; tok < s.n_tokens; ++tok) {
+        for (int64_t r = 0; r < s.n_rows; ++r) {
+          double magnitude = std::fabs(bias[r]);
+          for (int64_t i = 0; i < s.k; ++i) magnitude += std::fabs(m.dense[r * s.k + i] * x[tok * s.k + i]);
+          const size_t idx = static_cast<size_t>(tok * s.n_rows + r);
+          ASSERT_NEAR(y[idx], ref[idx], 1e-5 * magnitude + 1e-6)
+              << DTypeName(t) << " n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens << " r=" << r
+              << " t=" << tok;
+        }
       }
     }
   }
@@ -476,13 +482,16 @@ TEST(MatMulTest, PackedBf16MatchesScalar) {
 TEST(MatMulTest, PackedResultsAreBatchAndThreadInvariant) {
   std::mt19937 rng(6);
   int packed_types = 0;
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K, DType::kBF16}) {
+  for (DType t :
+       {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K, DType::kBF16, DType::kF16, DType::kF32}) {
     if (!PacksType(ActiveIsa(), t)) continue;
     ++packed_types;
     std::vector<int64_t> ks = {96, 768, 800};
     if (t == DType::kQ4_K) ks = {512};
     if (t == DType::kQ6_K) ks = {256, 768, 2048};
     if (t == DType::kBF16) ks = {45, 1000, 4100};
+    if (t == DType::kF16) ks = {45, 2049, 4100};  // 2049: K in 2 parts (F16Step::kPart), odd
+    if (t == DType::kF32) ks = {45, 1000, 2500};
     // 10 tokens: the int8 GEMM's last four run as two 2-token tiles; 35:
     // with AMX, two 16-token AMX tiles and 3 tokens (and 5 of the 37 rows)
     // through the AVX-512 tiles, while each token alone is a GEMV.

@@ -146,11 +146,24 @@ void PackBf16Panels(const uint8_t* src, int64_t rows, int64_t k, uint8_t* dst) {
   }
 }
 
+// F16 / F32 panels (packed_weights.h): element i of panel p's row r at
+// (i * 16 + r) * size; rows past the matrix stay the zeros dst was cleared to.
+void PackFloatPanels(const uint8_t* src, int64_t rows, int64_t k, int64_t size, int64_t panel_bytes,
+                     uint8_t* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t* panel = dst + r / 16 * panel_bytes + r % 16 * size;
+    const uint8_t* row = src + r * k * size;
+    for (int64_t i = 0; i < k; ++i)
+      std::memcpy(panel + i * 16 * size, row + i * size, static_cast<size_t>(size));
+  }
+}
+
 }  // namespace
 
 bool PacksType(Isa isa, DType t) {
-  return isa == Isa::kAvx512 && (t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K ||
-                                 t == DType::kQ6_K || t == DType::kBF16);
+  return isa == Isa::kAvx512 &&
+         (t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kQ6_K ||
+          t == DType::kBF16 || t == DType::kF16 || t == DType::kF32);
 }
 
 PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k) {
@@ -160,6 +173,11 @@ PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k) {
   layout.k = k;
   if (t == DType::kBF16) {
     layout.row_stride = (k + 1) / 2 * 4;
+    layout.bytes = (rows + 15) / 16 * 16 * layout.row_stride;
+    return layout;
+  }
+  if (t == DType::kF16 || t == DType::kF32) {
+    layout.row_stride = t == DType::kF16 ? (2 * k + 3) / 4 * 4 : 4 * k;
     layout.bytes = (rows + 15) / 16 * 16 * layout.row_stride;
     return layout;
   }
@@ -185,6 +203,11 @@ void PackMatrix(const TensorView& w, const PackedLayout& layout, uint8_t* dst) {
   if (w.dtype == DType::kBF16) {
     std::memset(dst, 0, static_cast<size_t>(layout.bytes));
     PackBf16Panels(src, layout.rows, layout.k, dst);
+    return;
+  }
+  if (w.dtype == DType::kF16 || w.dtype == DType::kF32) {
+    std::memset(dst, 0, static_cast<size_t>(layout.bytes));
+    PackFloatPanels(src, layout.rows, layout.k, w.dtype == DType::kF16 ? 2 : 4, 16 * layout.row_stride, dst);
     return;
   }
   for (int64_t r = 0; r < layout.rows; ++r) {

@@ -44,7 +44,7 @@
 // bytes: 32 per full group, 16 per half), then the f16 d of every
 // super-block. A row is the file's 210 bytes per super-block, in another order.
 //
-// BF16: panels of 16 rows for an outer-product kernel (bf16_panels_avx512.cc).
+// BF16: panels of 16 rows for an outer-product kernel (panels_avx512.cc).
 // Panel p holds rows [16p, 16p + 16) as [K/2 pairs][16 rows][2 bf16]: the 64
 // bytes at pair i are (w[16p + r][2i], w[16p + r][2i + 1]) for r = 0..15,
 // one vdpbf16ps operand whose lane r accumulates row 16p + r. K is padded to
@@ -53,7 +53,15 @@
 // bytes / 16, a multiple of 4; panels are 64-byte aligned). Memory: the
 // file's bytes plus the padding (< 1 pair per row, < 16 rows per matrix).
 //
-// Row stride rounded up to 64 bytes (except BF16, above). Memory: +0% (Q8_0,
+// F16 / F32: panels of 16 rows for the same outer product with f32 fmas.
+// Panel p holds rows [16p, 16p + 16) as [K][16 rows] of the file's f16 /
+// f32 values (32 / 64 bytes per element index), the last panel padded with
+// zero rows; row_stride = a panel's bytes / 16 (F16: 2 * K rounded up to a
+// multiple of 4, so panels stay 64-byte aligned). Same bytes as the file
+// plus the padding; no value changes (F16 is not rounded to BF16: the
+// f32-activation arithmetic, and the reference tests' tolerance, stay).
+//
+// Row stride rounded up to 64 bytes (except BF16 / F16 / F32, above). Memory: +0% (Q8_0,
 // Q4_0 when K is a multiple of 512, Q6_K) / +3% (Q4_K) of the packed matrices
 // (plus padding blocks when K / 32 is not a multiple of 8); the file's
 // pages are no longer read after packing.

@@ -24,7 +24,8 @@ inline constexpr int64_t kMaxSpeculativeTokens = 16;
 
 inline std::vector<FlagSpec> SpeculativeFlagSpecs() {
   return {
-      {"speculative-method", "ngram", "speculative decoding by prompt lookup (mtp, draft: not yet)", "off"},
+      {"speculative-method", "mtp|ngram",
+       "speculative decoding: the checkpoint's MTP layers or prompt lookup (draft: not yet)", "off"},
       {"num-speculative-tokens", "K", "drafts verified per step, 1.." + std::to_string(kMaxSpeculativeTokens),
        std::to_string(kDefaultSpeculativeTokens) + " with a method"},
       {"spec-schedule", "adaptive|fixed", "adaptive: draft length chosen per request and load", "adaptive"}};

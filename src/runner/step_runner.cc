@@ -92,6 +92,7 @@ StepResult StepRunner::Run(LaunchedStep& step) {
 void StepRunner::Draft(const LaunchedStep& step, const std::vector<int64_t>& row_of_seq, StepResult& result) {
   if (!step.released.empty()) drafter_->Release(step.released);
   const int64_t h = model_.config().hidden_size;
+  const bool wants_sequence = drafter_->NeedsSequence();
   std::vector<DraftInput> inputs;
   std::vector<int64_t> input_row;  // result.rows index of each input, or -1
   // Token spans are offsets into draft_tokens_ until it stops growing.
@@ -128,10 +129,12 @@ void StepRunner::Draft(const LaunchedStep& step, const std::vector<int64_t>& row
     sp.tokens_end = draft_tokens_.size();
     sp.sequence_begin = sp.sequence_end = draft_tokens_.size();
     if (row != nullptr && row->forced.empty()) {
-      const std::vector<int32_t>& known = step.contexts[i]->request->tokens;
-      draft_tokens_.insert(draft_tokens_.end(), known.begin(), known.end());
-      draft_tokens_.insert(draft_tokens_.end(), row->tokens.begin(), row->tokens.end());
-      sp.sequence_end = draft_tokens_.size();
+      if (wants_sequence) {
+        const std::vector<int32_t>& known = step.contexts[i]->request->tokens;
+        draft_tokens_.insert(draft_tokens_.end(), known.begin(), known.end());
+        draft_tokens_.insert(draft_tokens_.end(), row->tokens.begin(), row->tokens.end());
+        sp.sequence_end = draft_tokens_.size();
+      }
       in.max_tokens =
           step.draft_budget.empty() ? max_draft_tokens_ : std::min(step.draft_budget[i], max_draft_tokens_);
     }

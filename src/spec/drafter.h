@@ -42,8 +42,8 @@ struct DraftInput {
   // NeedsHidden() only: f32 [num_computed, hidden] — the target's hidden
   // state after its final norm (the lm_head input) at those positions.
   const float* hidden = nullptr;
-  // Proposing inputs: the request's whole known sequence (prompt, outputs,
-  // this step's samples). Empty otherwise.
+  // Proposing inputs of a drafter that NeedsSequence(): the request's whole
+  // known sequence (prompt, outputs, this step's samples). Empty otherwise.
   std::span<const int32_t> sequence;
   int32_t max_tokens = 0;  // > 0: propose at most this many drafts
 };
@@ -54,6 +54,9 @@ class Drafter {
   // Whether ProposeStep reads DraftInput::hidden (the runner then asks the
   // model for its hidden states).
   virtual bool NeedsHidden() const { return false; }
+  // Whether ProposeStep reads DraftInput::sequence (the runner then copies
+  // each proposing request's whole history once per step).
+  virtual bool NeedsSequence() const { return true; }
   // One proposal per input, in input order (empty where max_tokens is 0).
   virtual std::vector<DraftProposal> ProposeStep(std::span<const DraftInput> inputs) = 0;
   // The requests have ended: drop whatever the drafter keeps for them.

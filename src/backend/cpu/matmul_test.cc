@@ -10,12 +10,14 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "backend/cpu/amx.h"
 #include "backend/cpu/isa.h"
+#include "backend/cpu/kernels.h"
 #include "backend/cpu/packed_weights.h"
 #include "tensor/dequant.h"
 
@@ -88,10 +90,6 @@ Matrix RandomMatrix(std::mt19937& rng, DType t, int64_t n_rows, int64_t k) {
   m.view.data = m.bytes.data();
   m.view.nbytes = static_cast<int64_t>(m.bytes.size());
   return m;
-}
-
-bool UsesInt8Activations(DType t) {
-  return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kQ6_K;
 }
 
 std::vector<Shape> ShapesFor(DType t) {
@@ -304,6 +302,23 @@ TEST(MatMulTest, FallbackTypeIsCorrect) {
 // 512 (one full), 768 (full + half), 2048, 5632 (11 full, the TinyLlama
 // down projection); rows around the 4-row tile and the 16-row task; tokens
 // around the 2-token tile.
+// y (a packed kernel's output) against ref (the scalar kernel's) within the
+// f32 summation bound: 1e-5 of the sum of |w * x| (and |bias|) per output.
+void ExpectWithinSummationBound(const Matrix& m, const Shape& s, const std::vector<float>& x,
+                                const std::vector<float>& bias, const std::vector<float>& y,
+                                const std::vector<float>& ref, const std::string& what) {
+  for (int64_t tok = 0; tok < s.n_tokens; ++tok) {
+    for (int64_t r = 0; r < s.n_rows; ++r) {
+      double magnitude = std::fabs(bias[r]);
+      for (int64_t i = 0; i < s.k; ++i) magnitude += std::fabs(m.dense[r * s.k + i] * x[tok * s.k + i]);
+      const size_t idx = static_cast<size_t>(tok * s.n_rows + r);
+      ASSERT_NEAR(y[idx], ref[idx], 1e-5 * magnitude + 1e-6)
+          << what << " n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens << " r=" << r
+          << " t=" << tok;
+    }
+  }
+}
+
 TEST(MatMulTest, PackedQ6_KMatchesScalar) {
   if (!PacksType(ActiveIsa(), DType::kQ6_K)) GTEST_SKIP() << "the active ISA does not pack Q6_K";
   std::mt19937 rng(9);
@@ -321,15 +336,7 @@ TEST(MatMulTest, PackedQ6_KMatchesScalar) {
     ASSERT_EQ(packed.layout->row_stride, (RowBytes(DType::kQ6_K, s.k) + 63) / 64 * 64);
     std::vector<float> y(ref.size(), -1.0f);
     MatMulWithIsa(ActiveIsa(), packed.view, packed.layout, x.data(), s.n_tokens, bias.data(), y.data(), pool);
-    for (int64_t tok = 0; tok < s.n_tokens; ++tok) {
-      for (int64_t r = 0; r < s.n_rows; ++r) {
-        double magnitude = std::fabs(bias[r]);
-        for (int64_t i = 0; i < s.k; ++i) magnitude += std::fabs(m.dense[r * s.k + i] * x[tok * s.k + i]);
-        const size_t idx = static_cast<size_t>(tok * s.n_rows + r);
-        ASSERT_NEAR(y[idx], ref[idx], 1e-5 * magnitude + 1e-6)
-            << "n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens << " r=" << r << " t=" << tok;
-      }
-    }
+    ExpectWithinSummationBound(m, s, x, bias, y, ref, "q6_k");
   }
 }
 
@@ -461,16 +468,7 @@ TEST(MatMulTest, PackedPanelsMatchScalar) {
       std::vector<float> y(ref.size(), -1.0f);
       MatMulWithIsa(ActiveIsa(), packed.view, packed.layout, x.data(), s.n_tokens, bias.data(), y.data(),
                     pool);
-      for (int64_t tok = 0; tok < s.n_tokens; ++tok) {
-        for (int64_t r = 0; r < s.n_rows; ++r) {
-          double magnitude = std::fabs(bias[r]);
-          for (int64_t i = 0; i < s.k; ++i) magnitude += std::fabs(m.dense[r * s.k + i] * x[tok * s.k + i]);
-          const size_t idx = static_cast<size_t>(tok * s.n_rows + r);
-          ASSERT_NEAR(y[idx], ref[idx], 1e-5 * magnitude + 1e-6)
-              << DTypeName(t) << " n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens << " r=" << r
-              << " t=" << tok;
-        }
-      }
+      ExpectWithinSummationBound(m, s, x, bias, y, ref, DTypeName(t));
     }
   }
 }

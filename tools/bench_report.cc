@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/stats.h"
 #include "tools/plot_png.h"
 
 namespace deepinfer::tools {

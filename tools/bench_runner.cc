@@ -151,13 +151,6 @@ int64_t PrefillSteps(int64_t tokens, int64_t chunk) { return CeilDiv(tokens, chu
 
 }  // namespace
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 int64_t BenchKvBlocks(const BenchConfig& c) { return SharedBlocks(c) + MaxBatch(c) * OwnBlocks(c); }
 
 int64_t BenchKvBytesPerToken(const BenchConfig& c, const ModelConfig& m) {

@@ -67,6 +67,4 @@ using BenchProgress = std::function<void(const std::string& phase, int64_t done,
 
 StatusOr<BenchResult> RunBench(Model& model, const BenchConfig& config, const BenchProgress& progress);
 
-double Median(std::vector<double> v);
-
 }  // namespace deepinfer::tools

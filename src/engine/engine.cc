@@ -219,10 +219,7 @@ void EngineImpl::Abort(RequestId id) {
 }
 
 void EngineImpl::EraseContextLocked(RequestId id) {
-  if (contexts_.erase(id) > 0 && !config_.speculative.method.empty()) {
-    released_.push_back(id);
-    draft_budget_.erase(id);
-  }
+  if (contexts_.erase(id) > 0 && !config_.speculative.method.empty()) released_.push_back(id);
 }
 
 bool EngineImpl::AbortLocked(RequestId id, FinishReason reason, const std::string& error) {

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -21,6 +22,7 @@
 
 #include "backend/cpu/backend_config.h"
 #include "checkpoint/checkpoint.h"
+#include "core/stats.h"
 #include "engine/engine.h"
 #include "synth/synth.h"
 #include "tensor/dtype.h"
@@ -179,6 +181,7 @@ int Main(int argc, char** argv) {
   std::printf("model %s, prompt %d, gen %d\n", o.model.c_str(), o.prompt_tokens, o.gen_tokens);
   if (!o.spec.empty()) {
     for (int c : o.concurrency) {
+      std::map<std::string, std::vector<double>> tok_s;  // per mode, one per round
       for (int round = 0; round < o.rounds; ++round) {
         for (const std::string& mode : o.spec) {
           auto s = RunOnce(o, /*async=*/true, c, mode);
@@ -192,7 +195,17 @@ int Main(int argc, char** argv) {
               c, round, mode.c_str(), s->decode_tok_s, static_cast<long long>(s->steps),
               static_cast<long long>(s->drafts), static_cast<long long>(s->accepted));
           std::fflush(stdout);
+          tok_s[mode].push_back(s->decode_tok_s);
         }
+      }
+      // Medians over the rounds, and each mode against the first one round by
+      // round (the modes alternate inside a round, so load drift cancels).
+      const std::vector<double>& base = tok_s[o.spec.front()];
+      for (const std::string& mode : o.spec) {
+        std::vector<double> ratio;
+        for (size_t r = 0; r < base.size(); ++r) ratio.push_back(tok_s[mode][r] / base[r]);
+        std::printf("concurrency %3d median  spec %-8s decode %8.1f tok/s  vs %s per round: median %.3fx\n",
+                    c, mode.c_str(), Median(tok_s[mode]), o.spec.front().c_str(), Median(ratio));
       }
     }
     return 0;

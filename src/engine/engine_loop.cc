@@ -7,6 +7,7 @@
 // on the executor thread with no lock held.
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <unordered_map>
 
 #include "core/log.h"
@@ -88,12 +89,9 @@ std::optional<LaunchedStep> EngineImpl::PrepareLocked(StepPlan plan) {
     auto it = contexts_.find(seq.request_id);
     step.contexts.push_back(seq.samples && it != contexts_.end() ? it->second : nullptr);
   }
-  if (config_.speculative.adaptive && !draft_budget_.empty()) {
-    for (const ScheduledSequence& seq : plan.seqs) {
-      const auto b = draft_budget_.find(seq.request_id);
-      step.draft_budget.push_back(b != draft_budget_.end() ? b->second
-                                                           : config_.scheduler.max_num_speculative_tokens);
-    }
+  if (config_.speculative.adaptive && draft_stop_below_confidence_ > 0) {
+    step.draft_stop_below_confidence = draft_stop_below_confidence_;
+    step.draft_calibration = std::make_shared<const AcceptanceCalibrator>(calibrator_);
   }
   step.plan = std::move(plan);
   step.released = std::move(released_);

@@ -34,10 +34,8 @@ void EngineImpl::CommitSpeculationLocked(const StepResult& result) {
     }
   }
   if (result.forward_seconds > 0) step_cost_.Observe(result.num_tokens, result.forward_seconds);
-  if (result.proposed_tokens > 0) {
-    const double per_token = result.draft_seconds / static_cast<double>(result.proposed_tokens);
-    drafter_seconds_per_token_ =
-        drafter_seconds_per_token_ == 0.0 ? per_token : 0.9 * drafter_seconds_per_token_ + 0.1 * per_token;
+  if (result.draft_seconds > 0) {
+    drafter_cost_.Observe(result.proposed_tokens, result.draft_seconds, result.draft_fixed_seconds);
   }
 
   // The fresh proposals of requests that go on.
@@ -56,15 +54,16 @@ void EngineImpl::CommitSpeculationLocked(const StepResult& result) {
   // The next step's load before drafts: about this step's.
   const StepLoad load{.sampling_rows = static_cast<int64_t>(result.rows.size()),
                       .tokens = std::max<int64_t>(result.num_tokens - drafts_in_step, 1)};
-  const std::vector<int32_t> lengths =
-      ChooseDraftLengths(inputs, load, step_cost_, drafter_seconds_per_token_, max_draft,
+  const DraftSchedule schedule =
+      ChooseDraftLengths(inputs, load, step_cost_, drafter_cost_, max_draft,
                          config_.speculative.adaptive ? SpecSchedule::kAdaptive : SpecSchedule::kFixed);
+  const std::vector<int32_t>& lengths = schedule.lengths;
+  if (!inputs.empty()) draft_stop_below_confidence_ = static_cast<float>(schedule.exchange_rate);
   speculating_ = false;
   for (size_t i = 0; i < proposing.size(); ++i) {
     const SampledRow& row = *proposing[i];
     const auto k = static_cast<size_t>(lengths[i]);
     ++spec_draft_length_counts_[k];
-    draft_budget_[row.request_id] = std::min<int32_t>(lengths[i] + 1, max_draft);
     if (k == 0) continue;
     std::vector<int32_t> drafts(row.proposal.tokens.begin(),
                                 row.proposal.tokens.begin() + static_cast<std::ptrdiff_t>(k));

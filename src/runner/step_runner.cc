@@ -135,8 +135,9 @@ void StepRunner::Draft(const LaunchedStep& step, const std::vector<int64_t>& row
         draft_tokens_.insert(draft_tokens_.end(), row->tokens.begin(), row->tokens.end());
         sp.sequence_end = draft_tokens_.size();
       }
-      in.max_tokens =
-          step.draft_budget.empty() ? max_draft_tokens_ : std::min(step.draft_budget[i], max_draft_tokens_);
+      in.max_tokens = max_draft_tokens_;
+      in.stop_below_confidence = step.draft_stop_below_confidence;
+      in.calibration = step.draft_calibration.get();
     }
     inputs.push_back(in);
     input_row.push_back(r);
@@ -150,6 +151,7 @@ void StepRunner::Draft(const LaunchedStep& step, const std::vector<int64_t>& row
   const Clock::time_point draft_start = Clock::now();
   std::vector<DraftProposal> proposals = drafter_->ProposeStep(inputs);
   result.draft_seconds = Seconds(Clock::now() - draft_start);
+  result.draft_fixed_seconds = std::min(drafter_->last_fixed_seconds(), result.draft_seconds);
   for (size_t j = 0; j < inputs.size() && j < proposals.size(); ++j) {
     if (input_row[j] < 0 || inputs[j].max_tokens == 0) continue;
     DraftProposal& p = proposals[j];

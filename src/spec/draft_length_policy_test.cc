@@ -14,6 +14,15 @@ StepCostModel Linear(double fixed, double per_token) {
   return m;
 }
 
+const DrafterCost kFreeDrafter;  // never observed: drafts cost nothing
+
+// A drafter of exactly fixed + per_draft * drafts seconds per step.
+DrafterCost Drafter(double fixed, double per_draft) {
+  DrafterCost d;
+  for (int drafts : {1, 3, 5, 1, 3, 5}) d.Observe(drafts, fixed + per_draft * drafts, fixed);
+  return d;
+}
+
 TEST(StepCostModel, RecoversALinearCost) {
   StepCostModel m = Linear(0.010, 0.0005);
   EXPECT_NEAR(m.fixed_seconds(), 0.010, 1e-9);
@@ -29,31 +38,76 @@ TEST(StepCostModel, ColdStartAssumesAMemoryBoundStep) {
 
 TEST(DraftLengthPolicy, FixedVerifiesEveryProposedDraftUpToTheCap) {
   const std::vector<DraftLengthInput> in = {{{0.1, 0.1, 0.1}}, {{0.9}}, {{}}};
-  EXPECT_EQ(ChooseDraftLengths(in, {3, 3}, Linear(0.01, 0.001), 0, 2, SpecSchedule::kFixed),
-            (std::vector<int32_t>{2, 1, 0}));
+  EXPECT_EQ(
+      ChooseDraftLengths(in, {3, 3}, Linear(0.01, 0.001), kFreeDrafter, 2, SpecSchedule::kFixed).lengths,
+      (std::vector<int32_t>{2, 1, 0}));
 }
 
 TEST(DraftLengthPolicy, LowLoadDraftsDeepWhereConfidenceIsHigh) {
   // Batch 1, fixed cost 100x a token: lambda = 1 / (0.01 + 0.0001) * 0.0001 ~ 0.0099.
   const std::vector<DraftLengthInput> in = {{{0.9, 0.9, 0.9, 0.9, 0.9}}};
-  EXPECT_EQ(ChooseDraftLengths(in, {1, 1}, Linear(0.01, 0.0001), 0, 5, SpecSchedule::kAdaptive),
-            (std::vector<int32_t>{5}));
+  EXPECT_EQ(
+      ChooseDraftLengths(in, {1, 1}, Linear(0.01, 0.0001), kFreeDrafter, 5, SpecSchedule::kAdaptive).lengths,
+      (std::vector<int32_t>{5}));
   // Prefix acceptance 0.5, 0.005, ...: only the first pays.
   const std::vector<DraftLengthInput> low = {{{0.5, 0.01, 0.9}}};
-  EXPECT_EQ(ChooseDraftLengths(low, {1, 1}, Linear(0.01, 0.0001), 0, 5, SpecSchedule::kAdaptive),
-            (std::vector<int32_t>{1}));
+  EXPECT_EQ(
+      ChooseDraftLengths(low, {1, 1}, Linear(0.01, 0.0001), kFreeDrafter, 5, SpecSchedule::kAdaptive).lengths,
+      (std::vector<int32_t>{1}));
 }
 
 TEST(DraftLengthPolicy, SpeculationFadesOutWhenTheStepIsComputeBound) {
   // 64 requests, per-token cost dominates: lambda ~ 64 / (0.001 + 64 * 0.001) * 0.001 ~ 0.98.
   std::vector<DraftLengthInput> in(64, DraftLengthInput{{0.8, 0.8, 0.8}});
   const std::vector<int32_t> k =
-      ChooseDraftLengths(in, {64, 64}, Linear(0.001, 0.001), 0, 3, SpecSchedule::kAdaptive);
+      ChooseDraftLengths(in, {64, 64}, Linear(0.001, 0.001), kFreeDrafter, 3, SpecSchedule::kAdaptive)
+          .lengths;
   for (int32_t v : k) EXPECT_EQ(v, 0);
   // A drafter that costs as much as a fixed step also turns it off at batch 1.
   const std::vector<DraftLengthInput> one = {{{0.6, 0.6}}};
-  EXPECT_EQ(ChooseDraftLengths(one, {1, 1}, Linear(0.01, 0.0001), 0.01, 2, SpecSchedule::kAdaptive),
-            (std::vector<int32_t>{0}));
+  EXPECT_EQ(
+      ChooseDraftLengths(one, {1, 1}, Linear(0.01, 0.0001), Drafter(0, 0.01), 2, SpecSchedule::kAdaptive)
+          .lengths,
+      (std::vector<int32_t>{0}));
+}
+
+TEST(StepCostModel, ADrafterModelStartsWithOneDraftPerFixedCost) {
+  StepCostModel m(/*cold_tokens_per_fixed=*/1.0);
+  m.Observe(5, 0.006);  // one count only: a + 5a = 0.006
+  EXPECT_NEAR(m.per_token_seconds(), 0.001, 1e-12);
+  EXPECT_NEAR(m.fixed_seconds(), 0.001, 1e-12);
+}
+
+TEST(DrafterCost, TheMarginalDraftExcludesTheFixedPart) {
+  // Catch-up work that grows with the drafts (as accepted tokens do) does not
+  // leak into the marginal: only seconds - fixed is fitted.
+  DrafterCost d;
+  for (int drafts : {1, 2, 3, 4, 5, 1, 2, 3, 4, 5})
+    d.Observe(drafts, 0.001 * drafts + 0.0005 * drafts, 0.0005 * drafts);
+  EXPECT_NEAR(d.marginal_seconds(), 0.001, 1e-9);
+  EXPECT_GT(d.fixed_seconds, 0.0005);
+  EXPECT_LT(d.fixed_seconds, 0.0025);
+  EXPECT_NEAR(d.Predict(2), d.fixed_seconds + 0.002, 1e-9);
+}
+
+TEST(DraftLengthPolicy, TheExchangeRateIsTheDrafterStopRule) {
+  // Batch 1: fixed 0.01 s, per token 0.0001 s, drafts 0.001 s each on a
+  // 0.002 s catch-up. Hand computation of the three rounds:
+  //   round 0 (no drafts): E = 1, T = 0.01 + 0.0001 + 0.002 = 0.0121,
+  //     marginal 0.0011, lambda = 0.0909: prefixes 0.9, 0.81, 0.729 all pay.
+  //   round 1 (3 drafts): E = 1 + 2.439 = 3.439, T = 0.0104 + 0.005 = 0.0154,
+  //     lambda = 0.2456: still all three.
+  //   round 2: the same, lambda = 0.2456.
+  const std::vector<DraftLengthInput> in = {{{0.9, 0.9, 0.9}}};
+  const DraftSchedule s =
+      ChooseDraftLengths(in, {1, 1}, Linear(0.01, 0.0001), Drafter(0.002, 0.001), 5, SpecSchedule::kAdaptive);
+  EXPECT_EQ(s.lengths, (std::vector<int32_t>{3}));
+  EXPECT_NEAR(s.exchange_rate, 3.439 / 0.0154 * 0.0011, 1e-9);
+  // Fixed verifies everything and has no exchange rate.
+  EXPECT_EQ(
+      ChooseDraftLengths(in, {1, 1}, Linear(0.01, 0.0001), Drafter(0.002, 0.001), 5, SpecSchedule::kFixed)
+          .exchange_rate,
+      0.0);
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ double StepCostModel::per_token_seconds() const {
   if (w_ <= 0) return 0.0;
   const double mx = sx_ / w_;
   const double var = sxx_ / w_ - mx * mx;
-  if (var < kMinVariance) return (sy_ / w_) / (kColdTokensPerFixed + mx);
+  if (var < kMinVariance) return (sy_ / w_) / (cold_tokens_per_fixed_ + mx);
   const double slope = (sxy_ / w_ - mx * (sy_ / w_)) / var;
   return std::max(slope, 0.0);
 }

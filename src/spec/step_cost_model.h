@@ -7,8 +7,9 @@
 // they cost as much as the tokens they may save.
 //
 // Before two different token counts were seen, per_token is assumed to be
-// fixed / kColdTokensPerFixed (a decode step on a CPU is dominated by
-// reading the weights).
+// fixed / cold_tokens_per_fixed: kColdTokensPerFixed for a model step (a
+// decode step on a CPU is dominated by reading the weights); a drafter's
+// model uses 1 (a chained draft costs about what its fixed part does).
 //
 // Thread-safety: none (the engine loop thread, under the engine's lock).
 #pragma once
@@ -22,12 +23,16 @@ class StepCostModel {
   static constexpr double kForget = 0.98;
   static constexpr double kColdTokensPerFixed = 64.0;
 
+  explicit StepCostModel(double cold_tokens_per_fixed = kColdTokensPerFixed)
+      : cold_tokens_per_fixed_(cold_tokens_per_fixed) {}
+
   void Observe(int64_t tokens, double seconds);
   double fixed_seconds() const;
   double per_token_seconds() const;
   double Predict(double tokens) const { return fixed_seconds() + per_token_seconds() * tokens; }
 
  private:
+  double cold_tokens_per_fixed_;
   // Weighted sums for the regression seconds = a + b * tokens.
   double w_ = 0, sx_ = 0, sy_ = 0, sxx_ = 0, sxy_ = 0;
 };

@@ -285,6 +285,7 @@ EngineMetrics EngineImpl::Metrics() const {
       m.spec_num_drafts_total = spec_verifications_;
       m.spec_accepted_per_position = spec_accepted_per_position_;
       m.spec_draft_length_counts = spec_draft_length_counts_;
+      m.spec_paused_steps_total = spec_paused_steps_;
       for (const DepthCalibration& d : calibrator_.depths()) {
         const double n = static_cast<double>(std::max<int64_t>(d.trials, 1));
         m.spec_predicted_acceptance.push_back(d.predicted_sum / n);

@@ -102,12 +102,23 @@ class EngineImpl final : public Engine {
   // Verification results into calibration and metrics; proposals through the
   // draft-length policy into the scheduler.
   void CommitSpeculationLocked(const StepResult& result) REQUIRES(mu_);
+  void UpdateDraftingPauseLocked(const DraftSchedule& schedule, const StepLoad& load) REQUIRES(mu_);
   AcceptanceCalibrator calibrator_ GUARDED_BY(mu_);
   StepCostModel step_cost_ GUARDED_BY(mu_);
   DrafterCost drafter_cost_ GUARDED_BY(mu_);  // from the runner's timing
   // Adaptive schedule: the last step's exchange rate, the drafter's stop rule
   // for the next proposals (it does not chain drafts that will not be verified).
   float draft_stop_below_confidence_ GUARDED_BY(mu_) = 0.0f;
+  // Adaptive schedule: the drafter is paused (no hidden rows, no catch-up, no
+  // proposals) while speculation is predicted not to pay; see
+  // UpdateDraftingPauseLocked.
+  bool drafting_paused_ GUARDED_BY(mu_) = false;
+  double spec_speedup_ GUARDED_BY(mu_) = 1.0;  // smoothed predicted speedup of the chosen schedules
+  // Per depth, the smoothed calibrated confidence of the proposals (< 0: none
+  // seen yet): while paused, the proposals speculation would see.
+  std::vector<double> typical_confidence_ GUARDED_BY(mu_);
+  int64_t steps_since_pause_change_ GUARDED_BY(mu_) = 0;
+  int64_t spec_paused_steps_ GUARDED_BY(mu_) = 0;
   // Raw confidences of the drafts last handed to the scheduler, per request.
   std::unordered_map<RequestId, std::vector<float>> draft_confidence_ GUARDED_BY(mu_);
   // Some request will verify drafts next: plan after the commit (drafts come

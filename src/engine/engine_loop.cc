@@ -89,6 +89,7 @@ std::optional<LaunchedStep> EngineImpl::PrepareLocked(StepPlan plan) {
     auto it = contexts_.find(seq.request_id);
     step.contexts.push_back(seq.samples && it != contexts_.end() ? it->second : nullptr);
   }
+  step.draft = !drafting_paused_;
   if (config_.speculative.adaptive && draft_stop_below_confidence_ > 0) {
     step.draft_stop_below_confidence = draft_stop_below_confidence_;
     step.draft_calibration = std::make_shared<const AcceptanceCalibrator>(calibrator_);

@@ -35,6 +35,7 @@ struct EngineMetrics {
   int64_t spec_accepted_tokens_total = 0;           // of which accepted
   std::vector<int64_t> spec_accepted_per_position;  // [depth]: accepted drafts at that depth
   std::vector<int64_t> spec_draft_length_counts;    // [k]: times the schedule chose k drafts for a request
+  int64_t spec_paused_steps_total = 0;  // steps run without the drafter: speculation would not have paid
   // Calibration per depth: mean calibrated confidence of the drafts verified
   // there (predicted) and the share accepted (observed), both conditional on
   // the earlier drafts being accepted; NaN-free: 0 where nothing was verified.

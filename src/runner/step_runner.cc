@@ -47,7 +47,7 @@ StepResult StepRunner::Run(LaunchedStep& step) {
       for (size_t i : to_fill) sampler_.FillMask(*step.contexts[i], &masks[i]);
     });
   }
-  const bool want_hidden = drafter_ != nullptr && drafter_->NeedsHidden();
+  const bool want_hidden = drafter_ != nullptr && step.draft && drafter_->NeedsHidden();
   if (want_hidden) hidden_.resize(static_cast<size_t>(batch.NumTokens() * model_.config().hidden_size));
   const Clock::time_point forward_start = Clock::now();
   result.status =
@@ -85,7 +85,11 @@ StepResult StepRunner::Run(LaunchedStep& step) {
     row_of_seq[i] = static_cast<int64_t>(result.rows.size());
     result.rows.push_back(std::move(sampled));
   }
-  if (drafter_ != nullptr) Draft(step, row_of_seq, result);
+  if (drafter_ != nullptr && step.draft) {
+    Draft(step, row_of_seq, result);
+  } else if (drafter_ != nullptr && !step.released.empty()) {
+    drafter_->Release(step.released);
+  }
   return result;
 }
 

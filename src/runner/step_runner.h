@@ -36,6 +36,9 @@ struct LaunchedStep {
   std::vector<std::shared_ptr<SamplingContext>> contexts;
   // Requests that ended since the previous launch (the drafter drops their state).
   std::vector<RequestId> released;
+  // false: the schedule paused speculation; the drafter gets no hidden rows
+  // and proposes nothing (it only drops the released requests).
+  bool draft = true;
   // The drafter's stop rule for this step's proposals
   // (DraftInput::stop_below_confidence and calibration; a snapshot, as the
   // engine's calibrator keeps learning while the step runs).

@@ -27,8 +27,9 @@ DraftSchedule ChooseDraftLengths(const std::vector<DraftLengthInput>& inputs, co
   const double marginal = cost.per_token_seconds() + drafter_cost.marginal_seconds();
   const double rows = static_cast<double>(std::max<int64_t>(load.sampling_rows, 1));
   const double base_tokens = static_cast<double>(std::max<int64_t>(load.tokens, 1));
-  for (int round = 0; round < 3; ++round) {
-    double expected = rows;
+  // The expected tokens and predicted seconds of the step with `lengths`.
+  auto evaluate = [&](double& expected, double& seconds) {
+    expected = rows;
     double drafts = 0;
     for (size_t r = 0; r < inputs.size(); ++r) {
       double prefix = 1.0;
@@ -38,7 +39,11 @@ DraftSchedule ChooseDraftLengths(const std::vector<DraftLengthInput>& inputs, co
       }
       drafts += lengths[r];
     }
-    const double seconds = cost.Predict(base_tokens + drafts) + drafter_cost.Predict(drafts);
+    seconds = cost.Predict(base_tokens + drafts) + drafter_cost.Predict(drafts);
+  };
+  for (int round = 0; round < 3; ++round) {
+    double expected = 0, seconds = 0;
+    evaluate(expected, seconds);
     if (seconds <= 0) return out;  // no cost known yet: nothing to trade against
     const double lambda = expected / seconds * marginal;
     out.exchange_rate = lambda;
@@ -58,6 +63,10 @@ DraftSchedule ChooseDraftLengths(const std::vector<DraftLengthInput>& inputs, co
       lengths[r] = best;
     }
   }
+  double expected = 0, seconds = 0;
+  evaluate(expected, seconds);
+  const double plain_seconds = cost.Predict(base_tokens);
+  if (seconds > 0 && plain_seconds > 0) out.speedup = (expected / seconds) / (rows / plain_seconds);
   return out;
 }
 

@@ -55,6 +55,10 @@ struct DrafterCost {
 struct DraftSchedule {
   std::vector<int32_t> lengths;  // per input: drafts to verify (<= its proposal and max_draft)
   double exchange_rate = 0.0;    // lambda (0 under kFixed, or before any cost is known)
+  // Predicted tokens per second of the step with these lengths, drafter
+  // included, over a step without speculation (no drafts, no drafter): below
+  // 1, speculation costs more than it saves. 1 under kFixed or before any cost is known.
+  double speedup = 1.0;
 };
 
 // cost: the target's forward; drafter_cost: the drafter's.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -60,6 +61,16 @@ std::string RenderFallbackChat(const std::vector<ChatMessage>& messages) {
   return out;
 }
 
+std::vector<int32_t> EncodeChatPrompt(const Tokenizer& tok, const std::string& text) {
+  bool add_special = true;
+  const int32_t bos = tok.bos_id();
+  if (bos >= 0 && bos < tok.vocab_size()) {
+    const std::string& piece = tok.data().pieces[static_cast<size_t>(bos)];
+    if (!piece.empty() && text.rfind(piece, 0) == 0) add_special = false;
+  }
+  return tok.Encode(text, add_special, /*parse_special=*/true);
+}
+
 ApiService::ApiService(Engine& engine, ServiceOptions options)
     : engine_(engine), options_(std::move(options)) {
   id_salt_ = std::random_device{}();
@@ -112,31 +123,51 @@ ApiService::~ApiService() {
 
 // The answer a request gets from its method, path and Authorization alone,
 // if that already decides it: no route (404), a missing or wrong API key
-// (401), a method the route does not take (405). Generation routes are
-// checked for readiness later, with the body.
+// (401, /v1/* only), a method the route does not take (405). Generation
+// routes are checked for readiness later, with the body.
 std::optional<ApiError> ApiService::CheckBeforeBody(const HttpRequestView& request) const {
   const std::string path = PathOf(request.target);
   const bool get = request.method == "GET" || request.method == "HEAD";
   const bool post = request.method == "POST";
-  if (path == "/health" || path == "/metrics") {
-    if (!get) return MakeError(405, "invalid_request_error", "use GET " + path);
-    return std::nullopt;
+  struct Route {
+    const char* path;
+    bool post;  // else GET (and HEAD)
+  };
+  static constexpr Route kRoutes[] = {
+      {"/health", false},         {"/metrics", false},         {"/version", false},
+      {"/tokenize", true},        {"/detokenize", true},       {"/v1/models", false},
+      {"/v1/completions", true},  {"/v1/chat/completions", true}, {"/v1/responses", true},
+  };
+  static constexpr Route kModelById = {"/v1/models/", false};
+  const Route* route = nullptr;
+  for (const Route& r : kRoutes) {
+    if (path == r.path) route = &r;
   }
-  const bool is_api = path == "/v1/models" || path == "/v1/completions" || path == "/v1/chat/completions";
-  if (!is_api) {
+  if (route == nullptr && path.rfind(kModelById.path, 0) == 0 && path.size() > std::strlen(kModelById.path)) {
+    route = &kModelById;
+  }
+  if (route == nullptr) {
     return MakeError(404, "invalid_request_error", "no route for " + request.method + " " + path,
                      "not_found");
   }
-  if (!options_.api_key.empty() && request.authorization != "Bearer " + options_.api_key) {
+  if (path.rfind("/v1/", 0) == 0 && !options_.api_key.empty() &&
+      request.authorization != "Bearer " + options_.api_key) {
     return MakeError(401, "authentication_error", "missing or invalid API key (Authorization: Bearer KEY)",
                      "invalid_api_key");
   }
-  if (path == "/v1/models") {
-    if (!get) return MakeError(405, "invalid_request_error", "use GET /v1/models");
-    return std::nullopt;
-  }
-  if (!post) return MakeError(405, "invalid_request_error", "use POST " + path);
+  if (!route->post && !get) return MakeError(405, "invalid_request_error", "use GET " + path);
+  if (route->post && !post) return MakeError(405, "invalid_request_error", "use POST " + path);
   return std::nullopt;
+}
+
+void ApiService::RunPrepared(size_t body_bytes, std::function<void()> task,
+                             const std::shared_ptr<ResponseWriter>& writer) {
+  const bool large = static_cast<int64_t>(body_bytes) > options_.large_body_bytes;
+  TaskPool* pool = large && large_prepare_pool_ ? large_prepare_pool_.get() : prepare_pool_.get();
+  if (pool == nullptr) return task();
+  if (!pool->Post(std::move(task))) {
+    SendError(*writer, MakeError(429, "rate_limit_error", "too many requests are waiting to be prepared"));
+  }
 }
 
 void ApiService::Handle(const HttpRequestView& request, const std::shared_ptr<ResponseWriter>& writer) {
@@ -150,33 +181,44 @@ void ApiService::Handle(const HttpRequestView& request, const std::shared_ptr<Re
     return writer->SendResponse(200, "text/plain; version=0.0.4; charset=utf-8",
                                 RenderPrometheusMetrics(engine_.Metrics()));
   }
+  if (path == "/version") return HandleVersion(writer);
   if (path == "/v1/models") return HandleModels(writer);
+  if (path.rfind("/v1/models/", 0) == 0) return HandleModel(path.substr(std::strlen("/v1/models/")), writer);
+  // Parsing, the chat template and tokenization run on the prepare workers,
+  // never on the caller's (an HTTP I/O) thread.
+  auto body = std::make_shared<std::string>(request.body);
+  if (path == "/tokenize") {
+    return RunPrepared(body->size(), [this, body, writer] { HandleTokenize(*body, writer); }, writer);
+  }
+  if (path == "/detokenize") {
+    return RunPrepared(body->size(), [this, body, writer] { HandleDetokenize(*body, writer); }, writer);
+  }
   if (shutting_down_ || !ready_) {
     return SendError(*writer,
                      MakeError(503, "service_unavailable", "the server is not ready or is shutting down"));
   }
+  if (path == "/v1/responses") {
+    return RunPrepared(body->size(), [this, body, writer] { HandleResponses(*body, writer); }, writer);
+  }
   const ParsedRequest::Api api =
       path == "/v1/completions" ? ParsedRequest::Api::kCompletion : ParsedRequest::Api::kChat;
-  const bool large = static_cast<int64_t>(request.body.size()) > options_.large_body_bytes;
-  TaskPool* pool = large && large_prepare_pool_ ? large_prepare_pool_.get() : prepare_pool_.get();
-  if (pool == nullptr) return HandleGeneration(api, request.body, writer);
-  // Parsing, the chat template and tokenization run on the prepare workers,
-  // never on the caller's (an HTTP I/O) thread.
-  auto body = std::make_shared<std::string>(request.body);
-  if (!pool->Post([this, api, body, writer] { HandleGeneration(api, *body, writer); })) {
-    SendError(*writer, MakeError(429, "rate_limit_error", "too many requests are waiting to be prepared"));
-  }
+  RunPrepared(body->size(), [this, api, body, writer] { HandleGeneration(api, *body, writer); }, writer);
 }
 
-void ApiService::HandleModels(const std::shared_ptr<ResponseWriter>& writer) {
-  json model = {{"id", options_.served_model_name},
-                {"object", "model"},
-                {"created", 0},
-                {"owned_by", "deepinfer"},
-                {"max_model_len", engine_.config().scheduler.max_model_len},
-                {"vocab_size", engine_.model_config().vocab_size}};
-  writer->SendResponse(200, "application/json",
-                       Dump(json{{"object", "list"}, {"data", json::array({model})}}));
+std::optional<ApiError> ApiService::ParseBody(const std::string& body, json* out) const {
+  if (JsonNestsDeeperThan(body, kMaxJsonDepth)) {
+    return BadRequest("the request body nests deeper than " + std::to_string(kMaxJsonDepth));
+  }
+  *out = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (out->is_discarded()) return BadRequest("the request body is not valid JSON");
+  return std::nullopt;
+}
+
+StatusOr<std::string> ApiService::RenderChat(const ParsedRequest& req) const {
+  StatusOr<std::string> text = options_.chat_renderer ? options_.chat_renderer(req.messages)
+                                                      : StatusOr<std::string>(RenderFallbackChat(req.messages));
+  if (!text.ok()) return text.status().WithContext("chat template");
+  return text;
 }
 
 StatusOr<std::vector<int32_t>> ApiService::TokenizeText(const std::string& text, bool chat) const {
@@ -190,16 +232,8 @@ StatusOr<std::vector<int32_t>> ApiService::TokenizeText(const std::string& text,
                       std::to_string(max_bytes_per_token_) + " bytes per token)");
   }
   const Tokenizer& tok = engine_.tokenizer();
-  bool add_special = true;
-  if (chat) {
-    // Templates usually write BOS themselves; never add a second one.
-    int32_t bos = tok.bos_id();
-    if (bos >= 0 && bos < tok.vocab_size()) {
-      const std::string& piece = tok.data().pieces[static_cast<size_t>(bos)];
-      if (!piece.empty() && text.rfind(piece, 0) == 0) add_special = false;
-    }
-  }
-  std::vector<int32_t> ids = tok.Encode(text, add_special, /*parse_special=*/true);
+  std::vector<int32_t> ids =
+      chat ? EncodeChatPrompt(tok, text) : tok.Encode(text, /*add_special=*/true, /*parse_special=*/true);
   if (ids.empty()) return InvalidArgument("the prompt encodes to no tokens");
   return ids;
 }
@@ -225,12 +259,8 @@ std::string ApiService::NextId(ParsedRequest::Api api) {
 
 void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& body,
                                   const std::shared_ptr<ResponseWriter>& writer) {
-  if (JsonNestsDeeperThan(body, kMaxJsonDepth)) {
-    return SendError(*writer,
-                     BadRequest("the request body nests deeper than " + std::to_string(kMaxJsonDepth)));
-  }
-  json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) return SendError(*writer, BadRequest("the request body is not valid JSON"));
+  json parsed;
+  if (std::optional<ApiError> bad = ParseBody(body, &parsed)) return SendError(*writer, *bad);
 
   RequestLimits limits;
   limits.vocab_size = engine_.model_config().vocab_size;
@@ -251,12 +281,8 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
   std::vector<std::vector<int32_t>> prompts;
   std::vector<std::string> prompt_texts;
   if (api == ParsedRequest::Api::kChat) {
-    StatusOr<std::string> text = options_.chat_renderer
-                                     ? options_.chat_renderer(req.messages)
-                                     : StatusOr<std::string>(RenderFallbackChat(req.messages));
-    if (!text.ok()) {
-      return SendError(*writer, RequestContentError(text.status().WithContext("chat template"), "messages"));
-    }
+    StatusOr<std::string> text = RenderChat(req);
+    if (!text.ok()) return SendError(*writer, RequestContentError(text.status(), "messages"));
     auto ids = TokenizeText(*text, /*chat=*/true);
     if (!ids.ok()) return SendError(*writer, RequestContentError(ids.status(), "messages"));
     prompts.push_back(std::move(*ids));
@@ -348,8 +374,8 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
   if (options_.log_requests) {
     char params[192];
     std::snprintf(params, sizeof params, "max_tokens %lld, temperature %g, top_p %g, top_k %lld%s%s",
-                  static_cast<long long>(requests.empty() ? 0 : requests[0].max_tokens),
-                  req.sampling.temperature, req.sampling.top_p, static_cast<long long>(req.sampling.top_k),
+                  static_cast<long long>(requests.empty() ? 0 : requests[0].max_tokens), req.sampling.temperature,
+                  req.sampling.top_p, static_cast<long long>(req.sampling.top_k),
                   req.stream ? ", stream" : "", req.structured ? ", structured" : "");
     job.log_params = params;
   }

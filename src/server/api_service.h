@@ -1,8 +1,14 @@
 // ApiService: the OpenAI-compatible API over an Engine, independent of the
 // transport. Routes one HTTP request (method, path, Authorization, body) to
-// /health, /metrics, /v1/models, /v1/completions or /v1/chat/completions,
-// validates and tokenizes it, submits the engine requests and answers through
-// a ResponseWriter (see docs/serving.md for the fields and status codes).
+// /health, /metrics, /version, /tokenize, /detokenize, /v1/models[/{id}],
+// /v1/completions, /v1/chat/completions or /v1/responses, validates and
+// tokenizes it, submits the engine requests and answers through a
+// ResponseWriter (see docs/serving.md for the fields and status codes).
+// Only /v1/* needs the API key (as in vLLM).
+//
+// One file per group of routes: api_service.cc (routing, generation),
+// info_routes.cc (/version, /v1/models), tokenize_routes.cc (/tokenize,
+// /detokenize), responses_api.cc (/v1/responses over the chat path).
 //
 // Thread-safety: Handle may be called from several I/O threads at once.
 // `engine` must outlive the service.
@@ -14,6 +20,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -69,6 +77,12 @@ struct HttpRequestView {
 // The fallback chat format (see ChatPromptRenderer).
 std::string RenderFallbackChat(const std::vector<ChatMessage>& messages);
 
+// Token ids of a rendered chat prompt: special-token text parsed, BOS added
+// only when the text does not already begin with it (templates usually write
+// BOS themselves; never a second one). The chat routes, /tokenize's
+// messages form and `deepinfer generate --chat` all encode with this.
+std::vector<int32_t> EncodeChatPrompt(const Tokenizer& tok, const std::string& text);
+
 class ApiService {
  public:
   ApiService(Engine& engine, ServiceOptions options);
@@ -100,6 +114,19 @@ class ApiService {
   };
   void StartJob(PreparedJob& prepared, const std::shared_ptr<ResponseWriter>& writer);
   void HandleModels(const std::shared_ptr<ResponseWriter>& writer);
+  void HandleModel(const std::string& id, const std::shared_ptr<ResponseWriter>& writer);
+  void HandleVersion(const std::shared_ptr<ResponseWriter>& writer);
+  nlohmann::json ModelCard() const;  // the one entry of /v1/models
+  void HandleTokenize(const std::string& body, const std::shared_ptr<ResponseWriter>& writer);
+  void HandleDetokenize(const std::string& body, const std::shared_ptr<ResponseWriter>& writer);
+  void HandleResponses(const std::string& body, const std::shared_ptr<ResponseWriter>& writer);
+  // Runs `task` on a prepare worker (large bodies on their own), or inline
+  // without workers; 429 when the queue is full.
+  void RunPrepared(size_t body_bytes, std::function<void()> task, const std::shared_ptr<ResponseWriter>& writer);
+  // The chat request's messages as prompt text (the chat template, or the fallback).
+  StatusOr<std::string> RenderChat(const ParsedRequest& req) const;
+  // The body as JSON, or the 400 it gets (nesting too deep, not JSON).
+  std::optional<ApiError> ParseBody(const std::string& body, nlohmann::json* out) const;
   StatusOr<std::vector<int32_t>> TokenizeText(const std::string& text, bool chat) const;
   StatusOr<StructuredOutput*> GetStructuredOutput();
   std::string NextId(ParsedRequest::Api api);

@@ -11,6 +11,7 @@
 
 #include "backend/cpu/amx.h"
 #include "backend/cpu/isa.h"
+#include "backend/cpu/matmul.h"
 #include "checkpoint/checkpoint.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
@@ -147,6 +148,16 @@ void DescribeWeights(const LoadedModel& loaded, BenchReport& r) {
   r.weight_bytes_per_token = r.weight_bytes - (embedding != nullptr && !tied ? embedding->nbytes : 0);
   r.dtype = q0 != nullptr ? DTypeName(q0->dtype) : "?";
   r.arch = loaded.model->config().arch;
+  // The matrices' weight types (2-D tensors, the untied embedding is a
+  // lookup), each with the kernel MatMul runs for it.
+  std::set<DType> types;
+  for (const TensorView* t : store.All()) {
+    if (t->shape.size() == 2 && (tied || t != embedding)) types.insert(t->dtype);
+  }
+  for (DType t : types) {
+    if (!r.weight_kernels.empty()) r.weight_kernels += ' ';
+    r.weight_kernels += std::string(DTypeName(t)) + "=" + cpu::MatMulKernelName(cpu::ActiveIsa(), t);
+  }
 }
 
 }  // namespace

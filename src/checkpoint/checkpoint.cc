@@ -68,6 +68,7 @@ StatusOr<LoadedModel> LoadGguf(const std::string& path, const LoadOptions& optio
   loaded.weights = MakeGgufWeightStore(gguf);
   DI_RETURN_IF_ERROR(CheckLayersFitTensors(*config, *loaded.weights, path));
   DI_ASSIGN_OR_RETURN(loaded.model, CreateModel(*config, loaded.weights, options.num_threads));
+  loaded.num_threads = options.num_threads;
   if (!options.load_tokenizer) {
     // The caller works on token ids only.
   } else if (gguf->Find("tokenizer.ggml.model") != nullptr) {
@@ -91,6 +92,7 @@ StatusOr<LoadedModel> LoadHfDir(const std::string& dir, const LoadOptions& optio
   loaded.weights = MakeHfWeightStore(std::move(checkpoint), dir);
   DI_RETURN_IF_ERROR(CheckLayersFitTensors(config, *loaded.weights, dir + "/config.json"));
   DI_ASSIGN_OR_RETURN(loaded.model, CreateModel(config, loaded.weights, options.num_threads));
+  loaded.num_threads = options.num_threads;
   if (!options.load_tokenizer) {
     // The caller works on token ids only.
   } else if (IsFile(dir + "/tokenizer.json") || IsFile(dir + "/tokenizer.json.gz")) {

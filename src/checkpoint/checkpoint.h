@@ -51,6 +51,7 @@ struct LoadedModel {
   // Every tensor of the checkpoint, including those the model does not bind
   // (e.g. an MTP layer after the last decoder layer). Shared with the model.
   std::shared_ptr<const WeightStore> weights;
+  int num_threads = 0;  // the model's thread count as loaded (0 = the default); a draft model's too
   // Human-readable summary for `deepinfer info` (arch, hyper-parameters, dtypes).
   std::string Describe() const;
 };

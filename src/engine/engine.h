@@ -53,7 +53,7 @@ class Tokenizer;
 // (--num-speculative-tokens); verification is lossless, so these settings
 // change speed, never output.
 struct SpeculativeConfig {
-  std::string method;    // --speculative-method: "" (off) or "ngram"
+  std::string method;    // --speculative-method: "" (off), "ngram" or "mtp"
   bool adaptive = true;  // --spec-schedule adaptive (default) | fixed (verify every proposed draft)
 };
 

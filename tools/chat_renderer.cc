@@ -105,4 +105,14 @@ StatusOr<ChatSetup> MakeChatSetup(const std::string& command, const std::string&
   return setup;
 }
 
+std::vector<int32_t> EncodeRenderedChat(const Tokenizer& tok, const std::string& text) {
+  bool add_special = true;
+  const int32_t bos = tok.bos_id();
+  if (bos >= 0 && bos < tok.vocab_size()) {
+    const std::string& piece = tok.data().pieces[static_cast<size_t>(bos)];
+    if (!piece.empty() && text.rfind(piece, 0) == 0) add_special = false;
+  }
+  return tok.Encode(text, add_special, /*parse_special=*/true);
+}
+
 }  // namespace deepinfer::tools

@@ -27,4 +27,9 @@ struct ChatSetup {
 StatusOr<ChatSetup> MakeChatSetup(const std::string& command, const std::string& chat_template_file,
                                   const LoadedModel& loaded);
 
+// Token ids of a rendered chat prompt: special-token text parsed, and BOS
+// added only when the text does not already begin with it (templates
+// usually write BOS themselves) -- the rule the server's chat route applies.
+std::vector<int32_t> EncodeRenderedChat(const Tokenizer& tok, const std::string& text);
+
 }  // namespace deepinfer::tools

@@ -196,7 +196,7 @@ Status Generate(const GenerateOptions& o, LoadedModel loaded, std::unique_ptr<To
                 TokenConstraint* checker) {
   const Tokenizer& tok = *loaded.tokenizer;
   const int64_t max_position = loaded.model->config().max_position;
-  std::vector<int32_t> prompt = o.chat ? server::EncodeChatPrompt(tok, o.prompt)
+  std::vector<int32_t> prompt = o.chat ? EncodeRenderedChat(tok, o.prompt)
                                        : tok.Encode(o.prompt, /*add_special=*/true, /*parse_special=*/true);
   if (prompt.empty()) return InvalidArgument("the prompt encodes to no tokens (and the model adds no BOS)");
   const auto num_prompt = static_cast<int64_t>(prompt.size());

@@ -19,7 +19,6 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr int kMaxJsonDepth = 128;
 // Grammar compiles and large bodies are background work: their workers run
 // at a lower CPU priority, so a short request's first token is not queued
 // behind them for a core.
@@ -59,16 +58,6 @@ std::string RenderFallbackChat(const std::vector<ChatMessage>& messages) {
   for (const ChatMessage& m : messages) out += "<|" + m.role + "|>\n" + m.content + "\n";
   out += "<|assistant|>\n";
   return out;
-}
-
-std::vector<int32_t> EncodeChatPrompt(const Tokenizer& tok, const std::string& text) {
-  bool add_special = true;
-  const int32_t bos = tok.bos_id();
-  if (bos >= 0 && bos < tok.vocab_size()) {
-    const std::string& piece = tok.data().pieces[static_cast<size_t>(bos)];
-    if (!piece.empty() && text.rfind(piece, 0) == 0) add_special = false;
-  }
-  return tok.Encode(text, add_special, /*parse_special=*/true);
 }
 
 ApiService::ApiService(Engine& engine, ServiceOptions options)
@@ -123,8 +112,8 @@ ApiService::~ApiService() {
 
 // The answer a request gets from its method, path and Authorization alone,
 // if that already decides it: no route (404), a missing or wrong API key
-// (401, /v1/* only), a method the route does not take (405). Generation
-// routes are checked for readiness later, with the body.
+// (401, /v1/* only, as in vLLM), a method the route does not take (405).
+// Generation routes are checked for readiness later, with the body.
 std::optional<ApiError> ApiService::CheckBeforeBody(const HttpRequestView& request) const {
   const std::string path = PathOf(request.target);
   const bool get = request.method == "GET" || request.method == "HEAD";
@@ -134,23 +123,25 @@ std::optional<ApiError> ApiService::CheckBeforeBody(const HttpRequestView& reque
     bool post;  // else GET (and HEAD)
   };
   static constexpr Route kRoutes[] = {
-      {"/health", false},         {"/metrics", false},         {"/version", false},
-      {"/tokenize", true},        {"/detokenize", true},       {"/v1/models", false},
-      {"/v1/completions", true},  {"/v1/chat/completions", true}, {"/v1/responses", true},
+      {"/health", false},        {"/metrics", false},
+      {"/version", false},       {"/tokenize", true},
+      {"/detokenize", true},     {"/v1/models", false},
+      {"/v1/completions", true}, {"/v1/chat/completions", true},
+      {"/v1/responses", true},
   };
   static constexpr Route kModelById = {"/v1/models/", false};
   const Route* route = nullptr;
   for (const Route& r : kRoutes) {
     if (path == r.path) route = &r;
   }
-  if (route == nullptr && path.rfind(kModelById.path, 0) == 0 && path.size() > std::strlen(kModelById.path)) {
+  if (route == nullptr && path.starts_with(kModelById.path) && path.size() > std::strlen(kModelById.path)) {
     route = &kModelById;
   }
   if (route == nullptr) {
     return MakeError(404, "invalid_request_error", "no route for " + request.method + " " + path,
                      "not_found");
   }
-  if (path.rfind("/v1/", 0) == 0 && !options_.api_key.empty() &&
+  if (path.starts_with("/v1/") && !options_.api_key.empty() &&
       request.authorization != "Bearer " + options_.api_key) {
     return MakeError(401, "authentication_error", "missing or invalid API key (Authorization: Bearer KEY)",
                      "invalid_api_key");
@@ -183,42 +174,36 @@ void ApiService::Handle(const HttpRequestView& request, const std::shared_ptr<Re
   }
   if (path == "/version") return HandleVersion(writer);
   if (path == "/v1/models") return HandleModels(writer);
-  if (path.rfind("/v1/models/", 0) == 0) return HandleModel(path.substr(std::strlen("/v1/models/")), writer);
+  if (path.starts_with("/v1/models/")) return HandleModel(path.substr(std::strlen("/v1/models/")), writer);
   // Parsing, the chat template and tokenization run on the prepare workers,
   // never on the caller's (an HTTP I/O) thread.
   auto body = std::make_shared<std::string>(request.body);
   if (path == "/tokenize") {
-    return RunPrepared(body->size(), [this, body, writer] { HandleTokenize(*body, writer); }, writer);
+    return RunPrepared(
+        body->size(), [this, body, writer] { HandleTokenize(*body, writer); }, writer);
   }
   if (path == "/detokenize") {
-    return RunPrepared(body->size(), [this, body, writer] { HandleDetokenize(*body, writer); }, writer);
+    return RunPrepared(
+        body->size(), [this, body, writer] { HandleDetokenize(*body, writer); }, writer);
   }
   if (shutting_down_ || !ready_) {
     return SendError(*writer,
                      MakeError(503, "service_unavailable", "the server is not ready or is shutting down"));
   }
   if (path == "/v1/responses") {
-    return RunPrepared(body->size(), [this, body, writer] { HandleResponses(*body, writer); }, writer);
+    return RunPrepared(
+        body->size(), [this, body, writer] { HandleResponses(*body, writer); }, writer);
   }
   const ParsedRequest::Api api =
       path == "/v1/completions" ? ParsedRequest::Api::kCompletion : ParsedRequest::Api::kChat;
-  RunPrepared(body->size(), [this, api, body, writer] { HandleGeneration(api, *body, writer); }, writer);
+  RunPrepared(
+      body->size(), [this, api, body, writer] { HandleGeneration(api, *body, writer); }, writer);
 }
 
-std::optional<ApiError> ApiService::ParseBody(const std::string& body, json* out) const {
-  if (JsonNestsDeeperThan(body, kMaxJsonDepth)) {
-    return BadRequest("the request body nests deeper than " + std::to_string(kMaxJsonDepth));
-  }
-  *out = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (out->is_discarded()) return BadRequest("the request body is not valid JSON");
-  return std::nullopt;
-}
-
-StatusOr<std::string> ApiService::RenderChat(const ParsedRequest& req) const {
-  StatusOr<std::string> text = options_.chat_renderer ? options_.chat_renderer(req.messages)
-                                                      : StatusOr<std::string>(RenderFallbackChat(req.messages));
-  if (!text.ok()) return text.status().WithContext("chat template");
-  return text;
+void ApiService::HandleModels(const std::shared_ptr<ResponseWriter>& writer) {
+  json model = ModelCard();  // info_routes.cc
+  writer->SendResponse(200, "application/json",
+                       Dump(json{{"object", "list"}, {"data", json::array({model})}}));
 }
 
 StatusOr<std::vector<int32_t>> ApiService::TokenizeText(const std::string& text, bool chat) const {
@@ -232,8 +217,16 @@ StatusOr<std::vector<int32_t>> ApiService::TokenizeText(const std::string& text,
                       std::to_string(max_bytes_per_token_) + " bytes per token)");
   }
   const Tokenizer& tok = engine_.tokenizer();
-  std::vector<int32_t> ids =
-      chat ? EncodeChatPrompt(tok, text) : tok.Encode(text, /*add_special=*/true, /*parse_special=*/true);
+  bool add_special = true;
+  if (chat) {
+    // Templates usually write BOS themselves; never add a second one.
+    int32_t bos = tok.bos_id();
+    if (bos >= 0 && bos < tok.vocab_size()) {
+      const std::string& piece = tok.data().pieces[static_cast<size_t>(bos)];
+      if (!piece.empty() && text.rfind(piece, 0) == 0) add_special = false;
+    }
+  }
+  std::vector<int32_t> ids = tok.Encode(text, add_special, /*parse_special=*/true);
   if (ids.empty()) return InvalidArgument("the prompt encodes to no tokens");
   return ids;
 }
@@ -259,8 +252,12 @@ std::string ApiService::NextId(ParsedRequest::Api api) {
 
 void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& body,
                                   const std::shared_ptr<ResponseWriter>& writer) {
-  json parsed;
-  if (std::optional<ApiError> bad = ParseBody(body, &parsed)) return SendError(*writer, *bad);
+  if (JsonNestsDeeperThan(body, kMaxJsonDepth)) {
+    return SendError(*writer,
+                     BadRequest("the request body nests deeper than " + std::to_string(kMaxJsonDepth)));
+  }
+  json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) return SendError(*writer, BadRequest("the request body is not valid JSON"));
 
   RequestLimits limits;
   limits.vocab_size = engine_.model_config().vocab_size;
@@ -281,8 +278,12 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
   std::vector<std::vector<int32_t>> prompts;
   std::vector<std::string> prompt_texts;
   if (api == ParsedRequest::Api::kChat) {
-    StatusOr<std::string> text = RenderChat(req);
-    if (!text.ok()) return SendError(*writer, RequestContentError(text.status(), "messages"));
+    StatusOr<std::string> text = options_.chat_renderer
+                                     ? options_.chat_renderer(req.messages)
+                                     : StatusOr<std::string>(RenderFallbackChat(req.messages));
+    if (!text.ok()) {
+      return SendError(*writer, RequestContentError(text.status().WithContext("chat template"), "messages"));
+    }
     auto ids = TokenizeText(*text, /*chat=*/true);
     if (!ids.ok()) return SendError(*writer, RequestContentError(ids.status(), "messages"));
     prompts.push_back(std::move(*ids));
@@ -374,8 +375,8 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
   if (options_.log_requests) {
     char params[192];
     std::snprintf(params, sizeof params, "max_tokens %lld, temperature %g, top_p %g, top_k %lld%s%s",
-                  static_cast<long long>(requests.empty() ? 0 : requests[0].max_tokens), req.sampling.temperature,
-                  req.sampling.top_p, static_cast<long long>(req.sampling.top_k),
+                  static_cast<long long>(requests.empty() ? 0 : requests[0].max_tokens),
+                  req.sampling.temperature, req.sampling.top_p, static_cast<long long>(req.sampling.top_k),
                   req.stream ? ", stream" : "", req.structured ? ", structured" : "");
     job.log_params = params;
   }

@@ -20,10 +20,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-
-#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "core/status.h"
 #include "engine/engine.h"
@@ -74,14 +74,11 @@ struct HttpRequestView {
   std::string body;
 };
 
+// A request body nesting deeper is refused before it is parsed.
+inline constexpr int kMaxJsonDepth = 128;
+
 // The fallback chat format (see ChatPromptRenderer).
 std::string RenderFallbackChat(const std::vector<ChatMessage>& messages);
-
-// Token ids of a rendered chat prompt: special-token text parsed, BOS added
-// only when the text does not already begin with it (templates usually write
-// BOS themselves; never a second one). The chat routes, /tokenize's
-// messages form and `deepinfer generate --chat` all encode with this.
-std::vector<int32_t> EncodeChatPrompt(const Tokenizer& tok, const std::string& text);
 
 class ApiService {
  public:
@@ -101,6 +98,23 @@ class ApiService {
   void BeginShutdown() { shutting_down_ = true; }
 
  private:
+  // Runs `task` on a prepare worker (large bodies on their own), or inline
+  // without workers; 429 when the queue is full.
+  void RunPrepared(size_t body_bytes, std::function<void()> task,
+                   const std::shared_ptr<ResponseWriter>& writer);
+  // The routes beside generation (info_routes.cc, tokenize_routes.cc,
+  // responses_api.cc).
+  void HandleModel(const std::string& raw_id, const std::shared_ptr<ResponseWriter>& writer);
+  void HandleVersion(const std::shared_ptr<ResponseWriter>& writer);
+  nlohmann::json ModelCard() const;  // the one entry of /v1/models
+  void HandleTokenize(const std::string& body, const std::shared_ptr<ResponseWriter>& writer);
+  void HandleDetokenize(const std::string& body, const std::shared_ptr<ResponseWriter>& writer);
+  void HandleResponses(const std::string& body, const std::shared_ptr<ResponseWriter>& writer);
+  // The chat request's messages as prompt text (the chat template, or the fallback).
+  StatusOr<std::string> RenderChat(const ParsedRequest& req) const;
+  // The body as JSON, or the 400 it gets (nesting too deep, not JSON).
+  std::optional<ApiError> ParseBody(const std::string& body, nlohmann::json* out) const;
+
   void HandleGeneration(ParsedRequest::Api api, const std::string& body,
                         const std::shared_ptr<ResponseWriter>& writer);
   // A request parsed, tokenized and validated; its constraints are made
@@ -114,19 +128,6 @@ class ApiService {
   };
   void StartJob(PreparedJob& prepared, const std::shared_ptr<ResponseWriter>& writer);
   void HandleModels(const std::shared_ptr<ResponseWriter>& writer);
-  void HandleModel(const std::string& id, const std::shared_ptr<ResponseWriter>& writer);
-  void HandleVersion(const std::shared_ptr<ResponseWriter>& writer);
-  nlohmann::json ModelCard() const;  // the one entry of /v1/models
-  void HandleTokenize(const std::string& body, const std::shared_ptr<ResponseWriter>& writer);
-  void HandleDetokenize(const std::string& body, const std::shared_ptr<ResponseWriter>& writer);
-  void HandleResponses(const std::string& body, const std::shared_ptr<ResponseWriter>& writer);
-  // Runs `task` on a prepare worker (large bodies on their own), or inline
-  // without workers; 429 when the queue is full.
-  void RunPrepared(size_t body_bytes, std::function<void()> task, const std::shared_ptr<ResponseWriter>& writer);
-  // The chat request's messages as prompt text (the chat template, or the fallback).
-  StatusOr<std::string> RenderChat(const ParsedRequest& req) const;
-  // The body as JSON, or the 400 it gets (nesting too deep, not JSON).
-  std::optional<ApiError> ParseBody(const std::string& body, nlohmann::json* out) const;
   StatusOr<std::vector<int32_t>> TokenizeText(const std::string& text, bool chat) const;
   StatusOr<StructuredOutput*> GetStructuredOutput();
   std::string NextId(ParsedRequest::Api api);

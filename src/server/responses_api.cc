@@ -49,9 +49,11 @@ std::optional<ApiError> TranslateMessage(const ojson& item, size_t index, ojson*
       const bool text_part = type != part.end() && type->is_string() &&
                              (*type == "input_text" || *type == "output_text" || *type == "text");
       if (!text_part) {
-        return Unsupported("input", "a content part of type " + (type != part.end() ? type->dump() : "(none)"));
+        return Unsupported("input",
+                           "a content part of type " + (type != part.end() ? type->dump() : "(none)"));
       }
-      if (text == part.end() || !text->is_string()) return BadRequest(where + " text part needs 'text'", "input");
+      if (text == part.end() || !text->is_string())
+        return BadRequest(where + " text part needs 'text'", "input");
       chat_content.push_back(ojson{{"type", "text"}, {"text", *text}});
     }
   } else {
@@ -92,12 +94,8 @@ std::optional<ApiError> TranslateFormat(const ojson& text, ojson* chat) {
 // The Responses object around the generated text (status, output, usage).
 ojson ResponseObject(const ResponsesRequestInfo& info, const std::string& status, const ojson& output,
                      const ojson& usage, const std::string& incomplete_reason) {
-  ojson r = {{"id", info.id},
-             {"object", "response"},
-             {"created_at", info.created_at},
-             {"status", status},
-             {"error", nullptr},
-             {"incomplete_details", nullptr},
+  ojson r = {{"id", info.id},      {"object", "response"}, {"created_at", info.created_at},
+             {"status", status},   {"error", nullptr},     {"incomplete_details", nullptr},
              {"model", info.model}};
   if (!incomplete_reason.empty()) r["incomplete_details"] = ojson{{"reason", incomplete_reason}};
   r["output"] = output;
@@ -115,7 +113,10 @@ ojson OutputText(const std::string& text) {
 }
 
 ojson MessageItem(const ResponsesRequestInfo& info, const std::string& status, const ojson& content) {
-  return ojson{{"type", "message"}, {"id", info.item_id}, {"status", status}, {"role", "assistant"},
+  return ojson{{"type", "message"},
+               {"id", info.item_id},
+               {"status", status},
+               {"role", "assistant"},
                {"content", content}};
 }
 
@@ -154,24 +155,28 @@ class ResponsesWriter : public ResponseWriter {
       : inner_(std::move(inner)), info_(std::move(info)) {}
 
   void SendResponse(int http_status, std::string content_type, std::string body) override {
-    if (http_status != 200) return inner_->SendResponse(http_status, std::move(content_type), TranslateErrorBody(body));
+    if (http_status != 200)
+      return inner_->SendResponse(http_status, std::move(content_type), TranslateErrorBody(body));
     ojson chat = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
     std::string text, finish;
-    if (!chat.is_discarded() && chat.contains("choices") && chat["choices"].is_array() && !chat["choices"].empty()) {
+    if (!chat.is_discarded() && chat.contains("choices") && chat["choices"].is_array() &&
+        !chat["choices"].empty()) {
       const ojson& choice = chat["choices"][0];
       if (choice.contains("message") && choice["message"].contains("content") &&
           choice["message"]["content"].is_string()) {
         text = choice["message"]["content"];
       }
-      if (choice.contains("finish_reason") && choice["finish_reason"].is_string()) finish = choice["finish_reason"];
+      if (choice.contains("finish_reason") && choice["finish_reason"].is_string())
+        finish = choice["finish_reason"];
     }
     const bool cut = finish == "length";
-    ojson output = ojson::array({MessageItem(info_, cut ? "incomplete" : "completed", ojson::array({OutputText(text)}))});
+    ojson output = ojson::array(
+        {MessageItem(info_, cut ? "incomplete" : "completed", ojson::array({OutputText(text)}))});
     ojson usage = UsageOf(chat.is_discarded() ? ojson::object() : chat.value("usage", ojson::object()));
-    inner_->SendResponse(200, "application/json",
-                         ResponseObject(info_, cut ? "incomplete" : "completed", output, usage,
-                                        cut ? "max_output_tokens" : "")
-                             .dump());
+    inner_->SendResponse(
+        200, "application/json",
+        ResponseObject(info_, cut ? "incomplete" : "completed", output, usage, cut ? "max_output_tokens" : "")
+            .dump());
   }
 
   void BeginStream() override {
@@ -182,8 +187,9 @@ class ResponsesWriter : public ResponseWriter {
     EmitLocked("response.in_progress", {{"response", started}});
     EmitLocked("response.output_item.added",
                {{"output_index", 0}, {"item", MessageItem(info_, "in_progress", ojson::array())}});
-    EmitLocked("response.content_part.added",
-               {{"item_id", info_.item_id}, {"output_index", 0}, {"content_index", 0}, {"part", OutputText("")}});
+    EmitLocked(
+        "response.content_part.added",
+        {{"item_id", info_.item_id}, {"output_index", 0}, {"content_index", 0}, {"part", OutputText("")}});
   }
 
   void SendStreamData(std::string data) override {
@@ -218,22 +224,26 @@ class ResponsesWriter : public ResponseWriter {
     if (chunk.contains("usage") && chunk["usage"].is_object()) usage_ = UsageOf(chunk["usage"]);
     if (!chunk.contains("choices") || !chunk["choices"].is_array()) return;
     for (const ojson& choice : chunk["choices"]) {
-      if (choice.contains("delta") && choice["delta"].contains("content") && choice["delta"]["content"].is_string()) {
+      if (choice.contains("delta") && choice["delta"].contains("content") &&
+          choice["delta"]["content"].is_string()) {
         const std::string delta = choice["delta"]["content"];
         if (!delta.empty()) {
           text_ += delta;
-          EmitLocked("response.output_text.delta",
-                     {{"item_id", info_.item_id}, {"output_index", 0}, {"content_index", 0}, {"delta", delta}});
+          EmitLocked(
+              "response.output_text.delta",
+              {{"item_id", info_.item_id}, {"output_index", 0}, {"content_index", 0}, {"delta", delta}});
         }
       }
-      if (choice.contains("finish_reason") && choice["finish_reason"].is_string()) finish_ = choice["finish_reason"];
+      if (choice.contains("finish_reason") && choice["finish_reason"].is_string())
+        finish_ = choice["finish_reason"];
     }
   }
 
   void FinishLocked() {
     if (failed_) {
       EmitLocked("response.failed",
-                 {{"response", ResponseObject(info_, "failed", ojson::array(), usage_.is_null() ? UsageOf(ojson::object()) : usage_, "")}});
+                 {{"response", ResponseObject(info_, "failed", ojson::array(),
+                                              usage_.is_null() ? UsageOf(ojson::object()) : usage_, "")}});
       return;
     }
     const bool cut = finish_ == "length";
@@ -245,8 +255,9 @@ class ResponsesWriter : public ResponseWriter {
                {{"item_id", info_.item_id}, {"output_index", 0}, {"content_index", 0}, {"part", part}});
     const ojson item = MessageItem(info_, item_status, ojson::array({part}));
     EmitLocked("response.output_item.done", {{"output_index", 0}, {"item", item}});
-    const ojson done = ResponseObject(info_, cut ? "incomplete" : "completed", ojson::array({item}),
-                                      usage_.is_null() ? UsageOf(ojson::object()) : usage_, cut ? "max_output_tokens" : "");
+    const ojson done =
+        ResponseObject(info_, cut ? "incomplete" : "completed", ojson::array({item}),
+                       usage_.is_null() ? UsageOf(ojson::object()) : usage_, cut ? "max_output_tokens" : "");
     EmitLocked(cut ? "response.incomplete" : "response.completed", {{"response", done}});
   }
 
@@ -268,7 +279,8 @@ class ResponsesWriter : public ResponseWriter {
 
 }  // namespace
 
-std::optional<ApiError> ResponsesToChatBody(const ojson& body, std::string* chat_body, ResponsesRequestInfo* info) {
+std::optional<ApiError> ResponsesToChatBody(const ojson& body, std::string* chat_body,
+                                            ResponsesRequestInfo* info) {
   if (!body.is_object()) return BadRequest("the request body must be a JSON object");
   ojson chat = ojson::object();
   ojson messages = ojson::array();
@@ -305,7 +317,8 @@ std::optional<ApiError> ResponsesToChatBody(const ojson& body, std::string* chat
     } else if (key == "tool_choice") {
       if (!(value.is_string() && (value == "none" || value == "auto"))) return Unsupported("tool_choice", "");
     } else if (key == "truncation") {
-      if (!(value.is_string() && value == "disabled")) return Unsupported("truncation", "other than \"disabled\"");
+      if (!(value.is_string() && value == "disabled"))
+        return Unsupported("truncation", "other than \"disabled\"");
     } else if (key == "include") {
       if (!value.is_array() || !value.empty()) return Unsupported("include", "");
     } else if (key == "previous_response_id" || key == "background" || key == "reasoning" ||
@@ -366,7 +379,8 @@ void ApiService::HandleResponses(const std::string& body, const std::shared_ptr<
   info.id = std::string("resp_") + id;
   info.item_id = std::string("msg_") + id;
   info.created_at =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   std::string chat_body;
   if (std::optional<ApiError> e = ResponsesToChatBody(parsed, &chat_body, &info)) {
     return writer->SendResponse(e->http_status, "application/json", e->ToJson());

@@ -43,7 +43,8 @@ struct ResponsesRequestInfo {
   int64_t created_at = 0;
   std::string model;
   bool stream = false;
-  nlohmann::ordered_json echo = nlohmann::ordered_json::object();  // instructions, max_output_tokens, ... as sent
+  nlohmann::ordered_json echo =
+      nlohmann::ordered_json::object();  // instructions, max_output_tokens, ... as sent
 };
 
 // body -> the chat request's body text. nullopt on success; the 400 naming

@@ -9,6 +9,8 @@
 // generation routes too: BOS for a prompt; for messages, BOS only where the
 // rendered text does not begin with it (vLLM's chat default is false; its
 // templates write BOS themselves, which the same rule keeps).
+// ParseBody and RenderChat (the side routes' shares of the generation path)
+// are here too.
 // Detokenize renders control tokens as their text (HF decode's default,
 // skip_special_tokens=False, as vLLM's /detokenize).
 #include <nlohmann/json.hpp>
@@ -29,6 +31,23 @@ void Send(ResponseWriter& writer, const ApiError& e) {
 
 }  // namespace
 
+std::optional<ApiError> ApiService::ParseBody(const std::string& body, json* out) const {
+  if (JsonNestsDeeperThan(body, kMaxJsonDepth)) {
+    return BadRequest("the request body nests deeper than " + std::to_string(kMaxJsonDepth));
+  }
+  *out = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (out->is_discarded()) return BadRequest("the request body is not valid JSON");
+  return std::nullopt;
+}
+
+StatusOr<std::string> ApiService::RenderChat(const ParsedRequest& req) const {
+  StatusOr<std::string> text = options_.chat_renderer
+                                   ? options_.chat_renderer(req.messages)
+                                   : StatusOr<std::string>(RenderFallbackChat(req.messages));
+  if (!text.ok()) return text.status().WithContext("chat template");
+  return text;
+}
+
 void ApiService::HandleTokenize(const std::string& body, const std::shared_ptr<ResponseWriter>& writer) {
   json j;
   if (std::optional<ApiError> bad = ParseBody(body, &j)) return Send(*writer, *bad);
@@ -36,11 +55,13 @@ void ApiService::HandleTokenize(const std::string& body, const std::shared_ptr<R
   const bool has_prompt = j.contains("prompt") && !j["prompt"].is_null();
   const bool has_messages = j.contains("messages") && !j["messages"].is_null();
   if (has_prompt == has_messages) {
-    return Send(*writer, BadRequest("give exactly one of 'prompt' or 'messages'", has_prompt ? "messages" : "prompt"));
+    return Send(*writer,
+                BadRequest("give exactly one of 'prompt' or 'messages'", has_prompt ? "messages" : "prompt"));
   }
   std::optional<bool> add_special;
   if (const json* v = fields::Find(j, "add_special_tokens")) {
-    if (!v->is_boolean()) return Send(*writer, BadRequest("'add_special_tokens' must be a boolean", "add_special_tokens"));
+    if (!v->is_boolean())
+      return Send(*writer, BadRequest("'add_special_tokens' must be a boolean", "add_special_tokens"));
     add_special = v->get<bool>();
   }
   bool return_strs = false;
@@ -72,7 +93,13 @@ void ApiService::HandleTokenize(const std::string& body, const std::shared_ptr<R
     if (std::optional<ApiError> e = ParseChatRequest(chat, limits, &req)) return Send(*writer, *e);
     StatusOr<std::string> text = RenderChat(req);
     if (!text.ok()) return Send(*writer, RequestContentError(text.status(), "messages"));
-    ids = add_special ? tok.Encode(*text, *add_special, /*parse_special=*/true) : EncodeChatPrompt(tok, *text);
+    if (add_special) {
+      ids = tok.Encode(*text, *add_special, /*parse_special=*/true);
+    } else {
+      StatusOr<std::vector<int32_t>> chat_ids = TokenizeText(*text, /*chat=*/true);
+      if (!chat_ids.ok()) return Send(*writer, RequestContentError(chat_ids.status(), "messages"));
+      ids = std::move(*chat_ids);
+    }
     out["prompt"] = *text;
   }
   out["count"] = ids.size();
@@ -101,7 +128,8 @@ void ApiService::HandleDetokenize(const std::string& body, const std::shared_ptr
   ids.reserve(tokens->size());
   for (const json& t : *tokens) {
     if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= vocab) {
-      return Send(*writer, BadRequest("'tokens' must hold token ids in [0, " + std::to_string(vocab) + ")", "tokens"));
+      return Send(*writer,
+                  BadRequest("'tokens' must hold token ids in [0, " + std::to_string(vocab) + ")", "tokens"));
     }
     ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
   }

@@ -309,6 +309,7 @@ EngineMetrics EngineImpl::Metrics() const {
   m.request_queue_time_seconds = std::move(h.queue_time);
   m.request_prefill_time_seconds = std::move(h.prefill_time);
   m.request_decode_time_seconds = std::move(h.decode_time);
+  m.request_inference_time_seconds = std::move(h.inference_time);
   m.request_prompt_tokens = std::move(h.prompt_tokens);
   m.request_generation_tokens = std::move(h.generation_tokens);
   return m;

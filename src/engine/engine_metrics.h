@@ -55,6 +55,7 @@ struct EngineMetrics {
   Histogram request_queue_time_seconds;
   Histogram request_prefill_time_seconds;
   Histogram request_decode_time_seconds;
+  Histogram request_inference_time_seconds;  // first scheduled -> last token: prefill + decode
   Histogram request_prompt_tokens;
   Histogram request_generation_tokens;
   // MoE models: tokens routed to each expert since load, [layer][expert]

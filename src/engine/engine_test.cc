@@ -100,7 +100,8 @@ void CheckGreedyBatch(bool async) {
   }
   for (const Histogram* h :
        {&m.e2e_request_latency_seconds, &m.request_queue_time_seconds, &m.request_prefill_time_seconds,
-        &m.request_decode_time_seconds, &m.request_prompt_tokens, &m.request_generation_tokens}) {
+        &m.request_decode_time_seconds, &m.request_inference_time_seconds, &m.request_prompt_tokens,
+        &m.request_generation_tokens}) {
     EXPECT_EQ(h->count, 32);
     int64_t in_buckets = 0;
     for (int64_t c : h->counts) in_buckets += c;

@@ -14,7 +14,7 @@ namespace deepinfer {
 
 Histogram MakeTimeToFirstTokenHistogram();
 Histogram MakeTimePerOutputTokenHistogram();
-Histogram MakeRequestLatencyHistogram();  // e2e, queue, prefill and decode seconds
+Histogram MakeRequestLatencyHistogram();  // e2e, queue, prefill, decode, inference seconds
 Histogram MakeTokenCountHistogram();      // prompt / generation tokens per request: 1, 2, 5, 10, ...
 
 // One request's life, observed when it finishes (OutputProcessor).
@@ -25,6 +25,7 @@ struct RequestHistograms {
   Histogram queue_time = MakeRequestLatencyHistogram();
   Histogram prefill_time = MakeRequestLatencyHistogram();
   Histogram decode_time = MakeRequestLatencyHistogram();
+  Histogram inference_time = MakeRequestLatencyHistogram();  // prefill + decode
   Histogram prompt_tokens = MakeTokenCountHistogram();
   Histogram generation_tokens = MakeTokenCountHistogram();
 };

@@ -76,6 +76,7 @@ void OutputProcessor::ObserveFinished(const RequestOutput& r, Clock::time_point 
   if (r.completion_tokens == 0) return;
   Observe(hist_.prefill_time, std::max(0.0, Seconds(r.first_token - r.first_scheduled)));
   Observe(hist_.decode_time, Seconds(r.last_token - r.first_token));
+  Observe(hist_.inference_time, std::max(0.0, Seconds(r.last_token - r.first_scheduled)));
 }
 
 void OutputProcessor::Process(OutputItem& item) {

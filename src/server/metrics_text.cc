@@ -170,6 +170,9 @@ std::string RenderPrometheusMetrics(const EngineMetrics& m) {
   HistogramText(out, "deepinfer_request_decode_time_seconds",
                 "Time from the first to the last output token, per finished request with one.",
                 m.request_decode_time_seconds);
+  HistogramText(out, "deepinfer_request_inference_time_seconds",
+                "Time from the first scheduled step to the last output token (prefill + decode).",
+                m.request_inference_time_seconds);
   HistogramText(out, "deepinfer_request_prompt_tokens", "Prompt tokens per finished request.",
                 m.request_prompt_tokens);
   HistogramText(out, "deepinfer_request_generation_tokens", "Generated tokens per finished request.",

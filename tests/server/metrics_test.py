@@ -32,7 +32,7 @@ DI, SHARED = sys.argv[1], sys.argv[2]
 GGUF = os.path.join(SHARED, "models", "gguf", "stories260K.gguf")
 HISTOGRAMS = ["deepinfer_e2e_request_latency_seconds", "deepinfer_request_queue_time_seconds",
               "deepinfer_request_prefill_time_seconds", "deepinfer_request_decode_time_seconds",
-              "deepinfer_time_to_first_token_seconds", "deepinfer_request_prompt_tokens",
+              "deepinfer_request_inference_time_seconds", "deepinfer_time_to_first_token_seconds", "deepinfer_request_prompt_tokens",
               "deepinfer_request_generation_tokens"]
 failures = []
 
@@ -166,6 +166,10 @@ try:
     parts = sum(v["deepinfer_request_%s_time_seconds_sum" % p] for p in ("queue", "prefill", "decode"))
     check(v["deepinfer_e2e_request_latency_seconds_sum"] >= parts * (1 - 1e-9),
           "e2e sum (%g) >= queue + prefill + decode sums (%g)" % (v["deepinfer_e2e_request_latency_seconds_sum"], parts))
+    inference = v["deepinfer_request_inference_time_seconds_sum"]
+    check(abs(inference - v["deepinfer_request_prefill_time_seconds_sum"]
+              - v["deepinfer_request_decode_time_seconds_sum"]) <= 1e-6 * max(inference, 1e-3),
+          "inference time sum == prefill + decode sums (%g)" % inference)
     check(v["deepinfer_e2e_request_latency_seconds_sum"] <= wall,
           "e2e sum (%g s) <= the client's wall time of the requests (%g s)"
           % (v["deepinfer_e2e_request_latency_seconds_sum"], wall))

@@ -14,6 +14,8 @@ packages=(
   python3 python3-numpy                 # independent NumPy reference in tests/reference
   python3-jsonschema                    # independent validator for structured-output tests
   libboost-dev                          # Boost.Beast/Asio: the HTTP server and bench-serve client
+  python3-sentencepiece                 # independent tokenizer for tests/server/endpoints_test.py
+  prometheus                            # promtool: tests/server/metrics_test.py checks /metrics
 )
 
 missing=()

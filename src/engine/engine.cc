@@ -225,10 +225,12 @@ void EngineImpl::EraseContextLocked(RequestId id) {
 bool EngineImpl::AbortLocked(RequestId id, FinishReason reason, const std::string& error) {
   StatusOr<Request> aborted = scheduler_->Abort(id, reason);
   if (!aborted.ok()) return false;
+  OutputItem item;
+  if (auto ctx = contexts_.find(id); ctx != contexts_.end())
+    item.first_scheduled = ctx->second->first_scheduled;
   EraseContextLocked(id);
   draft_confidence_.erase(id);
   ++requests_finished_total_;
-  OutputItem item;
   item.id = id;
   item.finish_reason = reason;
   item.error = error;
@@ -276,6 +278,8 @@ EngineMetrics EngineImpl::Metrics() const {
     m.prefix_cache_hit_ratio = s.prompt_tokens > 0 ? static_cast<double>(cached_prompt_tokens_total_) /
                                                          static_cast<double>(s.prompt_tokens)
                                                    : 0.0;
+    m.prefix_cache_queries_total = s.prompt_tokens;
+    m.prefix_cache_hits_total = cached_prompt_tokens_total_;
     m.requests_finished_total = requests_finished_total_;
     m.num_preemptions_total = s.num_preemptions;
     m.steps_total = steps_total_;
@@ -296,8 +300,16 @@ EngineMetrics EngineImpl::Metrics() const {
   }
   m.executor_idle_seconds_total = executor_.idle_seconds();
   m.executor_busy_seconds_total = executor_.busy_seconds();
-  m.time_to_first_token_seconds = output_.TimeToFirstToken();
-  m.time_per_output_token_seconds = output_.TimePerOutputToken();
+  RequestHistograms h = output_.Histograms();
+  m.time_to_first_token_seconds = std::move(h.time_to_first_token);
+  m.time_per_output_token_seconds = std::move(h.time_per_output_token);
+  m.e2e_request_latency_seconds = std::move(h.e2e_latency);
+  m.request_queue_time_seconds = std::move(h.queue_time);
+  m.request_prefill_time_seconds = std::move(h.prefill_time);
+  m.request_decode_time_seconds = std::move(h.decode_time);
+  m.request_inference_time_seconds = std::move(h.inference_time);
+  m.request_prompt_tokens = std::move(h.prompt_tokens);
+  m.request_generation_tokens = std::move(h.generation_tokens);
   return m;
 }
 

@@ -85,8 +85,12 @@ std::optional<LaunchedStep> EngineImpl::PrepareLocked(StepPlan plan) {
   if (plan.empty()) return std::nullopt;
   LaunchedStep step;
   step.contexts.reserve(plan.seqs.size());
+  const auto now = std::chrono::steady_clock::now();
   for (const ScheduledSequence& seq : plan.seqs) {
     auto it = contexts_.find(seq.request_id);
+    if (it != contexts_.end() && it->second->first_scheduled == std::chrono::steady_clock::time_point{}) {
+      it->second->first_scheduled = now;
+    }
     step.contexts.push_back(seq.samples && it != contexts_.end() ? it->second : nullptr);
   }
   step.draft = !drafting_paused_;
@@ -139,6 +143,7 @@ void EngineImpl::CommitLocked(StepResult& result) {
     OutputItem item;
     item.id = u.request_id;
     item.finish_reason = u.finish_reason;
+    if (ctx != contexts_.end()) item.first_scheduled = ctx->second->first_scheduled;
     if (r != nullptr) {
       item.cached_prompt_tokens = r->num_cached_prompt_tokens;
       if (ctx != contexts_.end() && !ctx->second->cached_tokens_counted) {

@@ -22,6 +22,11 @@ struct EngineMetrics {
   int64_t kv_blocks_total = 0;
   int64_t kv_blocks_in_use = 0;         // referenced by live requests
   double prefix_cache_hit_ratio = 0.0;  // cached prompt tokens / prompt tokens, over all admitted
+  // Prefix cache, in tokens, once per request at its first admission:
+  // prompt tokens looked up, and those found cached (hits / queries is the
+  // ratio above).
+  int64_t prefix_cache_queries_total = 0;
+  int64_t prefix_cache_hits_total = 0;
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
   int64_t requests_finished_total = 0;
@@ -43,6 +48,17 @@ struct EngineMetrics {
   std::vector<double> spec_observed_acceptance;
   Histogram time_to_first_token_seconds;
   Histogram time_per_output_token_seconds;
+  // Per finished request (OutputProcessor): arrival -> finish (every
+  // request); arrival -> first scheduled (every request that was scheduled);
+  // first scheduled -> first token and first token -> last token (every
+  // request that produced a token); its prompt and generated token counts.
+  Histogram e2e_request_latency_seconds;
+  Histogram request_queue_time_seconds;
+  Histogram request_prefill_time_seconds;
+  Histogram request_decode_time_seconds;
+  Histogram request_inference_time_seconds;  // first scheduled -> last token: prefill + decode
+  Histogram request_prompt_tokens;
+  Histogram request_generation_tokens;
   // MoE models: tokens routed to each expert since load, [layer][expert]
   // (Model::ExpertLoad(); an empty row for a dense layer). Each token of a
   // MoE layer counts once for each of its top-k experts. Empty for dense models.

@@ -126,10 +126,20 @@ std::string RenderPrometheusMetrics(const EngineMetrics& m) {
   Sample(out, "deepinfer_kv_cache_usage_ratio", "gauge",
          "KV blocks referenced by live requests / pool (cached idle prefix blocks not counted).",
          m.kv_cache_usage_ratio);
+  // Unlabeled: the whole pool; {group=...}: per layer group (one shared pool,
+  // so every group's total is the pool; EngineMetrics::KvGroup).
   Sample(out, "deepinfer_kv_cache_blocks_total", "gauge", "KV blocks in the pool.",
          static_cast<double>(m.kv_blocks_total));
+  for (const auto& g : m.kv_groups) {
+    out +=
+        "deepinfer_kv_cache_blocks_total{group=\"" + g.name + "\"} " + std::to_string(g.blocks_total) + "\n";
+  }
   Sample(out, "deepinfer_kv_cache_blocks_in_use", "gauge", "KV blocks referenced by live requests.",
          static_cast<double>(m.kv_blocks_in_use));
+  for (const auto& g : m.kv_groups) {
+    out += "deepinfer_kv_cache_blocks_in_use{group=\"" + g.name + "\"} " + std::to_string(g.blocks_in_use) +
+           "\n";
+  }
   Sample(out, "deepinfer_prefix_cache_hit_ratio", "gauge", "Cached prompt tokens / prompt tokens admitted.",
          m.prefix_cache_hit_ratio);
   Sample(out, "deepinfer_prompt_tokens_total", "counter", "Prompt tokens admitted.",

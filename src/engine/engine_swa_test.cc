@@ -60,13 +60,14 @@ struct Setup {
   int64_t chunk = 40;
 };
 
+// Request i (counted from index0) is greedy when even, else seeded sampling with seed 500 + i.
 RunResult RunEngine(const std::string& path, const Setup& s, const std::vector<std::vector<int32_t>>& prompts,
-                    int max_tokens) {
+                    int max_tokens, size_t index0 = 0) {
   EngineConfig c;
-  c.scheduler.max_model_len = 2048;
+  c.scheduler.max_model_len = 4096;
   c.scheduler.max_num_seqs = 8;
   c.scheduler.max_num_batched_tokens = s.chunk;
-  c.kv_cache_memory_bytes = 16 << 20;
+  c.kv_cache_memory_bytes = 32 << 20;
   c.async_scheduling = s.async;
   c.swa_full_kv = s.full_kv;
   if (!s.spec.empty()) {
@@ -87,8 +88,8 @@ RunResult RunEngine(const std::string& path, const Setup& s, const std::vector<s
     r.max_tokens = max_tokens;
     r.ignore_eos = true;
     r.logprobs = 3;
-    r.sampling.temperature = i % 2 == 0 ? 0.0f : 0.9f;
-    r.seed = 500 + i;
+    r.sampling.temperature = (index0 + i) % 2 == 0 ? 0.0f : 0.9f;
+    r.seed = 500 + index0 + i;
     auto id = engine.Submit(std::move(r), col.Callback());
     EXPECT_TRUE(id.ok()) << id.status().ToString();
     if (id.ok()) ids.push_back(*id);
@@ -164,9 +165,27 @@ TEST_P(SwaWindows, OutputsEqualTheFullKvBaselineBitwise) {
     ASSERT_EQ(full.metrics.kv_groups.size(), 1u);
     EXPECT_EQ(full.metrics.kv_groups[0].name, "all");
   }
+  // Batch invariance: each request alone gives the bits it gave in the batch.
+  const RunResult batched = RunEngine(path, {.chunk = 37}, prompts, 24);
+  for (size_t i = 0; i < prompts.size(); i += 2) {
+    RunResult alone = RunEngine(path, {.chunk = 37}, {prompts[i]}, 24, i);
+    RunResult one{{batched.outputs[i]}, {}, 0};
+    ExpectBitwiseEqual(one, alone, "alone vs batched, request " + std::to_string(i));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Windows, SwaWindows, ::testing::Values(8, 16, 37, 128));
+
+// 3,000-4,000-token prompts in chunks of 100 (chunk edges never on block edges).
+TEST(SwaLongPrompts, OutputsEqualTheFullKvBaselineBitwise) {
+  for (int64_t window : {8, 128}) {
+    const std::string path = Synth("qwen3", "tiny-hybrid-swa", window, 4096);
+    const auto prompts = Prompts(3, 512, 3000, 4000, false);
+    const RunResult full = RunEngine(path, {.full_kv = true, .chunk = 100}, prompts, 16);
+    const RunResult bounded = RunEngine(path, {.full_kv = false, .chunk = 100}, prompts, 16);
+    ExpectBitwiseEqual(full, bounded, "long prompts, window " + std::to_string(window));
+  }
+}
 
 TEST(SwaSpeculation, NgramWithRollbackIsLosslessOnAHybridModel) {
   const std::string path = Synth("qwen3", "tiny-hybrid-swa", 8, 4096);

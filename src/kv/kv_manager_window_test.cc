@@ -58,6 +58,18 @@ TEST(KvManagerWindowTest, PrefillThenReleaseBelowTheWindow) {
   EXPECT_EQ(InUse(kv, "swa"), 0);
 }
 
+TEST(KvManagerWindowTest, KeepsTheBlockHoldingTheOldestKeyAQueryReads) {
+  KvManager kv = MakeHybrid(64);
+  ASSERT_TRUE(kv.Allocate(1, 8).ok());
+  // A query at 8 with window 6 reads keys 3..8: block 0 (0..3) must stay.
+  ASSERT_TRUE(kv.Allocate(1, 1).ok());
+  EXPECT_NE(kv.LayerBlockTables(1)[1][0], kNoBlock);
+  // At 9 it reads 4..9: block 0 goes.
+  ASSERT_TRUE(kv.Allocate(1, 1).ok());
+  EXPECT_EQ(kv.LayerBlockTables(1)[1][0], kNoBlock);
+  EXPECT_NE(kv.LayerBlockTables(1)[1][1], kNoBlock);
+}
+
 // The acceptance bound: at every step of a long generation (with drafts of
 // up to 5 tokens, some rejected) a windowed layer holds at most
 // ceil((W - 1 + claim) / B) + 1 blocks, i.e. window + lookback + one block.

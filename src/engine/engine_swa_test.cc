@@ -7,6 +7,8 @@
 // per-group metrics add up.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <random>
 #include <string>
@@ -230,6 +232,46 @@ TEST(SwaPrefixCache, RepeatedPromptIsRecomputedNotReusedFromFreedPages) {
   EXPECT_EQ(col.Get(*second).cached_prompt_tokens, 0);
   EXPECT_EQ(col.Get(*first).tokens, col.Get(*second).tokens);
   EXPECT_EQ(engine.Metrics().kv_blocks_in_use, 0);
+}
+
+// The memory bound through the engine's own accounting: while one request
+// generates ~4,000 tokens, the windowed layers' pages (polled from
+// Metrics) never exceed, per windowed layer, ceil((W - 1 + 1) / B) + 1 (a
+// decode step claims one position), while the full layer's pages grow with
+// the sequence.
+TEST(SwaMetrics, WindowedPagesStayBoundedThroughoutA4kGeneration) {
+  constexpr int64_t kWindow = 16, kBlock = 16, kWindowedLayers = 2;  // tiny-hybrid-swa: S F S
+  const std::string path = Synth("qwen3", "tiny-hybrid-swa", kWindow, 4096);
+  EngineConfig c;
+  c.scheduler.max_model_len = 4096;
+  c.kv_cache_memory_bytes = 8 << 20;
+  auto created = Engine::Create(Load(path), c);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  Engine& engine = **created;
+  std::atomic<int64_t> generated{0};
+  std::atomic<bool> done{false};
+  auto id =
+      engine.Submit(testing::Greedy(Prompts(1, 512, 100, 100, false)[0], 3990), [&](GenerationEvent ev) {
+        generated += static_cast<int64_t>(ev.token_ids.size());
+        if (ev.finish_reason != FinishReason::kNone) done = true;
+      });
+  ASSERT_TRUE(id.ok());
+  const int64_t bound = kWindowedLayers * ((kWindow - 1 + 1 + kBlock - 1) / kBlock + 1);
+  int64_t polls = 0, max_swa = 0, max_full = 0;
+  while (!done) {
+    const bool decoding = generated > 0;  // every later claim is one position
+    const EngineMetrics m = engine.Metrics();
+    const int64_t swa = GroupInUse(m, "swa");
+    if (decoding && !done) {
+      ASSERT_LE(swa, bound) << "after " << generated << " tokens";
+      ++polls;
+    }
+    max_swa = std::max(max_swa, swa);
+    max_full = std::max(max_full, GroupInUse(m, "full"));
+  }
+  EXPECT_GT(polls, 100);
+  EXPECT_GT(max_swa, 0);
+  EXPECT_GE(max_full, (100 + 3990 - 1) / kBlock);  // the full layer kept everything
 }
 
 TEST(SwaMetrics, PrometheusTextHasOneLinePerGroup) {

@@ -67,6 +67,19 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model, const Engine
   DI_LOG_INFO("KV cache: %d blocks of %d tokens, %s, %lld bytes per token (%.1f MiB)", num_blocks,
               effective.block_size, DTypeName(kv_dtype), static_cast<long long>(bytes_per_token),
               static_cast<double>(num_blocks) * effective.block_size * bytes_per_token / (1024.0 * 1024.0));
+  const std::vector<int64_t>& windows = model.model->config().sliding_window;
+  const bool windowed = std::any_of(windows.begin(), windows.end(), [](int64_t w) { return w > 0; });
+  if (effective.swa_full_kv && !windowed) {
+    DI_LOG_INFO("--swa-full-kv: the model has no sliding-window layers; its KV is full-attention anyway");
+  }
+  if (windowed && !effective.swa_full_kv) {
+    DI_LOG_INFO(
+        "KV: sliding-window layers keep only their window (per-layer pages; --swa-full-kv keeps all)%s",
+        effective.enable_prefix_cache ? "; prefix caching is off for this model" : "");
+    if (static_cast<int64_t>(num_blocks) * model.model->config().num_layers > INT32_MAX) {
+      return InvalidArgument("KV cache: too many blocks for per-layer pages; lower --kv-cache-memory");
+    }
+  }
   std::unique_ptr<Drafter> drafter;
   if (effective.speculative.method == "ngram") drafter = std::make_unique<NgramDrafter>();
   if (mtp != nullptr) drafter = MakeMtpDrafter(std::move(mtp), effective, num_blocks);
@@ -74,9 +87,33 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model, const Engine
 }
 
 namespace {
+// Window-bounded KV (per-layer tables over one pool of single-layer pages)
+// for models with sliding-window layers, unless --swa-full-kv.
+bool PerLayerKv(const ModelConfig& m, const EngineConfig& c) {
+  const bool windowed =
+      std::any_of(m.sliding_window.begin(), m.sliding_window.end(), [](int64_t w) { return w > 0; });
+  return windowed && !c.swa_full_kv;
+}
+
+// The pool's units: blocks spanning every layer, or in per-layer mode as
+// many single-layer pages (the same bytes).
+int64_t KvUnits(const ModelConfig& m, const EngineConfig& c, int32_t num_blocks) {
+  return PerLayerKv(m, c) ? static_cast<int64_t>(num_blocks) * m.num_layers : num_blocks;
+}
+
 std::unique_ptr<KvCache> MakeKv(const LoadedModel& m, const EngineConfig& c, int32_t num_blocks) {
-  return std::make_unique<KvCache>(m.model->config(), num_blocks, c.block_size,
-                                   ResolveKvCacheDType(c.kv_cache_dtype));
+  const ModelConfig& mc = m.model->config();
+  const DType dtype = ResolveKvCacheDType(c.kv_cache_dtype);
+  if (PerLayerKv(mc, c)) return KvCache::Pages(mc, KvUnits(mc, c, num_blocks), c.block_size, dtype);
+  return std::make_unique<KvCache>(mc, num_blocks, c.block_size, dtype);
+}
+
+KvConfig MakeKvConfig(const LoadedModel& m, const EngineConfig& c, int32_t num_blocks) {
+  const ModelConfig& mc = m.model->config();
+  return KvConfig{.num_blocks = static_cast<int32_t>(KvUnits(mc, c, num_blocks)),
+                  .block_size = c.block_size,
+                  .enable_prefix_cache = c.enable_prefix_cache,
+                  .layer_windows = PerLayerKv(mc, c) ? mc.sliding_window : std::vector<int64_t>{}};
 }
 }  // namespace
 
@@ -86,10 +123,7 @@ EngineImpl::EngineImpl(LoadedModel model, const EngineConfig& config, int32_t nu
       config_(config),
       kv_(MakeKv(loaded_, config, num_blocks)),
       runner_(*loaded_.model, *kv_, config_.jump_forward),
-      scheduler_(std::make_unique<Scheduler>(config.scheduler,
-                                             KvConfig{.num_blocks = num_blocks,
-                                                      .block_size = config.block_size,
-                                                      .enable_prefix_cache = config.enable_prefix_cache})),
+      scheduler_(std::make_unique<Scheduler>(config.scheduler, MakeKvConfig(loaded_, config, num_blocks))),
       calibrator_(std::max(config.scheduler.max_num_speculative_tokens, 1)),
       output_(loaded_.tokenizer.get(),
               [this](RequestId id) {
@@ -273,6 +307,9 @@ EngineMetrics EngineImpl::Metrics() const {
     m.kv_blocks_total = kv.num_blocks();
     m.kv_blocks_in_use = kv.pool().num_referenced();
     m.kv_cache_usage_ratio = kv.UsageRatio();
+    for (const KvManager::GroupUsage& g : kv.GroupUsages()) {
+      m.kv_groups.push_back({g.name, g.units_in_use, kv.num_blocks()});
+    }
     m.prompt_tokens_total = s.prompt_tokens;
     m.generation_tokens_total = s.generation_tokens;
     m.prefix_cache_hit_ratio = s.prompt_tokens > 0 ? static_cast<double>(cached_prompt_tokens_total_) /

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace deepinfer {
@@ -20,7 +21,17 @@ struct EngineMetrics {
   int64_t num_requests_waiting = 0;
   double kv_cache_usage_ratio = 0.0;  // blocks held by live requests / pool
   int64_t kv_blocks_total = 0;
-  int64_t kv_blocks_in_use = 0;         // referenced by live requests
+  int64_t kv_blocks_in_use = 0;  // referenced by live requests
+  // Per layer group (KvManager::GroupUsages): "all" for one table spanning
+  // every layer; "full" / "swa" with window-bounded KV, counted in
+  // single-layer blocks of the one shared pool (so each group's total is the
+  // whole pool).
+  struct KvGroup {
+    std::string name;
+    int64_t blocks_in_use = 0;
+    int64_t blocks_total = 0;
+  };
+  std::vector<KvGroup> kv_groups;
   double prefix_cache_hit_ratio = 0.0;  // cached prompt tokens / prompt tokens, over all admitted
   // Prefix cache, in tokens, once per request at its first admission:
   // prompt tokens looked up, and those found cached (hits / queries is the

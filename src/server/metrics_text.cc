@@ -127,10 +127,20 @@ std::string RenderPrometheusMetrics(const EngineMetrics& m) {
          "KV blocks referenced by live requests / pool (cached idle prefix blocks not counted).",
          m.kv_cache_usage_ratio);
   // A gauge: no "_total" suffix, which Prometheus reserves for counters.
+  // Unlabeled: the whole pool; {group=...}: per layer group (one shared pool,
+  // so every group's total is the pool; EngineMetrics::KvGroup).
   Sample(out, "deepinfer_kv_cache_num_blocks", "gauge", "KV blocks in the pool.",
          static_cast<double>(m.kv_blocks_total));
+  for (const auto& g : m.kv_groups) {
+    out +=
+        "deepinfer_kv_cache_num_blocks{group=\"" + g.name + "\"} " + std::to_string(g.blocks_total) + "\n";
+  }
   Sample(out, "deepinfer_kv_cache_blocks_in_use", "gauge", "KV blocks referenced by live requests.",
          static_cast<double>(m.kv_blocks_in_use));
+  for (const auto& g : m.kv_groups) {
+    out += "deepinfer_kv_cache_blocks_in_use{group=\"" + g.name + "\"} " + std::to_string(g.blocks_in_use) +
+           "\n";
+  }
   Sample(out, "deepinfer_prefix_cache_hit_ratio", "gauge", "Cached prompt tokens / prompt tokens admitted.",
          m.prefix_cache_hit_ratio);
   Sample(out, "deepinfer_prefix_cache_queries_total", "counter",

@@ -110,13 +110,20 @@ void EngineImpl::UpdateDraftingPauseLocked(const DraftSchedule& schedule, const 
   constexpr double kSmoothing = 0.2;
   constexpr double kPauseBelow = 0.98;
   constexpr double kResumeSpeedup = 1.05;
+  // A clear loss pauses after a few steps (a speculative step of a large
+  // batch costs several plain ones); a marginal one waits until the
+  // calibration and the cost models have warmed up (cold, they underestimate).
   constexpr int64_t kMinStepsBeforePause = 8;
+  constexpr int64_t kMinStepsBeforeClearPause = 3;
+  constexpr double kClearLossBelow = 0.8;
   constexpr int64_t kProbeSteps = 256;
   ++steps_since_pause_change_;
   if (!drafting_paused_) {
     if (schedule.lengths.empty()) return;  // nothing proposed this step: nothing learned
     spec_speedup_ = (1 - kSmoothing) * spec_speedup_ + kSmoothing * schedule.speedup;
-    if (spec_speedup_ < kPauseBelow && steps_since_pause_change_ >= kMinStepsBeforePause) {
+    const bool clear_loss =
+        spec_speedup_ < kClearLossBelow && steps_since_pause_change_ >= kMinStepsBeforeClearPause;
+    if (clear_loss || (spec_speedup_ < kPauseBelow && steps_since_pause_change_ >= kMinStepsBeforePause)) {
       drafting_paused_ = true;
       steps_since_pause_change_ = 0;
       DI_LOG_DEBUG("speculation paused: predicted speedup %.3f", spec_speedup_);

@@ -82,6 +82,9 @@ void SpeculativeDecoding(std::string& out, const EngineMetrics& m) {
          static_cast<double>(m.spec_draft_tokens_total));
   Sample(out, "deepinfer_spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted.",
          static_cast<double>(m.spec_accepted_tokens_total));
+  Sample(out, "deepinfer_spec_decode_paused_steps_total", "counter",
+         "Steps run with the drafter paused (speculation predicted not to pay).",
+         static_cast<double>(m.spec_paused_steps_total));
   if (m.spec_accepted_per_position.empty()) return;  // speculation off
   auto per_position = [&](const char* name, const char* type, const char* help, auto value) {
     Header(out, name, type, help);
@@ -132,8 +135,7 @@ std::string RenderPrometheusMetrics(const EngineMetrics& m) {
   Sample(out, "deepinfer_kv_cache_num_blocks", "gauge", "KV blocks in the pool.",
          static_cast<double>(m.kv_blocks_total));
   for (const auto& g : m.kv_groups) {
-    out +=
-        "deepinfer_kv_cache_num_blocks{group=\"" + g.name + "\"} " + std::to_string(g.blocks_total) + "\n";
+    out += "deepinfer_kv_cache_num_blocks{group=\"" + g.name + "\"} " + std::to_string(g.blocks_total) + "\n";
   }
   Sample(out, "deepinfer_kv_cache_blocks_in_use", "gauge", "KV blocks referenced by live requests.",
          static_cast<double>(m.kv_blocks_in_use));

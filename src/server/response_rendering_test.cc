@@ -157,6 +157,7 @@ TEST(MetricsText, NamesValuesAndCumulativeHistograms) {
 TEST(PrometheusText, SpeculativeDecodingSeriesPerPositionAndTheDraftLengthHistogram) {
   EngineMetrics m;
   m.spec_num_drafts_total = 10;
+  m.spec_paused_steps_total = 7;
   m.spec_draft_tokens_total = 30;
   m.spec_accepted_tokens_total = 12;
   m.spec_accepted_per_position = {7, 4, 1};
@@ -166,6 +167,7 @@ TEST(PrometheusText, SpeculativeDecodingSeriesPerPositionAndTheDraftLengthHistog
   const std::string text = RenderPrometheusMetrics(m);
   auto has = [&](const std::string& line) { return text.find(line + "\n") != std::string::npos; };
   EXPECT_TRUE(has("deepinfer_spec_decode_num_drafts_total 10"));
+  EXPECT_TRUE(has("deepinfer_spec_decode_paused_steps_total 7"));
   EXPECT_TRUE(has("deepinfer_spec_decode_num_draft_tokens_total 30"));
   EXPECT_TRUE(has("deepinfer_spec_decode_num_accepted_tokens_total 12"));
   EXPECT_TRUE(has("deepinfer_spec_decode_num_accepted_tokens_per_pos_total{position=\"0\"} 7"));

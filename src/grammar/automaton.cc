@@ -550,8 +550,10 @@ StatusOr<GrammarAutomaton> BuildAutomaton(const Grammar& g, const BuildLimits& l
   for (uint32_t s = 0; s < a.num_states(); ++s) {
     if (a.dense_offset[s] == kNoState) continue;
     uint64_t* loop = &a.dense_loop[a.dense_offset[s] / 64];
-    for (int b = 0; b < 256; ++b) {
-      if (a.DenseNext(s, static_cast<uint8_t>(b)) == s) loop[b >> 6] |= uint64_t{1} << (b & 63);
+    for (uint32_t i = a.byte_edge_begin[s]; i < a.byte_edge_begin[s + 1]; ++i) {
+      const ByteEdge& e = a.byte_edges[i];
+      if (e.target != s) continue;
+      for (int b = e.lo; b <= e.hi; ++b) loop[b >> 6] |= uint64_t{1} << (b & 63);
     }
   }
   return a;

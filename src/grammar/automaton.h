@@ -32,8 +32,8 @@ inline constexpr uint32_t kNoState = 0xFFFFFFFFu;
 
 struct BuildLimits {
   size_t max_nfa_states = 1'000'000;  // Thompson states over all rules
-  size_t max_dfa_states_per_rule = 20'000;
-  size_t max_dense_states_per_rule = 4096;
+  size_t max_dfa_states_per_rule = 32768;
+  size_t max_dense_states_per_rule = 32768;
   size_t max_minimize_states = 1000;  // larger DFAs are kept unminimized
   double time_limit_s = 5.0;          // whole front end + build
   int max_expr_depth = 2000;          // nesting of expressions

@@ -65,6 +65,10 @@ class CompiledGrammar {
   mutable std::mutex mutex_;
   mutable std::unique_ptr<std::atomic<const PositionMask*>[]> cache_;
   std::shared_ptr<SharedMaskCache> shared_;
+  // Per rule: SharedMaskCache::Intern of its terminal signature, or
+  // kNoSignature (not terminal, or no shared cache).
+  static constexpr uint64_t kNoSignature = ~uint64_t{0};
+  std::vector<uint64_t> signature_ids_;
   mutable std::vector<std::shared_ptr<const PositionMask>> storage_;
   mutable std::unique_ptr<EarleyParser> scratch_;  // guarded by mutex_
   mutable std::atomic<size_t> num_cached_{0};
@@ -76,6 +80,14 @@ class CompiledGrammar {
   mutable std::vector<uint32_t> distances_;
   // Bounded-string rules, found at construction (then read-only).
   std::map<RuleId, CountedStringRule> counted_;
+  // String rules with a character counter that are not plain bounded
+  // strings (CountStates: a pattern, format or excluded set times a length
+  // bound), found at construction.
+  std::map<RuleId, CountedStringRule> counted_states_;
+  const CountedStringRule* CountedStates(uint32_t state) const;
+  // Characters that may still start from `state` (INT64_MAX without a
+  // counter).
+  int64_t CharactersLeft(uint32_t state) const;
   // Rules with broad positions that neither a counted string nor a string
   // profile answers (e.g. `^[A-Za-z ]+$`), found at construction.
   std::map<RuleId, std::unique_ptr<const ByteClassTrie>> class_tries_;

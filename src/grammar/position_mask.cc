@@ -101,6 +101,10 @@ void DenseWalk(const GrammarAutomaton& a, const Vocabulary& vocab, uint32_t star
       // all accepted. (Deeper checks would cost more cache misses than
       // they save.) depth > lcp[i]: the prefix is a node of token i.
       if (depth > kLoopCheckDepth) continue;
+      // A state without self-loops (e.g. every state of a counted string)
+      // cannot accept a subtree this way: skip the trie-node lookups.
+      const uint64_t* loop = a.DenseLoop(next);
+      if ((loop[0] | loop[1] | loop[2] | loop[3]) == 0) continue;
       uint32_t node = vocab.node(i, depth);
       uint32_t end = vocab.node_end(node);
       if (end - i < 8 || !AllLoop(a, next, vocab.node_bytes_below(node))) continue;
@@ -192,22 +196,26 @@ PositionMask ComputeCountedMask(const StringProfiles& profiles, uint32_t u, int6
 }
 
 PositionMask ComputeInsideMask(const GrammarAutomaton& a, const StringProfiles& profiles, uint32_t state,
-                               uint32_t u, const std::vector<uint8_t>& walk_first_byte) {
+                               uint32_t u, const std::vector<uint8_t>& walk_first_byte, int64_t chars_left) {
   const StringProfile& p = profiles.Get(u);
   const Vocabulary& vocab = profiles.vocab();
   const std::vector<uint32_t>& special = profiles.special_tokens();
   Classifier out(vocab);
-  // Every token that stays inside the string from u; the walked ranges and
-  // the special tokens are re-decided below.
-  out.AcceptBits(p.inside_upto[StringProfile::kShortChars]);
-  for (uint32_t j : p.inside_long) out.Accept(j);
+  // Every token that stays inside the string from u (within the characters
+  // left); the walked ranges and the special tokens are re-decided below.
+  if (chars_left >= 0) {
+    out.AcceptBits(p.inside_upto[std::min<int64_t>(chars_left, StringProfile::kShortChars)]);
+    for (uint32_t j : p.inside_long) {
+      if (p.chars(j) <= chars_left) out.Accept(j);
+    }
+  }
   size_t next_special = 0;
   // First bytes in ascending order keep `uncertain` sorted.
   for (int b = 0; b < 256; ++b) {
     uint32_t lo = profiles.first_byte_begin(b), hi = profiles.first_byte_begin(b + 1);
-    if (walk_first_byte[b]) {
+    if (walk_first_byte[b] != kFromProfile) {
       for (uint32_t j = lo; j < hi; ++j) out.Reject(j);
-      DenseWalk(a, vocab, state, lo, hi, &out);
+      if (walk_first_byte[b] == kWalk) DenseWalk(a, vocab, state, lo, hi, &out);
       while (next_special < special.size() && special[next_special] < hi) ++next_special;
       continue;
     }

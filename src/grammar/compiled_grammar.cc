@@ -17,9 +17,11 @@ constexpr uint32_t kBroadFraction = 8;
 
 CompiledGrammar::CompiledGrammar(GrammarAutomaton automaton, std::shared_ptr<const Vocabulary> vocab,
                                  std::shared_ptr<SharedMaskCache> shared,
-                                 std::shared_ptr<const StringProfiles> profiles)
+                                 std::shared_ptr<const StringProfiles> profiles,
+                                 std::vector<RelaxedAssertion> relaxed)
     : automaton_(std::move(automaton)),
       vocab_(std::move(vocab)),
+      relaxed_(std::move(relaxed)),
       shared_(std::move(shared)),
       profiles_(std::move(profiles)) {
   uint32_t n = automaton_.num_states();

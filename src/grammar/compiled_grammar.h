@@ -21,6 +21,7 @@
 #include "grammar/automaton.h"
 #include "grammar/byte_class_trie.h"
 #include "grammar/earley.h"
+#include "grammar/json_schema.h"
 #include "grammar/mask_cache.h"
 #include "grammar/position_mask.h"
 #include "grammar/string_profile.h"
@@ -33,9 +34,12 @@ class CompiledGrammar {
   // `shared` and `profiles` (optional) must be bound to the same vocabulary;
   // with `profiles`, positions inside strings are derived from them instead
   // of walked (string_profile.h).
+  // `relaxed`: the JSON Schema assertions the automaton leaves out
+  // (JsonSchemaOptions::strict = false), reported to the caller.
   CompiledGrammar(GrammarAutomaton automaton, std::shared_ptr<const Vocabulary> vocab,
                   std::shared_ptr<SharedMaskCache> shared = nullptr,
-                  std::shared_ptr<const StringProfiles> profiles = nullptr);
+                  std::shared_ptr<const StringProfiles> profiles = nullptr,
+                  std::vector<RelaxedAssertion> relaxed = {});
   ~CompiledGrammar();
   CompiledGrammar(const CompiledGrammar&) = delete;
   CompiledGrammar& operator=(const CompiledGrammar&) = delete;
@@ -43,6 +47,9 @@ class CompiledGrammar {
   const GrammarAutomaton& automaton() const { return automaton_; }
   const Vocabulary& vocab() const { return *vocab_; }
   const std::shared_ptr<const Vocabulary>& vocab_ptr() const { return vocab_; }
+  // Assertions of the source schema not enforced by this grammar (empty for
+  // a strict compile and for non-JSON-Schema sources).
+  const std::vector<RelaxedAssertion>& relaxed() const { return relaxed_; }
 
   // Cache entry of `state` (a state with byte edges); computed on first use.
   const PositionMask& MaskAt(uint32_t state) const;
@@ -62,6 +69,7 @@ class CompiledGrammar {
  private:
   GrammarAutomaton automaton_;
   std::shared_ptr<const Vocabulary> vocab_;
+  std::vector<RelaxedAssertion> relaxed_;
   mutable std::mutex mutex_;
   mutable std::unique_ptr<std::atomic<const PositionMask*>[]> cache_;
   std::shared_ptr<SharedMaskCache> shared_;

@@ -40,7 +40,7 @@ CompiledGrammar::CompiledGrammar(GrammarAutomaton automaton, std::shared_ptr<con
     const JsonStringModel& model = JsonStringModel::Get();
     for (size_t r = 0; r < automaton_.rule_start.size(); ++r) {
       uint32_t s = automaton_.rule_start[r];
-      if (!automaton_.rule_terminal[r] ||
+      if (!automaton_.RuleDeterministic(static_cast<RuleId>(r)) ||
           automaton_.byte_edge_begin[s + 1] != automaton_.byte_edge_begin[s] + 1) {
         continue;
       }
@@ -52,7 +52,9 @@ CompiledGrammar::CompiledGrammar(GrammarAutomaton automaton, std::shared_ptr<con
         continue;
       }
       // A counter in a product (pattern, format or excluded values with a
-      // length bound): inside-agreement up to the count (AgreesInside).
+      // length bound): inside-agreement up to the count (AgreesInside,
+      // which walks dense tables).
+      if (!automaton_.rule_terminal[r]) continue;
       auto states = model.CountStates(automaton_, static_cast<RuleId>(r));
       if (states) counted_states_.emplace(static_cast<RuleId>(r), std::move(*states));
     }
@@ -150,7 +152,7 @@ const PositionMask& CompiledGrammar::MaskAt(uint32_t state) const {
 
 PositionMask CompiledGrammar::Compute(uint32_t state) const {
   const GrammarAutomaton& a = automaton_;
-  if (profiles_ != nullptr && a.dense_offset[state] != kNoState) {
+  if (profiles_ != nullptr) {
     RuleId rule = a.state_rule[state];
     auto it = counted_.find(rule);
     if (it != counted_.end()) {  // bounded string: assembled from a profile
@@ -158,6 +160,9 @@ PositionMask CompiledGrammar::Compute(uint32_t state) const {
       uint32_t local = state - a.rule_start[rule];
       return ComputeCountedMask(*profiles_, c.u[local], c.count[local], c.min, c.max);
     }
+  }
+  if (profiles_ != nullptr && a.dense_offset[state] != kNoState) {
+    RuleId rule = a.state_rule[state];
     // Inside a string whose extra state only shows at quotes and escapes
     // (a key next to declared names or in a patternProperties region, an
     // unanchored pattern, minLength): read from a U profile, only tokens

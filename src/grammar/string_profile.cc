@@ -104,8 +104,9 @@ bool JsonStringModel::AgreesInside(const GrammarAutomaton& a, uint32_t s, uint32
   return true;
 }
 
-std::optional<CountedStringRule> JsonStringModel::CountStates(const GrammarAutomaton& a, RuleId rule) const {
-  if (!a.rule_terminal[rule]) return std::nullopt;
+std::optional<CountedStringRule> JsonStringModel::CountStates(const GrammarAutomaton& a, RuleId rule,
+                                                              bool with_agreement) const {
+  if (!a.RuleDeterministic(rule)) return std::nullopt;
   const uint32_t base = a.rule_start[rule];
   const uint32_t n = a.rule_end[rule] - base;
   CountedStringRule out;
@@ -130,7 +131,7 @@ std::optional<CountedStringRule> JsonStringModel::CountStates(const GrammarAutom
     out.count[local] = it.i;
     if (a.is_final[it.s] != u_.is_final[it.u]) return std::nullopt;
     for (int c : SegmentStarts(a, it.s, u_, it.u)) {
-      uint32_t ns = a.DenseNext(it.s, static_cast<uint8_t>(c));
+      uint32_t ns = a.DeterministicNext(it.s, static_cast<uint8_t>(c));
       uint32_t nu = u_.DenseNext(it.u, static_cast<uint8_t>(c));
       if (nu == kNoState && ns != kNoState) return std::nullopt;
       if (ns == kNoState || nu == kNoState) continue;
@@ -144,11 +145,12 @@ std::optional<CountedStringRule> JsonStringModel::CountStates(const GrammarAutom
     // Unreachable from the start (no parse is ever there): left unmapped.
     if (out.u[local] == kNoState || out.u[local] == end_) continue;
     out.max = std::max(out.max, out.count[local]);
-    if (out.u[local] == body_ && a.DenseNext(base + local, '"') != kNoState &&
+    if (out.u[local] == body_ && a.DeterministicNext(base + local, '"') != kNoState &&
         (out.min < 0 || out.count[local] < out.min)) {
       out.min = out.count[local];
     }
   }
+  if (!with_agreement) return out;
   // Agreement with the own U state: local checks, then the failures
   // propagated back along non-special edges.
   out.agrees_inside.assign(n, 0);
@@ -162,7 +164,7 @@ std::optional<CountedStringRule> JsonStringModel::CountStates(const GrammarAutom
     for (int c : SegmentStarts(a, x, u_, y)) {
       if (!ok) break;
       if (IsStringSpecialByte(static_cast<uint8_t>(c))) continue;
-      uint32_t nx = a.DenseNext(x, static_cast<uint8_t>(c));
+      uint32_t nx = a.DeterministicNext(x, static_cast<uint8_t>(c));
       uint32_t ny = u_.DenseNext(y, static_cast<uint8_t>(c));
       if (ny == kNoState || full) {
         ok = nx == kNoState;
@@ -189,7 +191,7 @@ std::optional<CountedStringRule> JsonStringModel::CountStates(const GrammarAutom
 
 std::optional<CountedStringRule> JsonStringModel::AnalyzeCounted(const GrammarAutomaton& a,
                                                                  RuleId rule) const {
-  std::optional<CountedStringRule> counted = CountStates(a, rule);
+  std::optional<CountedStringRule> counted = CountStates(a, rule, /*with_agreement=*/false);
   if (!counted) return std::nullopt;
   CountedStringRule& out = *counted;
   const uint32_t base = a.rule_start[rule];
@@ -208,7 +210,7 @@ std::optional<CountedStringRule> JsonStringModel::AnalyzeCounted(const GrammarAu
       if (nu == kNoState) continue;
       bool closes = u == body_ && c == '"';
       bool expected = closes ? i >= out.min : i + (u == body_ ? 1 : 0) <= out.max;
-      if (expected != (a.DenseNext(s, static_cast<uint8_t>(c)) != kNoState)) return std::nullopt;
+      if (expected != (a.DeterministicNext(s, static_cast<uint8_t>(c)) != kNoState)) return std::nullopt;
     }
   }
   return out;

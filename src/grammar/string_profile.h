@@ -107,7 +107,8 @@ class JsonStringModel {
                     std::vector<std::pair<uint32_t, uint32_t>>* agreed,
                     const CountedStringRule* counted = nullptr, size_t max_depth = SIZE_MAX) const;
 
-  // Recognizes `"` c{min,max} `"` with a finite max; nullopt otherwise.
+  // Recognizes `"` c{min,max} `"` with a finite max in a deterministic
+  // rule (dense tables or not); nullopt otherwise.
   std::optional<CountedStringRule> AnalyzeCounted(const GrammarAutomaton& a, RuleId rule) const;
   // The first half of AnalyzeCounted: maps every state of a terminal string
   // rule to one (U state, characters started) pair, or nullopt when some
@@ -119,7 +120,10 @@ class JsonStringModel {
   // agrees unless, on a non-special byte, it refuses what U allows (other
   // than at a full count) or allows what U refuses, or it is final — itself
   // or some state it reaches on non-special bytes.
-  std::optional<CountedStringRule> CountStates(const GrammarAutomaton& a, RuleId rule) const;
+  // Deterministic rules without dense tables are counted too (AnalyzeCounted
+  // of a long bounded string); agrees_inside needs `with_agreement`.
+  std::optional<CountedStringRule> CountStates(const GrammarAutomaton& a, RuleId rule,
+                                               bool with_agreement = true) const;
 
  private:
   JsonStringModel();

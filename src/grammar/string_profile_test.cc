@@ -183,6 +183,38 @@ TEST(StringProfileTest, DerivedEntriesEqualTheWalk) {
   }
 }
 
+// A bounded string too long for dense tables (maxLength 1500: ~36k states)
+// is still a counted rule, and its derived masks equal the plain (Earley)
+// walk's at the first, middle and last counts.
+TEST(StringProfileTest, LongBoundedStringWithoutDenseTables) {
+  auto vocab = StringVocab();
+  GrammarCompiler compiler(vocab);
+  auto compiled = compiler.CompileJsonSchema(R"({"type":"string","minLength":2,"maxLength":1500})");
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  const GrammarAutomaton& a = (*compiled)->automaton();
+  RuleId rule = -1;
+  for (size_t r = 0; r < a.rule_start.size(); ++r) {
+    if (a.RuleDeterministic(static_cast<RuleId>(r)) && a.rule_end[r] - a.rule_start[r] > 32768) {
+      rule = static_cast<RuleId>(r);
+    }
+  }
+  ASSERT_GE(rule, 0) << "expected one deterministic rule beyond the dense limit";
+  EXPECT_FALSE(a.rule_terminal[rule]);
+  auto counted = JsonStringModel::Get().AnalyzeCounted(a, rule);
+  ASSERT_TRUE(counted.has_value());
+  EXPECT_EQ(counted->min, 2);
+  EXPECT_EQ(counted->max, 1500);
+  CompiledGrammar plain(a, vocab);
+  uint32_t s = a.DeterministicNext(a.rule_start[rule], '"');
+  for (int k = 0; k <= 1500 && s != kNoState; ++k) {
+    if (k <= 3 || k == 750 || k >= 1497) {
+      EXPECT_EQ(testing::AcceptedIds((*compiled)->MaskAt(s)), testing::AcceptedIds(plain.MaskAt(s))) << k;
+      EXPECT_EQ((*compiled)->MaskAt(s).uncertain, plain.MaskAt(s).uncertain) << k;
+    }
+    if (k < 1500) s = a.DeterministicNext(s, 'a');
+  }
+}
+
 TEST(StringProfileTest, BoundedStringMasksMatchBruteForce) {
   auto vocab = StringVocab();
   GrammarCompiler compiler(vocab);

@@ -170,7 +170,8 @@ PositionMask CompiledGrammar::Compute(uint32_t state) const {
     uint32_t u = kNoState;
     std::vector<uint8_t> walk;
     if (PlanInsideMask(state, &u, &walk))
-      return ComputeInsideMask(a, *profiles_, state, u, walk, CharactersLeft(state));
+      return ComputeInsideMask(a, *profiles_, state, u, walk, CharactersLeft(state),
+                               CountedStates(state) ? CountedStates(state)->slack : 0);
     auto trie = class_tries_.find(rule);
     if (trie != class_tries_.end()) return ComputeClassTrieMask(a, *vocab_, *trie->second, state);
   }
@@ -216,6 +217,9 @@ bool CompiledGrammar::PlanInsideMask(uint32_t state, uint32_t* u,
   if (a.is_final[state]) return false;
   const CountedStringRule* counted = CountedStates(state);
   if (counted != nullptr && counted->u[state - a.rule_start[a.state_rule[state]]] == kNoState) return false;
+  // Near the end of a string with slack, most tokens would be run one by
+  // one: the walk (which shares prefixes) is cheaper.
+  if (counted != nullptr && counted->slack > 0 && CharactersLeft(state) - counted->slack < 4) return false;
   const JsonStringModel& model = JsonStringModel::Get();
   const GrammarAutomaton& ua = model.automaton();
   const uint32_t n = static_cast<uint32_t>(vocab_->sorted_ids().size());

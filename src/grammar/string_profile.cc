@@ -151,6 +151,29 @@ std::optional<CountedStringRule> JsonStringModel::CountStates(const GrammarAutom
     }
   }
   if (!with_agreement) return out;
+  // Slack: the most characters left at a body state that refuses to start
+  // a character U allows (a pattern that still needs room, e.g. an
+  // unanchored `\$\{version\}` with maxLength 30 refuses other characters
+  // when fewer than 10 are left). Bounded slack keeps the profile usable
+  // (tokens of at most chars_left - slack characters cannot meet a
+  // refusal); more and refusals count as disagreement.
+  auto refuses = [&](uint32_t local, int c) {
+    const uint32_t y = out.u[local];
+    return y == body_ && out.count[local] + 1 <= out.max &&
+           u_.DenseNext(y, static_cast<uint8_t>(c)) != kNoState &&
+           a.DeterministicNext(base + local, static_cast<uint8_t>(c)) == kNoState;
+  };
+  out.slack = 0;
+  for (uint32_t local = 0; local < n; ++local) {
+    if (out.u[local] != body_) continue;
+    for (int c : SegmentStarts(a, base + local, u_, body_)) {
+      if (!IsStringSpecialByte(static_cast<uint8_t>(c)) && refuses(local, c)) {
+        out.slack = std::max(out.slack, out.max - out.count[local]);
+      }
+    }
+  }
+  const bool slack_ok = out.slack <= kMaxCountSlack;
+  if (!slack_ok) out.slack = 0;
   // Agreement with the own U state: local checks, then the failures
   // propagated back along non-special edges.
   out.agrees_inside.assign(n, 0);
@@ -168,6 +191,8 @@ std::optional<CountedStringRule> JsonStringModel::CountStates(const GrammarAutom
       uint32_t ny = u_.DenseNext(y, static_cast<uint8_t>(c));
       if (ny == kNoState || full) {
         ok = nx == kNoState;
+      } else if (slack_ok && refuses(local, c)) {
+        ok = true;  // within the slack
       } else {
         ok = nx != kNoState;
         if (ok) preds[nx - base].push_back(local);

@@ -73,9 +73,15 @@ struct CountedStringRule {
   std::vector<uint32_t> u;
   std::vector<int64_t> count;
   // CountStates only: per local state, 1 if it agrees inside with its own
-  // U state u[s] (AgreesInside with this counter, every path).
+  // U state u[s] (AgreesInside with this counter, every path), allowing a
+  // body state to refuse a character when at most `slack` characters are
+  // left (<= kMaxCountSlack): a token of at most chars_left - slack
+  // characters then runs as from u; longer ones up to chars_left must be
+  // run (ComputeInsideMask).
   std::vector<uint8_t> agrees_inside;
+  int64_t slack = 0;
 };
+inline constexpr int64_t kMaxCountSlack = 16;
 
 class JsonStringModel {
  public:

@@ -64,16 +64,32 @@ uint32_t StateAfter(const GrammarAutomaton& a, const std::string& text);
 TEST(StringProfileTest, CountStatesOfProducts) {
   GrammarAutomaton a;
   // A prefix pattern times a counter: after the prefix, the rule is U with
-  // the count (agrees inside); before it, only `a` / `b` may follow.
-  auto c = FirstCountStates(R"({"type":"string","pattern":"^ab","maxLength":6})", &a);
+  // the count (agrees inside); before it, only `a` / `b` may follow, a
+  // refusal with 39 characters left: beyond the slack bound.
+  auto c = FirstCountStates(R"({"type":"string","pattern":"^ab","maxLength":40})", &a);
   ASSERT_TRUE(c.has_value());
-  EXPECT_EQ(c->max, 6);
+  EXPECT_EQ(c->max, 40);
   EXPECT_EQ(c->min, 2);
+  EXPECT_EQ(c->slack, 0);
   uint32_t base = a.rule_start[a.state_rule[StateAfter(a, "ab")]];
   EXPECT_EQ(c->count[StateAfter(a, "ab") - base], 2);
   EXPECT_TRUE(c->agrees_inside[StateAfter(a, "ab") - base]);
   EXPECT_TRUE(c->agrees_inside[StateAfter(a, "abbbb") - base]);
   EXPECT_FALSE(c->agrees_inside[StateAfter(a, "a") - base]);
+  // With maxLength 6 the refusals come with at most 6 characters left:
+  // the slack, within which tokens are run.
+  c = FirstCountStates(R"({"type":"string","pattern":"^ab","maxLength":6})", &a);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->slack, 6);
+  base = a.rule_start[a.state_rule[StateAfter(a, "a")]];
+  EXPECT_TRUE(c->agrees_inside[StateAfter(a, "a") - base]);
+  // An unanchored pattern with a bound refuses other characters only when
+  // fewer than its length are left.
+  c = FirstCountStates(R"({"type":"string","pattern":"xy","maxLength":30})", &a);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->slack, 2);
+  base = a.rule_start[a.state_rule[StateAfter(a, "")]];
+  EXPECT_TRUE(c->agrees_inside[StateAfter(a, "") - base]);
   // Excluded values: the exclusion shows only at the closing quote.
   c = FirstCountStates(R"({"type":"string","not":{"enum":["ab"]},"maxLength":3})", &a);
   ASSERT_TRUE(c.has_value());
@@ -173,6 +189,8 @@ TEST(StringProfileTest, DerivedEntriesEqualTheWalk) {
           R"({"type":"string","pattern":"^ab","maxLength":6})",
           R"({"type":"string","pattern":"^a","minLength":2,"maxLength":9})",
           R"({"type":"string","pattern":"ab","maxLength":5})",
+          R"({"type":"string","pattern":"ab","maxLength":9})",
+          R"({"type":"string","pattern":"b\u00e9a","minLength":4,"maxLength":12})",
           R"({"type":"string","pattern":"e$","minLength":1,"maxLength":4})",
           R"({"type":"string","not":{"enum":["ab","ba","a\"b"]},"maxLength":4})",
           R"({"type":"string","format":"uuid","maxLength":40})",

@@ -169,9 +169,11 @@ PositionMask CompiledGrammar::Compute(uint32_t state) const {
     // with those bytes and the first bytes that differ are run.
     uint32_t u = kNoState;
     std::vector<uint8_t> walk;
-    if (PlanInsideMask(state, &u, &walk))
+    if (PlanInsideMask(state, &u, &walk)) {
+      const CountedStringRule* counted = CountedStates(state);
       return ComputeInsideMask(a, *profiles_, state, u, walk, CharactersLeft(state),
-                               CountedStates(state) ? CountedStates(state)->slack : 0);
+                               counted != nullptr ? counted->slack : 0);
+    }
     auto trie = class_tries_.find(rule);
     if (trie != class_tries_.end()) return ComputeClassTrieMask(a, *vocab_, *trie->second, state);
   }

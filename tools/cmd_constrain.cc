@@ -5,8 +5,12 @@
 // space), then the matcher walks it token by token, computing the full
 // vocabulary mask before every token and once more at the end (where the
 // end-of-generation token must be allowed). Prints one JSON line:
-//   {"compiled", "error", "accepted", "rejected_at_token", "complete",
-//    "compile_ms", "mask_us_p50", "mask_us_p99", "mask_us_max", "tokens"}
+//   {"compiled", "error", "relaxed", "accepted", "rejected_at_token",
+//    "complete", "compile_ms", "mask_us_p50", "mask_us_p99", "mask_us_max",
+//    "tokens"}
+// relaxed: the JSON Schema assertions not enforced (best effort, the
+// default; also printed to stderr as a warning); with --strict such a
+// schema is not compiled and error names each keyword and JSON pointer.
 // accepted: every token was allowed and the text may end there (it is in the
 // constraint's language); rejected_at_token: the first token index not
 // allowed, or `tokens` when all were but the end was not; complete: the
@@ -37,7 +41,7 @@ namespace {
 
 constexpr const char* kUsageLine =
     "usage: deepinfer constrain --model M (--json-schema F | --json-object | --regex R | --grammar F |\n"
-    "         --choice A,B) [--any-whitespace] --check FILE";
+    "         --choice A,B) [--any-whitespace] [--strict] --check FILE";
 constexpr const char* kSummary =
     "Runs the structured-output engine alone over FILE's tokens and prints one JSON line.\n"
     "M: a GGUF file (checkpoint or vocab-only), an HF directory with tokenizer.json(.gz), or a\n"
@@ -107,11 +111,21 @@ int RunConstrain(const Args& args) {
 
   nlohmann::ordered_json out;
   auto t0 = std::chrono::steady_clock::now();
-  auto constraint = (*so)->MakeConstraint(*spec);
+  auto made = (*so)->Make(*spec);
   double compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  out["compiled"] = constraint.ok();
-  out["error"] = constraint.ok() ? nlohmann::json(nullptr) : nlohmann::json(constraint.status().ToString());
+  out["compiled"] = made.ok();
+  out["error"] = made.ok() ? nlohmann::json(nullptr) : nlohmann::json(made.status().ToString());
+  // Best effort (no --strict): what the constraint does not enforce.
+  nlohmann::json relaxed = nlohmann::json::array();
+  if (made.ok()) {
+    for (const RelaxedSchemaAssertion& r : made->relaxed) relaxed.push_back(r.keyword + " at " + r.pointer);
+    if (!made->relaxed.empty()) std::fprintf(stderr, "constrain: warning: %s\n", made->Warning().c_str());
+  }
+  out["relaxed"] = relaxed;
+  StatusOr<std::unique_ptr<TokenConstraint>> constraint =
+      made.ok() ? StatusOr<std::unique_ptr<TokenConstraint>>(std::move(made->constraint))
+                : StatusOr<std::unique_ptr<TokenConstraint>>(made.status());
   bool accepted = false, complete = false;
   nlohmann::json rejected_at = nullptr;
   std::vector<double> mask_us;

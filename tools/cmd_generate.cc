@@ -276,9 +276,10 @@ int RunGenerate(const Args& args) {
   if (options->constrained) {
     auto so = StructuredOutputFor(*loaded->tokenizer, loaded->model->config().vocab_size);
     if (!so.ok()) return Fail("generate", so.status().message());
-    auto made = (*so)->MakeConstraint(options->structured);
+    auto made = (*so)->Make(options->structured);
     if (!made.ok()) return Fail("generate", "bad constraint: " + made.status().message(), 2);
-    constraint = std::move(*made);
+    if (!made->relaxed.empty()) std::fprintf(stderr, "generate: warning: %s\n", made->Warning().c_str());
+    constraint = std::move(made->constraint);
     auto second = (*so)->MakeConstraint(options->structured);  // compiled once: a cache hit
     if (!second.ok()) return Fail("generate", second.status().message());
     checker = std::move(*second);

@@ -1,12 +1,15 @@
 // Structured-output flags shared by `deepinfer constrain` and `deepinfer
 // generate`: --json-schema F | --json-object | --regex R | --grammar F |
-// --choice A,B [--any-whitespace]. The vocabulary comes from
+// --choice A,B [--any-whitespace] [--strict]. The vocabulary comes from
 // structured/tokenizer_vocabulary.h, as the server's does.
 //
 // --json-schema takes a file path, or the schema itself when the value
 // starts with '{' (or is true/false). --grammar takes a file: GBNF when its
 // name ends in .gbnf or its text contains "::=", Lark when it ends in .lark
-// or otherwise. --choice splits on ',' (a literal comma: "\,").
+// or otherwise. --choice splits on ',' (a literal comma: "\,"). Without
+// --strict a JSON Schema's assertions that cannot be enforced exactly are
+// relaxed (the commands print a warning naming them); with it the schema is
+// refused.
 // Header-only: the CLI globs only cmd_*.cc sources.
 #pragma once
 
@@ -28,7 +31,8 @@ inline std::vector<FlagSpec> StructuredFlagSpecs() {
       {"regex", "RE", "output must match this regular expression", ""},
       {"grammar", "FILE", "output must match this grammar (GBNF or Lark)", ""},
       {"choice", "A,B,...", "output must be one of these strings (\\, for a literal comma)", ""},
-      {"any-whitespace", "", "JSON output may use any whitespace (default: compact)", ""}};
+      {"any-whitespace", "", "JSON output may use any whitespace (default: compact)", ""},
+      {"strict", "", "refuse a JSON Schema with an assertion that cannot be enforced exactly", ""}};
 }
 
 inline StatusOr<std::string> ReadWholeFile(const std::string& path, const std::string& what) {
@@ -68,8 +72,10 @@ inline StatusOr<StructuredOutputSpec> ParseStructuredFlags(const Flags& flags, b
   *present = given > 0;
   StructuredOutputSpec spec;
   spec.any_whitespace = flags.Has("any-whitespace");
+  spec.strict = flags.Has("strict");
   if (given == 0) {
     if (spec.any_whitespace) return InvalidArgument("--any-whitespace needs --json-schema or --json-object");
+    if (spec.strict) return InvalidArgument("--strict needs --json-schema");
     return spec;
   }
   if (given > 1) {
@@ -99,6 +105,8 @@ inline StatusOr<StructuredOutputSpec> ParseStructuredFlags(const Flags& flags, b
     spec.kind = Kind::kChoice;
     spec.choices = SplitChoices(flags.GetString("choice"));
   }
+  if (spec.strict && spec.kind != Kind::kJsonSchema)
+    return InvalidArgument("--strict applies only to --json-schema");
   if (spec.any_whitespace && spec.kind != Kind::kJsonSchema && spec.kind != Kind::kJsonObject) {
     return InvalidArgument("--any-whitespace applies only to --json-schema / --json-object");
   }

@@ -517,13 +517,15 @@ StatusOr<GrammarAutomaton> BuildAutomaton(const Grammar& g, const BuildLimits& l
   }
   // Dense tables for deterministic rules without rule references.
   a.rule_terminal.assign(g.num_rules(), 0);
+  a.rule_deterministic.assign(g.num_rules(), 0);
   a.terminal_signature.assign(g.num_rules(), std::string());
   a.dense_offset.assign(a.num_states(), kNoState);
   for (size_t r = 0; r < g.num_rules(); ++r) {
     uint32_t begin = a.rule_start[r];
     uint32_t end = r + 1 < g.num_rules() ? a.rule_start[r + 1] : a.num_states();
-    if (!deterministic[r] || end - begin > limits.max_dense_states_per_rule) continue;
-    if (a.rule_edge_begin[end] != a.rule_edge_begin[begin]) continue;
+    if (!deterministic[r] || a.rule_edge_begin[end] != a.rule_edge_begin[begin]) continue;
+    a.rule_deterministic[r] = 1;
+    if (end - begin > limits.max_dense_states_per_rule) continue;
     a.rule_terminal[r] = 1;
     std::string& sig = a.terminal_signature[r];
     auto put = [&sig](uint32_t v) { sig.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
@@ -550,8 +552,10 @@ StatusOr<GrammarAutomaton> BuildAutomaton(const Grammar& g, const BuildLimits& l
   for (uint32_t s = 0; s < a.num_states(); ++s) {
     if (a.dense_offset[s] == kNoState) continue;
     uint64_t* loop = &a.dense_loop[a.dense_offset[s] / 64];
-    for (int b = 0; b < 256; ++b) {
-      if (a.DenseNext(s, static_cast<uint8_t>(b)) == s) loop[b >> 6] |= uint64_t{1} << (b & 63);
+    for (uint32_t i = a.byte_edge_begin[s]; i < a.byte_edge_begin[s + 1]; ++i) {
+      const ByteEdge& e = a.byte_edges[i];
+      if (e.target != s) continue;
+      for (int b = e.lo; b <= e.hi; ++b) loop[b >> 6] |= uint64_t{1} << (b & 63);
     }
   }
   return a;

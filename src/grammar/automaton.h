@@ -31,9 +31,9 @@ namespace deepinfer::grammar {
 inline constexpr uint32_t kNoState = 0xFFFFFFFFu;
 
 struct BuildLimits {
-  size_t max_nfa_states = 1'000'000;  // Thompson states over all rules
-  size_t max_dfa_states_per_rule = 20'000;
-  size_t max_dense_states_per_rule = 4096;
+  size_t max_nfa_states = 1'000'000;        // Thompson states over all rules
+  size_t max_dfa_states_per_rule = 131072;  // a bounded string of ~5000 characters
+  size_t max_dense_states_per_rule = 32768;
   size_t max_minimize_states = 1000;  // larger DFAs are kept unminimized
   double time_limit_s = 5.0;          // whole front end + build
   int max_expr_depth = 2000;          // nesting of expressions
@@ -63,6 +63,9 @@ struct GrammarAutomaton {
   std::vector<uint32_t> rule_end;      // [num_rules] one past the last state of the rule
   std::vector<uint8_t> rule_nullable;  // [num_rules] derives the empty string
   std::vector<uint8_t> rule_terminal;  // [num_rules] has dense tables
+  // [num_rules] deterministic, without rule references: terminal rules and
+  // those too large for dense tables (e.g. a long bounded string).
+  std::vector<uint8_t> rule_deterministic;
   std::vector<uint32_t> dense_offset;  // [num_states] index into dense_next or kNoState
   std::vector<uint32_t> dense_next;    // 256 per dense state, kNoState = no edge
   // [num_rules] for terminal rules: the rule's automaton serialized with
@@ -80,6 +83,18 @@ struct GrammarAutomaton {
   // Transition of a dense state (terminal rule) on byte b.
   uint32_t DenseNext(uint32_t state, uint8_t b) const { return dense_next[dense_offset[state] + b]; }
   const uint64_t* DenseLoop(uint32_t state) const { return &dense_loop[dense_offset[state] / 64]; }
+  bool RuleDeterministic(RuleId r) const {
+    return static_cast<size_t>(r) < rule_deterministic.size() && rule_deterministic[r];
+  }
+  // Transition of a state of a deterministic rule on byte b: the dense
+  // table when there is one, else a scan of its (disjoint) byte edges.
+  uint32_t DeterministicNext(uint32_t state, uint8_t b) const {
+    if (dense_offset[state] != kNoState) return DenseNext(state, b);
+    for (uint32_t e = byte_edge_begin[state]; e < byte_edge_begin[state + 1]; ++e) {
+      if (byte_edges[e].lo <= b && b <= byte_edges[e].hi) return byte_edges[e].target;
+    }
+    return kNoState;
+  }
 };
 
 // Deadline shared by a whole compile (front end + build).

@@ -1,5 +1,7 @@
 #include "grammar/compiled_grammar.h"
 
+#include <cstdint>
+
 #include "grammar/completion.h"
 
 namespace deepinfer::grammar {
@@ -15,28 +17,46 @@ constexpr uint32_t kBroadFraction = 8;
 
 CompiledGrammar::CompiledGrammar(GrammarAutomaton automaton, std::shared_ptr<const Vocabulary> vocab,
                                  std::shared_ptr<SharedMaskCache> shared,
-                                 std::shared_ptr<const StringProfiles> profiles)
+                                 std::shared_ptr<const StringProfiles> profiles,
+                                 std::vector<RelaxedAssertion> relaxed)
     : automaton_(std::move(automaton)),
       vocab_(std::move(vocab)),
+      relaxed_(std::move(relaxed)),
       shared_(std::move(shared)),
       profiles_(std::move(profiles)) {
   uint32_t n = automaton_.num_states();
   cache_ = std::make_unique<std::atomic<const PositionMask*>[]>(n);
   for (uint32_t i = 0; i < n; ++i) cache_[i].store(nullptr, std::memory_order_relaxed);
+  signature_ids_.assign(automaton_.rule_start.size(), kNoSignature);
+  if (shared_ != nullptr) {
+    for (size_t r = 0; r < automaton_.rule_start.size(); ++r) {
+      if (!automaton_.terminal_signature[r].empty())
+        signature_ids_[r] = shared_->Intern(automaton_.terminal_signature[r]);
+    }
+  }
   // Bounded strings (string_profile.h), recognized once per grammar: a
   // terminal rule that starts with exactly the opening quote.
   if (profiles_ != nullptr) {
     const JsonStringModel& model = JsonStringModel::Get();
     for (size_t r = 0; r < automaton_.rule_start.size(); ++r) {
       uint32_t s = automaton_.rule_start[r];
-      if (!automaton_.rule_terminal[r] ||
+      if (!automaton_.RuleDeterministic(static_cast<RuleId>(r)) ||
           automaton_.byte_edge_begin[s + 1] != automaton_.byte_edge_begin[s] + 1) {
         continue;
       }
       const ByteEdge& e = automaton_.byte_edges[automaton_.byte_edge_begin[s]];
       if (e.lo != '"' || e.hi != '"') continue;
       auto counted = model.AnalyzeCounted(automaton_, static_cast<RuleId>(r));
-      if (counted) counted_.emplace(static_cast<RuleId>(r), std::move(*counted));
+      if (counted) {
+        counted_.emplace(static_cast<RuleId>(r), std::move(*counted));
+        continue;
+      }
+      // A counter in a product (pattern, format or excluded values with a
+      // length bound): inside-agreement up to the count (AgreesInside,
+      // which walks dense tables).
+      if (!automaton_.rule_terminal[r]) continue;
+      auto states = model.CountStates(automaton_, static_cast<RuleId>(r));
+      if (states) counted_states_.emplace(static_cast<RuleId>(r), std::move(*states));
     }
     // Class tries for the rules whose broad positions would be walked.
     const uint32_t n = static_cast<uint32_t>(vocab_->sorted_ids().size());
@@ -66,8 +86,7 @@ bool CompiledGrammar::NeedsClassTrie(RuleId rule) const {
     }
     if (first_tokens < n / kBroadFraction) continue;
     // Already computed by another grammar (e.g. the warmed-up formats)?
-    const std::string& signature = a.terminal_signature[rule];
-    if (shared_ != nullptr && !signature.empty() && shared_->Find(signature, s - a.rule_start[rule])) {
+    if (signature_ids_[rule] != kNoSignature && shared_->Find(signature_ids_[rule], s - a.rule_start[rule])) {
       continue;
     }
     uint32_t u = kNoState;
@@ -115,9 +134,9 @@ const PositionMask& CompiledGrammar::MaskAt(uint32_t state) const {
   if (entry != nullptr) return *entry;
   // Terminal rules: try the cross-grammar cache first (mask_cache.h).
   RuleId rule = automaton_.state_rule[state];
-  const std::string& signature = automaton_.terminal_signature[rule];
+  const uint64_t signature = signature_ids_[rule];
   uint32_t local = state - automaton_.rule_start[rule];
-  bool shareable = shared_ != nullptr && !signature.empty();
+  bool shareable = signature != kNoSignature;
   std::shared_ptr<const PositionMask> computed;
   if (shareable) computed = shared_->Find(signature, local);
   if (!computed) {
@@ -133,7 +152,7 @@ const PositionMask& CompiledGrammar::MaskAt(uint32_t state) const {
 
 PositionMask CompiledGrammar::Compute(uint32_t state) const {
   const GrammarAutomaton& a = automaton_;
-  if (profiles_ != nullptr && a.dense_offset[state] != kNoState) {
+  if (profiles_ != nullptr) {
     RuleId rule = a.state_rule[state];
     auto it = counted_.find(rule);
     if (it != counted_.end()) {  // bounded string: assembled from a profile
@@ -141,13 +160,20 @@ PositionMask CompiledGrammar::Compute(uint32_t state) const {
       uint32_t local = state - a.rule_start[rule];
       return ComputeCountedMask(*profiles_, c.u[local], c.count[local], c.min, c.max);
     }
+  }
+  if (profiles_ != nullptr && a.dense_offset[state] != kNoState) {
+    RuleId rule = a.state_rule[state];
     // Inside a string whose extra state only shows at quotes and escapes
     // (a key next to declared names or in a patternProperties region, an
     // unanchored pattern, minLength): read from a U profile, only tokens
     // with those bytes and the first bytes that differ are run.
     uint32_t u = kNoState;
     std::vector<uint8_t> walk;
-    if (PlanInsideMask(state, &u, &walk)) return ComputeInsideMask(a, *profiles_, state, u, walk);
+    if (PlanInsideMask(state, &u, &walk)) {
+      const CountedStringRule* counted = CountedStates(state);
+      return ComputeInsideMask(a, *profiles_, state, u, walk, CharactersLeft(state),
+                               counted != nullptr ? counted->slack : 0);
+    }
     auto trie = class_tries_.find(rule);
     if (trie != class_tries_.end()) return ComputeClassTrieMask(a, *vocab_, *trie->second, state);
   }
@@ -155,11 +181,33 @@ PositionMask CompiledGrammar::Compute(uint32_t state) const {
   return ComputePositionMask(automaton_, *vocab_, state, scratch_.get());
 }
 
+const CountedStringRule* CompiledGrammar::CountedStates(uint32_t state) const {
+  auto it = counted_states_.find(automaton_.state_rule[state]);
+  return it == counted_states_.end() ? nullptr : &it->second;
+}
+
+int64_t CompiledGrammar::CharactersLeft(uint32_t state) const {
+  const CountedStringRule* c = CountedStates(state);
+  if (c == nullptr) return INT64_MAX;
+  return c->max - c->count[state - automaton_.rule_start[automaton_.state_rule[state]]];
+}
+
 bool CompiledGrammar::AgreesInside(uint32_t state, uint32_t u) const {
   auto [it, inserted] = agrees_inside_.emplace(uint64_t{state} << 32 | u, 0);
   if (!inserted) return it->second;
   std::vector<std::pair<uint32_t, uint32_t>> agreed;
-  if (!JsonStringModel::Get().AgreesInside(automaton_, state, u, &agreed)) return false;
+  // With a counter, tokens bound the paths that matter: the count is
+  // different on every path, so an unbounded search would cover the rule.
+  const CountedStringRule* counted = CountedStates(state);
+  if (counted != nullptr) {  // against its own U state: known from CountStates
+    uint32_t local = state - automaton_.rule_start[automaton_.state_rule[state]];
+    if (counted->u[local] == u) return it->second = counted->agrees_inside[local];
+  }
+  if (!JsonStringModel::Get().AgreesInside(automaton_, state, u, &agreed, counted,
+                                           counted ? vocab_->max_token_length() : SIZE_MAX)) {
+    return false;
+  }
+  it->second = 1;
   // Every pair on the way agrees too: later first visits skip their search.
   for (auto [x, y] : agreed) agrees_inside_[uint64_t{x} << 32 | y] = 1;
   return true;
@@ -169,6 +217,11 @@ bool CompiledGrammar::PlanInsideMask(uint32_t state, uint32_t* u,
                                      std::vector<uint8_t>* walk_first_byte) const {
   const GrammarAutomaton& a = automaton_;
   if (a.is_final[state]) return false;
+  const CountedStringRule* counted = CountedStates(state);
+  if (counted != nullptr && counted->u[state - a.rule_start[a.state_rule[state]]] == kNoState) return false;
+  // Near the end of a string with slack, most tokens would be run one by
+  // one: the walk (which shares prefixes) is cheaper.
+  if (counted != nullptr && counted->slack > 0 && CharactersLeft(state) - counted->slack < 4) return false;
   const JsonStringModel& model = JsonStringModel::Get();
   const GrammarAutomaton& ua = model.automaton();
   const uint32_t n = static_cast<uint32_t>(vocab_->sorted_ids().size());
@@ -181,21 +234,34 @@ bool CompiledGrammar::PlanInsideMask(uint32_t state, uint32_t* u,
   for (uint32_t i = 0; i < model.num_states(); ++i) {
     uint32_t y = i == 0 ? model.body() : (i == model.body() ? 0 : i);
     if (y == model.end()) continue;
+    // With a counter, the profile's character counts must be the rule's:
+    // only the state's own U state will do.
+    if (counted != nullptr && y != counted->u[state - a.rule_start[a.state_rule[state]]]) continue;
     bool same_first_bytes = true;
     for (int b = 0; b < 256 && same_first_bytes && y != model.body(); ++b) {
       same_first_bytes =
           IsStringSpecialByte(static_cast<uint8_t>(b)) || allows(a, state, b) == allows(ua, y, b);
     }
     if (!same_first_bytes) continue;
-    walk_first_byte->assign(256, 0);
+    walk_first_byte->assign(256, kFromProfile);
     uint32_t walked = 0;  // tokens in walked subtrees
     for (int b = 0; b < 256 && walked * 2 < n; ++b) {
       if (IsStringSpecialByte(static_cast<uint8_t>(b))) continue;  // run one by one
       uint32_t next = a.DenseNext(state, static_cast<uint8_t>(b));
       uint32_t u_next = ua.DenseNext(y, static_cast<uint8_t>(b));
-      bool agree = next == kNoState ? u_next == kNoState : u_next != kNoState && AgreesInside(next, u_next);
+      // A full counter refuses every character U allows (the profile's
+      // character count rejects those tokens).
+      bool full = y == model.body() && CharactersLeft(state) < 1;
+      bool agree = next == kNoState ? u_next == kNoState || full
+                                    : u_next != kNoState && !full && AgreesInside(next, u_next);
       if (agree) continue;
-      (*walk_first_byte)[b] = 1;
+      // The state refuses a byte U allows (a prefix such as `^SELECT `
+      // before the body): that subtree is refused whole, nothing to walk.
+      if (next == kNoState) {
+        (*walk_first_byte)[b] = kRefuseAll;
+        continue;
+      }
+      (*walk_first_byte)[b] = kWalk;
       walked += profiles_->first_byte_begin(b + 1) - profiles_->first_byte_begin(b);
     }
     // Worth it when most of the vocabulary is read from the profile.

@@ -21,6 +21,7 @@
 #include "grammar/automaton.h"
 #include "grammar/byte_class_trie.h"
 #include "grammar/earley.h"
+#include "grammar/json_schema.h"
 #include "grammar/mask_cache.h"
 #include "grammar/position_mask.h"
 #include "grammar/string_profile.h"
@@ -33,9 +34,12 @@ class CompiledGrammar {
   // `shared` and `profiles` (optional) must be bound to the same vocabulary;
   // with `profiles`, positions inside strings are derived from them instead
   // of walked (string_profile.h).
+  // `relaxed`: the JSON Schema assertions the automaton leaves out
+  // (JsonSchemaOptions::strict = false), reported to the caller.
   CompiledGrammar(GrammarAutomaton automaton, std::shared_ptr<const Vocabulary> vocab,
                   std::shared_ptr<SharedMaskCache> shared = nullptr,
-                  std::shared_ptr<const StringProfiles> profiles = nullptr);
+                  std::shared_ptr<const StringProfiles> profiles = nullptr,
+                  std::vector<RelaxedAssertion> relaxed = {});
   ~CompiledGrammar();
   CompiledGrammar(const CompiledGrammar&) = delete;
   CompiledGrammar& operator=(const CompiledGrammar&) = delete;
@@ -43,6 +47,9 @@ class CompiledGrammar {
   const GrammarAutomaton& automaton() const { return automaton_; }
   const Vocabulary& vocab() const { return *vocab_; }
   const std::shared_ptr<const Vocabulary>& vocab_ptr() const { return vocab_; }
+  // Assertions of the source schema not enforced by this grammar (empty for
+  // a strict compile and for non-JSON-Schema sources).
+  const std::vector<RelaxedAssertion>& relaxed() const { return relaxed_; }
 
   // Cache entry of `state` (a state with byte edges); computed on first use.
   const PositionMask& MaskAt(uint32_t state) const;
@@ -62,9 +69,14 @@ class CompiledGrammar {
  private:
   GrammarAutomaton automaton_;
   std::shared_ptr<const Vocabulary> vocab_;
+  std::vector<RelaxedAssertion> relaxed_;
   mutable std::mutex mutex_;
   mutable std::unique_ptr<std::atomic<const PositionMask*>[]> cache_;
   std::shared_ptr<SharedMaskCache> shared_;
+  // Per rule: SharedMaskCache::Intern of its terminal signature, or
+  // kNoSignature (not terminal, or no shared cache).
+  static constexpr uint64_t kNoSignature = ~uint64_t{0};
+  std::vector<uint64_t> signature_ids_;
   mutable std::vector<std::shared_ptr<const PositionMask>> storage_;
   mutable std::unique_ptr<EarleyParser> scratch_;  // guarded by mutex_
   mutable std::atomic<size_t> num_cached_{0};
@@ -76,6 +88,14 @@ class CompiledGrammar {
   mutable std::vector<uint32_t> distances_;
   // Bounded-string rules, found at construction (then read-only).
   std::map<RuleId, CountedStringRule> counted_;
+  // String rules with a character counter that are not plain bounded
+  // strings (CountStates: a pattern, format or excluded set times a length
+  // bound), found at construction.
+  std::map<RuleId, CountedStringRule> counted_states_;
+  const CountedStringRule* CountedStates(uint32_t state) const;
+  // Characters that may still start from `state` (INT64_MAX without a
+  // counter).
+  int64_t CharactersLeft(uint32_t state) const;
   // Rules with broad positions that neither a counted string nor a string
   // profile answers (e.g. `^[A-Za-z ]+$`), found at construction.
   std::map<RuleId, std::unique_ptr<const ByteClassTrie>> class_tries_;

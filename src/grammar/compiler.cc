@@ -1,5 +1,8 @@
 #include "grammar/compiler.h"
 
+#include <type_traits>
+
+#include "core/log.h"
 #include "grammar/gbnf.h"
 #include "grammar/lark.h"
 #include "grammar/regex.h"
@@ -43,11 +46,12 @@ void GrammarCompiler::WarmUp() {
   }
 }
 
-GrammarCompiler::Result GrammarCompiler::CompileGrammar(const Grammar& grammar) {
+GrammarCompiler::Result GrammarCompiler::CompileGrammar(const Grammar& grammar,
+                                                        std::vector<RelaxedAssertion> relaxed) {
   Deadline deadline(options_.limits.time_limit_s);
   DI_ASSIGN_OR_RETURN(GrammarAutomaton automaton, BuildAutomaton(grammar, options_.limits, deadline));
-  auto compiled =
-      std::make_shared<const CompiledGrammar>(std::move(automaton), vocab_, shared_masks_, string_profiles_);
+  auto compiled = std::make_shared<const CompiledGrammar>(std::move(automaton), vocab_, shared_masks_,
+                                                          string_profiles_, std::move(relaxed));
   if (options_.precompute) compiled->Precompute();
   return std::shared_ptr<const CompiledGrammar>(compiled);
 }
@@ -102,8 +106,14 @@ GrammarCompiler::Result GrammarCompiler::CompileCached(const std::string& key, B
     }
   }
   // Built outside the lock: a slow schema must not block other requests.
-  StatusOr<Grammar> grammar = build();
-  Result compiled = grammar.ok() ? CompileGrammar(*grammar) : Result(grammar.status());
+  // `build` gives a Grammar, or a JsonSchemaGrammar with its relaxed list.
+  auto built = build();
+  Result compiled = Result(built.status());
+  if constexpr (std::is_same_v<std::decay_t<decltype(*built)>, JsonSchemaGrammar>) {
+    if (built.ok()) compiled = CompileGrammar(built->grammar, std::move(built->relaxed));
+  } else {
+    if (built.ok()) compiled = CompileGrammar(*built);
+  }
   MutexLock lock(mutex_);
   if (!compiled.ok()) {
     // Remembered for failed_ttl, oldest forgotten first: the same source
@@ -138,7 +148,14 @@ GrammarCompiler::Result GrammarCompiler::CompileCached(const std::string& key, B
 GrammarCompiler::Result GrammarCompiler::CompileJsonSchema(std::string_view schema,
                                                            const JsonSchemaOptions& options) {
   std::string key = "json:" + options.CacheKey() + ":" + std::string(schema);
-  return CompileCached(key, [&] { return JsonSchemaToGrammar(schema, options); });
+  return CompileCached(key, [&]() -> StatusOr<JsonSchemaGrammar> {
+    DI_ASSIGN_OR_RETURN(JsonSchemaGrammar g, CompileJsonSchemaGrammar(schema, options));
+    // Once per compiled schema (then cached): the server log names them.
+    if (!g.relaxed.empty()) {
+      DI_LOG_WARN("json schema (not strict): relaxed assertions: %s", FormatRelaxed(g.relaxed).c_str());
+    }
+    return g;
+  });
 }
 
 GrammarCompiler::Result GrammarCompiler::CompileJsonObject(const JsonSchemaOptions& options) {

@@ -57,14 +57,17 @@ class GrammarCompiler {
   explicit GrammarCompiler(std::shared_ptr<const Vocabulary> vocab, CompilerOptions options = {});
 
   using Result = StatusOr<std::shared_ptr<const CompiledGrammar>>;
+  // With options.strict = false, the assertions left out are in the
+  // result's relaxed() (and logged once, when compiled).
   Result CompileJsonSchema(std::string_view schema, const JsonSchemaOptions& options = {});
   Result CompileJsonObject(const JsonSchemaOptions& options = {});  // any JSON object
   Result CompileRegex(std::string_view pattern);
   Result CompileGbnf(std::string_view text);
   Result CompileLark(std::string_view text);
   Result CompileChoice(const std::vector<std::string>& choices);
-  // Uncached: an IR built by the caller.
-  Result CompileGrammar(const Grammar& grammar);
+  // Uncached: an IR built by the caller (`relaxed`: what it leaves out of
+  // its source, CompiledGrammar::relaxed).
+  Result CompileGrammar(const Grammar& grammar, std::vector<RelaxedAssertion> relaxed = {});
 
   size_t cache_size() const EXCLUDES(mutex_);
   size_t failed_cache_size() const EXCLUDES(mutex_);

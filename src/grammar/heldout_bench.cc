@@ -1,14 +1,15 @@
 // heldout_bench: the held-out corpus (testdata/heldout_schemas.json) on a
 // real vocabulary, token by token, as a server would see it.
 //
-//   build/src/grammar/heldout_bench [tokenizer.json(.gz)]
+//   build/src/grammar/heldout_bench [tokenizer.json(.gz) [NAME_SUBSTRING]]
 //
-// Per schema: compile time (front end + automaton, one shared compiler as in
-// a server), then the valid instance's tokens (greedy longest-match) walked
+// Per schema: compile time (front end + automaton, best effort as
+// `deepinfer constrain` without --strict), then the valid instance's tokens (greedy longest-match) walked
 // with the full-vocabulary mask before every token and at the end (EOS must
 // be allowed), then the invalid instance (must be refused somewhere). Mask
 // times are thread CPU time of the first walk ("cold": the lazy mask cache
-// fills as it goes, the worst case of a first request).
+// fills as it goes, the worst case of a first request). Every schema gets a
+// fresh, warmed-up compiler (see Run).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -59,13 +60,23 @@ int Run(int argc, char** argv) {
   ss << in.rdbuf();
   nlohmann::ordered_json corpus = nlohmann::ordered_json::parse(ss.str());
   const std::unordered_map<std::string, int32_t> by_bytes = testing::TokensByBytes(**vocab);
-  GrammarCompiler compiler(*vocab);
   std::vector<double> compiles, p99s;
-  int passed = 0, over_1ms = 0;
+  int passed = 0, over_1ms = 0, relaxed = 0;
+  const char* only = argc > 2 ? argv[2] : nullptr;  // substring of the names to run
   for (const auto& entry : corpus) {
     std::string name = entry["name"].get<std::string>();
+    if (only && name.find(only) == std::string::npos) continue;
+    // A fresh compiler per schema, warmed up as StructuredOutput::Create
+    // does (not timed): each schema is a first request, as in one
+    // `deepinfer constrain --check` run, and entries filled by the schemas
+    // before it cannot hide its first visits.
+    GrammarCompiler compiler(*vocab);
+    compiler.WarmUp();
     double t0 = testing::ThreadCpuMicros();
-    auto g = compiler.CompileJsonSchema(entry["schema"].dump());
+    // Best effort, as `deepinfer constrain --check` without --strict.
+    JsonSchemaOptions options;
+    options.strict = false;
+    auto g = compiler.CompileJsonSchema(entry["schema"].dump(), options);
     double compile_us = testing::ThreadCpuMicros() - t0;
     if (!g.ok()) {
       std::printf("%-36s compile error: %s\n", name.c_str(), g.status().ToString().c_str());
@@ -82,6 +93,7 @@ int Run(int argc, char** argv) {
     p99s.push_back(p99);
     over_1ms += p99 > 1000;
     bool pass = valid_ok && !invalid_ok;
+    relaxed += !(*g)->relaxed().empty();
     passed += pass;
     std::printf("%-36s compile %7.2fms  mask p50 %7.1fus p99 %7.1fus max %7.1fus  %s\n", name.c_str(),
                 compile_us / 1000, testing::Percentile(mask_us, 0.5), p99, testing::Percentile(mask_us, 1.0),
@@ -90,10 +102,10 @@ int Run(int argc, char** argv) {
   std::printf("vocabulary %s (%zu tokens)\n", path.c_str(), (*vocab)->size());
   std::printf(
       "pass %d / %zu; compile p50 %.2fms max %.2fms; per-schema cold mask p99: median %.1fus max %.1fus; "
-      "schemas with p99 > 1ms: %d\n",
+      "schemas with p99 > 1ms: %d; schemas with relaxed assertions: %d\n",
       passed, corpus.size(), testing::Percentile(compiles, 0.5) / 1000,
       testing::Percentile(compiles, 1.0) / 1000, testing::Percentile(p99s, 0.5),
-      testing::Percentile(p99s, 1.0), over_1ms);
+      testing::Percentile(p99s, 1.0), over_1ms, relaxed);
   return 0;
 }
 

@@ -2,7 +2,8 @@
 // GitHub configs, Kubernetes, Snowplow, Washington Post, SchemaStore,
 // function calling, JSON Schema Test Suite keywords), one valid and one
 // invalid instance each, labelled by python3-jsonschema
-// (testdata/check_heldout.py). A schema passes when it compiles, its valid
+// (testdata/check_heldout.py). A schema passes when it compiles (strict, or
+// best effort with relaxed assertions), its valid
 // instance is accepted to completion and its invalid one is rejected. The
 // rate is printed and must not fall below the measured floor; per-schema
 // failures are printed so a regression names its schema.
@@ -20,9 +21,14 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// Measured pass rate of the current compiler (docs/structured-output.md);
-// raise it with the compiler, never lower it to make a change pass.
-constexpr double kMinPassRate = 1.0;
+// Measured pass rates of the current compiler (docs/structured-output.md);
+// raise them with the compiler, never lower them to make a change pass.
+// Strict: an assertion that cannot be enforced exactly fails the compile.
+// Best effort (`deepinfer constrain` without --strict, the server without
+// json_schema.strict): it is relaxed, so the schema passes unless its
+// invalid instance violates only relaxed assertions.
+constexpr double kMinStrictPassRate = 0.97;
+constexpr double kMinBestEffortPassRate = 0.99;
 
 Json LoadCorpus() {
   std::ifstream in(std::string(DI_SOURCE_DIR) + "/src/grammar/testdata/heldout_schemas.json");
@@ -32,8 +38,10 @@ Json LoadCorpus() {
 }
 
 // Empty when the entry passes, else why not.
-std::string Check(const Json& entry) {
-  StatusOr<Grammar> g = JsonSchemaToGrammar(entry["schema"].dump());
+std::string Check(const Json& entry, bool strict) {
+  JsonSchemaOptions options;
+  options.strict = strict;
+  StatusOr<Grammar> g = JsonSchemaToGrammar(entry["schema"].dump(), options);
   if (!g.ok()) return "compile: " + g.status().ToString();
   Deadline deadline(5.0);
   StatusOr<GrammarAutomaton> a = BuildAutomaton(*g, BuildLimits{}, deadline);
@@ -45,22 +53,26 @@ std::string Check(const Json& entry) {
   return "";
 }
 
-TEST(HeldoutCorpusTest, PassRate) {
+void ExpectPassRate(bool strict, double floor) {
   Json corpus = LoadCorpus();
-  ASSERT_GE(corpus.size(), 60u);
+  ASSERT_GE(corpus.size(), 160u);
+  const char* mode = strict ? "strict" : "best effort";
   int passed = 0;
   for (const Json& entry : corpus) {
-    std::string why = Check(entry);
+    std::string why = Check(entry, strict);
     if (why.empty()) {
       ++passed;
     } else {
-      std::printf("FAIL %s: %s\n", entry["name"].get<std::string>().c_str(), why.c_str());
+      std::printf("FAIL (%s) %s: %s\n", mode, entry["name"].get<std::string>().c_str(), why.c_str());
     }
   }
   double rate = static_cast<double>(passed) / static_cast<double>(corpus.size());
-  std::printf("held-out corpus: %d / %zu pass (%.1f%%)\n", passed, corpus.size(), 100.0 * rate);
-  EXPECT_GE(rate, kMinPassRate);
+  std::printf("held-out corpus (%s): %d / %zu pass (%.1f%%)\n", mode, passed, corpus.size(), 100.0 * rate);
+  EXPECT_GE(rate, floor);
 }
+
+TEST(HeldoutCorpusTest, StrictPassRate) { ExpectPassRate(true, kMinStrictPassRate); }
+TEST(HeldoutCorpusTest, BestEffortPassRate) { ExpectPassRate(false, kMinBestEffortPassRate); }
 
 }  // namespace
 }  // namespace deepinfer::grammar

@@ -409,13 +409,17 @@ StatusOr<JsonSchemaGrammar> CompileJsonSchemaGrammar(std::string_view schema_tex
   return out;
 }
 
+std::string FormatRelaxed(const std::vector<RelaxedAssertion>& relaxed) {
+  std::string list;
+  for (const RelaxedAssertion& r : relaxed)
+    list += (list.empty() ? "" : "; ") + r.keyword + " at " + r.pointer;
+  return list;
+}
+
 StatusOr<Grammar> JsonSchemaToGrammar(std::string_view schema_text, const JsonSchemaOptions& options) {
   DI_ASSIGN_OR_RETURN(JsonSchemaGrammar g, CompileJsonSchemaGrammar(schema_text, options));
   if (!g.relaxed.empty()) {
-    std::string list;
-    for (const RelaxedAssertion& r : g.relaxed)
-      list += (list.empty() ? "" : "; ") + r.keyword + " at " + r.pointer;
-    DI_LOG_WARN("json schema (not strict): relaxed assertions: %s", list.c_str());
+    DI_LOG_WARN("json schema (not strict): relaxed assertions: %s", FormatRelaxed(g.relaxed).c_str());
   }
   return std::move(g.grammar);
 }

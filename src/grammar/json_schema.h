@@ -58,6 +58,9 @@ struct JsonSchemaGrammar {
 StatusOr<JsonSchemaGrammar> CompileJsonSchemaGrammar(std::string_view schema_text,
                                                      const JsonSchemaOptions& options = {});
 
+// "kw at #/ptr; kw2 at #/ptr2": the list as messages and logs name it.
+std::string FormatRelaxed(const std::vector<RelaxedAssertion>& relaxed);
+
 // The grammar alone (relaxed assertions, if any, are logged once).
 StatusOr<Grammar> JsonSchemaToGrammar(std::string_view schema_text, const JsonSchemaOptions& options = {});
 

@@ -21,6 +21,10 @@ class Classifier {
     num_accepted_ += !bits_.Test(id);
     bits_.Set(id);
   }
+  void AcceptId(int32_t id) {
+    num_accepted_ += !bits_.Test(id);
+    bits_.Set(id);
+  }
   void Reject(uint32_t sorted_index) {
     int32_t id = ids_[sorted_index];
     num_accepted_ -= bits_.Test(id);
@@ -101,6 +105,10 @@ void DenseWalk(const GrammarAutomaton& a, const Vocabulary& vocab, uint32_t star
       // all accepted. (Deeper checks would cost more cache misses than
       // they save.) depth > lcp[i]: the prefix is a node of token i.
       if (depth > kLoopCheckDepth) continue;
+      // A state without self-loops (e.g. every state of a counted string)
+      // cannot accept a subtree this way: skip the trie-node lookups.
+      const uint64_t* loop = a.DenseLoop(next);
+      if ((loop[0] | loop[1] | loop[2] | loop[3]) == 0) continue;
       uint32_t node = vocab.node(i, depth);
       uint32_t end = vocab.node_end(node);
       if (end - i < 8 || !AllLoop(a, next, vocab.node_bytes_below(node))) continue;
@@ -192,22 +200,57 @@ PositionMask ComputeCountedMask(const StringProfiles& profiles, uint32_t u, int6
 }
 
 PositionMask ComputeInsideMask(const GrammarAutomaton& a, const StringProfiles& profiles, uint32_t state,
-                               uint32_t u, const std::vector<uint8_t>& walk_first_byte) {
+                               uint32_t u, const std::vector<uint8_t>& walk_first_byte, int64_t chars_left,
+                               int64_t slack) {
   const StringProfile& p = profiles.Get(u);
   const Vocabulary& vocab = profiles.vocab();
   const std::vector<uint32_t>& special = profiles.special_tokens();
   Classifier out(vocab);
-  // Every token that stays inside the string from u; the walked ranges and
-  // the special tokens are re-decided below.
-  out.AcceptBits(p.inside_upto[StringProfile::kShortChars]);
-  for (uint32_t j : p.inside_long) out.Accept(j);
+  // Every token that stays inside the string from u (within the characters
+  // left, less the slack); the walked ranges and the special tokens are
+  // re-decided below.
+  const int64_t sure = chars_left - slack;
+  if (sure >= 0) {
+    out.AcceptBits(p.inside_upto[std::min<int64_t>(sure, StringProfile::kShortChars)]);
+    for (uint32_t j : p.inside_long) {
+      if (p.chars(j) <= sure) out.Accept(j);
+    }
+  }
+  // Within the slack a refusal may come: those tokens are run (the ones
+  // without special bytes; the others are run below anyway).
+  auto run = [&](std::string_view tok) {
+    uint32_t s = state;
+    for (size_t d = 0; d < tok.size() && s != kNoState; ++d) {
+      if (IsStringSpecialByte(static_cast<uint8_t>(tok[d]))) return false;
+      s = a.DenseNext(s, static_cast<uint8_t>(tok[d]));
+    }
+    return s != kNoState;
+  };
+  if (slack > 0) {
+    const int64_t hi = std::min<int64_t>(chars_left, StringProfile::kShortChars);
+    for (int64_t k = std::max<int64_t>(sure + 1, 0); k <= hi; ++k) {
+      const uint32_t* now = p.inside_upto[k].words();
+      const uint32_t* before = k > 0 ? p.inside_upto[k - 1].words() : nullptr;
+      for (size_t w = 0, nw = p.inside_upto[k].num_words(); w < nw; ++w) {
+        uint32_t bits = now[w] & ~(before ? before[w] : 0u);
+        while (bits != 0) {
+          int32_t id = static_cast<int32_t>(w * 32 + static_cast<size_t>(__builtin_ctz(bits)));
+          bits &= bits - 1;
+          if (run(vocab.token(id))) out.AcceptId(id);
+        }
+      }
+    }
+    for (uint32_t j : p.inside_long) {
+      if (p.chars(j) > sure && p.chars(j) <= chars_left && run(vocab.sorted_token(j))) out.Accept(j);
+    }
+  }
   size_t next_special = 0;
   // First bytes in ascending order keep `uncertain` sorted.
   for (int b = 0; b < 256; ++b) {
     uint32_t lo = profiles.first_byte_begin(b), hi = profiles.first_byte_begin(b + 1);
-    if (walk_first_byte[b]) {
+    if (walk_first_byte[b] != kFromProfile) {
       for (uint32_t j = lo; j < hi; ++j) out.Reject(j);
-      DenseWalk(a, vocab, state, lo, hi, &out);
+      if (walk_first_byte[b] == kWalk) DenseWalk(a, vocab, state, lo, hi, &out);
       while (next_special < special.size() && special[next_special] < hi) ++next_special;
       continue;
     }

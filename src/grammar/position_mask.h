@@ -54,9 +54,18 @@ PositionMask ComputeCountedMask(const StringProfiles& profiles, uint32_t u, int6
 // (JsonStringModel::AgreesInside). Tokens starting with such a byte and
 // containing no special byte are classified from u's profile; tokens with a
 // special byte are run one by one through `state`'s automaton; the
-// first-byte subtrees with walk_first_byte[b] set are walked.
+// first-byte subtrees with walk_first_byte[b] set are walked. With a
+// character counter (AgreesInside with `counted`), tokens read from the
+// profile are accepted only when they start at most `chars_left`
+// characters; with a `slack` (CountedStringRule::slack) those starting more
+// than chars_left - slack are run through the automaton.
+// walk_first_byte values:
+inline constexpr uint8_t kFromProfile = 0;  // classified from u's profile
+inline constexpr uint8_t kWalk = 1;         // subtree walked through `state`
+inline constexpr uint8_t kRefuseAll = 2;    // `state` refuses the byte: subtree rejected
 PositionMask ComputeInsideMask(const GrammarAutomaton& automaton, const StringProfiles& profiles,
-                               uint32_t state, uint32_t u, const std::vector<uint8_t>& walk_first_byte);
+                               uint32_t state, uint32_t u, const std::vector<uint8_t>& walk_first_byte,
+                               int64_t chars_left = INT64_MAX, int64_t slack = 0);
 
 // Dense `state` of a rule whose byte classes built `trie`: the same
 // classification as the plain walk, over class strings instead of bytes.

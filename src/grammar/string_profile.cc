@@ -59,33 +59,54 @@ JsonStringModel::JsonStringModel() {
 }
 
 bool JsonStringModel::AgreesInside(const GrammarAutomaton& a, uint32_t s, uint32_t u,
-                                   std::vector<std::pair<uint32_t, uint32_t>>* agreed) const {
+                                   std::vector<std::pair<uint32_t, uint32_t>>* agreed,
+                                   const CountedStringRule* counted, size_t max_depth) const {
   agreed->clear();
   if (u == end_) return false;
-  std::vector<std::pair<uint32_t, uint32_t>> todo = {{s, u}};
-  std::unordered_set<uint64_t> seen;
-  while (!todo.empty()) {
-    auto [x, y] = todo.back();
-    todo.pop_back();
-    if (!seen.insert(uint64_t{x} << 32 | y).second) continue;
-    if (seen.size() > kMaxInsidePairs) return false;
-    // U is never final here (only the closing quote reaches its end).
-    if (a.dense_offset[x] == kNoState || a.is_final[x]) return false;
-    agreed->push_back({x, y});
-    for (int c : SegmentStarts(a, x, u_, y)) {
-      if (IsStringSpecialByte(static_cast<uint8_t>(c))) continue;
-      uint32_t nx = a.DenseNext(x, static_cast<uint8_t>(c));
-      uint32_t ny = u_.DenseNext(y, static_cast<uint8_t>(c));
-      if ((nx == kNoState) != (ny == kNoState)) return false;
-      if (nx != kNoState) todo.push_back({nx, ny});
+  const uint32_t base = a.rule_start[a.state_rule[s]];
+  // Breadth first, so a pair is expanded at its smallest depth: with a
+  // depth bound, paths of up to max_depth bytes are all checked.
+  std::vector<std::pair<uint32_t, uint32_t>> level = {{s, u}}, next_level;
+  std::unordered_set<uint64_t> seen = {uint64_t{s} << 32 | u};
+  bool cut = false;  // some pair was left unexpanded at the depth bound
+  for (size_t depth = 0; !level.empty(); ++depth) {
+    if (depth >= max_depth) {
+      cut = true;
+      break;
     }
+    next_level.clear();
+    for (auto [x, y] : level) {
+      // U is never final here (only the closing quote reaches its end).
+      if (a.dense_offset[x] == kNoState || a.is_final[x]) return false;
+      agreed->push_back({x, y});
+      // With a counter, a character may also fail because the count is
+      // full: exactly the characters started at count max (and only those).
+      const bool full = counted != nullptr && y == body_ && counted->count[x - base] + 1 > counted->max;
+      for (int c : SegmentStarts(a, x, u_, y)) {
+        if (IsStringSpecialByte(static_cast<uint8_t>(c))) continue;
+        uint32_t nx = a.DenseNext(x, static_cast<uint8_t>(c));
+        uint32_t ny = u_.DenseNext(y, static_cast<uint8_t>(c));
+        if (ny == kNoState || full) {
+          if (nx != kNoState) return false;
+          continue;
+        }
+        if (nx == kNoState) return false;
+        if (seen.insert(uint64_t{nx} << 32 | ny).second) {
+          if (seen.size() > kMaxInsidePairs) return false;
+          next_level.push_back({nx, ny});
+        }
+      }
+    }
+    std::swap(level, next_level);
   }
+  // Pairs are known to agree on every path only when none was cut off.
+  if (cut) agreed->clear();
   return true;
 }
 
-std::optional<CountedStringRule> JsonStringModel::AnalyzeCounted(const GrammarAutomaton& a,
-                                                                 RuleId rule) const {
-  if (!a.rule_terminal[rule]) return std::nullopt;
+std::optional<CountedStringRule> JsonStringModel::CountStates(const GrammarAutomaton& a, RuleId rule,
+                                                              bool with_agreement) const {
+  if (!a.RuleDeterministic(rule)) return std::nullopt;
   const uint32_t base = a.rule_start[rule];
   const uint32_t n = a.rule_end[rule] - base;
   CountedStringRule out;
@@ -110,7 +131,7 @@ std::optional<CountedStringRule> JsonStringModel::AnalyzeCounted(const GrammarAu
     out.count[local] = it.i;
     if (a.is_final[it.s] != u_.is_final[it.u]) return std::nullopt;
     for (int c : SegmentStarts(a, it.s, u_, it.u)) {
-      uint32_t ns = a.DenseNext(it.s, static_cast<uint8_t>(c));
+      uint32_t ns = a.DeterministicNext(it.s, static_cast<uint8_t>(c));
       uint32_t nu = u_.DenseNext(it.u, static_cast<uint8_t>(c));
       if (nu == kNoState && ns != kNoState) return std::nullopt;
       if (ns == kNoState || nu == kNoState) continue;
@@ -121,13 +142,87 @@ std::optional<CountedStringRule> JsonStringModel::AnalyzeCounted(const GrammarAu
   out.max = 0;
   out.min = -1;
   for (uint32_t local = 0; local < n; ++local) {
-    if (out.u[local] == kNoState) return std::nullopt;  // unreachable state: not this shape
-    if (out.u[local] == end_) continue;
+    // Unreachable from the start (no parse is ever there): left unmapped.
+    if (out.u[local] == kNoState || out.u[local] == end_) continue;
     out.max = std::max(out.max, out.count[local]);
-    if (out.u[local] == body_ && a.DenseNext(base + local, '"') != kNoState &&
+    if (out.u[local] == body_ && a.DeterministicNext(base + local, '"') != kNoState &&
         (out.min < 0 || out.count[local] < out.min)) {
       out.min = out.count[local];
     }
+  }
+  if (!with_agreement) return out;
+  // Slack: the most characters left at a body state that refuses to start
+  // a character U allows (a pattern that still needs room, e.g. an
+  // unanchored `\$\{version\}` with maxLength 30 refuses other characters
+  // when fewer than 10 are left). Bounded slack keeps the profile usable
+  // (tokens of at most chars_left - slack characters cannot meet a
+  // refusal); more and refusals count as disagreement.
+  auto refuses = [&](uint32_t local, int c) {
+    const uint32_t y = out.u[local];
+    return y == body_ && out.count[local] + 1 <= out.max &&
+           u_.DenseNext(y, static_cast<uint8_t>(c)) != kNoState &&
+           a.DeterministicNext(base + local, static_cast<uint8_t>(c)) == kNoState;
+  };
+  out.slack = 0;
+  for (uint32_t local = 0; local < n; ++local) {
+    if (out.u[local] != body_) continue;
+    for (int c : SegmentStarts(a, base + local, u_, body_)) {
+      if (!IsStringSpecialByte(static_cast<uint8_t>(c)) && refuses(local, c)) {
+        out.slack = std::max(out.slack, out.max - out.count[local]);
+      }
+    }
+  }
+  const bool slack_ok = out.slack <= kMaxCountSlack;
+  if (!slack_ok) out.slack = 0;
+  // Agreement with the own U state: local checks, then the failures
+  // propagated back along non-special edges.
+  out.agrees_inside.assign(n, 0);
+  std::vector<std::vector<uint32_t>> preds(n);
+  std::vector<uint32_t> bad;
+  for (uint32_t local = 0; local < n; ++local) {
+    const uint32_t x = base + local, y = out.u[local];
+    if (y == kNoState || y == end_) continue;
+    bool ok = !a.is_final[x];
+    const bool full = y == body_ && out.count[local] + 1 > out.max;
+    for (int c : SegmentStarts(a, x, u_, y)) {
+      if (!ok) break;
+      if (IsStringSpecialByte(static_cast<uint8_t>(c))) continue;
+      uint32_t nx = a.DeterministicNext(x, static_cast<uint8_t>(c));
+      uint32_t ny = u_.DenseNext(y, static_cast<uint8_t>(c));
+      if (ny == kNoState || full) {
+        ok = nx == kNoState;
+      } else if (slack_ok && refuses(local, c)) {
+        ok = true;  // within the slack
+      } else {
+        ok = nx != kNoState;
+        if (ok) preds[nx - base].push_back(local);
+      }
+    }
+    out.agrees_inside[local] = ok;
+    if (!ok) bad.push_back(local);
+  }
+  while (!bad.empty()) {
+    uint32_t local = bad.back();
+    bad.pop_back();
+    for (uint32_t p : preds[local]) {
+      if (out.agrees_inside[p]) {
+        out.agrees_inside[p] = 0;
+        bad.push_back(p);
+      }
+    }
+  }
+  return out;
+}
+
+std::optional<CountedStringRule> JsonStringModel::AnalyzeCounted(const GrammarAutomaton& a,
+                                                                 RuleId rule) const {
+  std::optional<CountedStringRule> counted = CountStates(a, rule, /*with_agreement=*/false);
+  if (!counted) return std::nullopt;
+  CountedStringRule& out = *counted;
+  const uint32_t base = a.rule_start[rule];
+  const uint32_t n = a.rule_end[rule] - base;
+  for (uint32_t local = 0; local < n; ++local) {
+    if (out.u[local] == kNoState) return std::nullopt;  // unreachable state: not this shape
   }
   if (out.min < 0 || out.min > out.max) return std::nullopt;
   // Pass 2: exactly the transitions of U whose count stays in bounds.
@@ -140,7 +235,7 @@ std::optional<CountedStringRule> JsonStringModel::AnalyzeCounted(const GrammarAu
       if (nu == kNoState) continue;
       bool closes = u == body_ && c == '"';
       bool expected = closes ? i >= out.min : i + (u == body_ ? 1 : 0) <= out.max;
-      if (expected != (a.DenseNext(s, static_cast<uint8_t>(c)) != kNoState)) return std::nullopt;
+      if (expected != (a.DeterministicNext(s, static_cast<uint8_t>(c)) != kNoState)) return std::nullopt;
     }
   }
   return out;

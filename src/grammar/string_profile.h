@@ -36,6 +36,7 @@
 // read-only.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -71,7 +72,16 @@ struct CountedStringRule {
   int64_t max = 0;
   std::vector<uint32_t> u;
   std::vector<int64_t> count;
+  // CountStates only: per local state, 1 if it agrees inside with its own
+  // U state u[s] (AgreesInside with this counter, every path), allowing a
+  // body state to refuse a character when at most `slack` characters are
+  // left (<= kMaxCountSlack): a token of at most chars_left - slack
+  // characters then runs as from u; longer ones up to chars_left must be
+  // run (ComputeInsideMask).
+  std::vector<uint8_t> agrees_inside;
+  int64_t slack = 0;
 };
+inline constexpr int64_t kMaxCountSlack = 16;
 
 class JsonStringModel {
  public:
@@ -90,11 +100,36 @@ class JsonStringModel {
   // no special byte then runs from s exactly as from u (same bytes consumed,
   // the rule never ends). On success `agreed` holds every pair (s', u')
   // explored, which agree as well. Bounded search: false when undecided.
+  //
+  // With `counted` (CountStates of s's rule), a character started at the
+  // rule's largest count may fail in `a` where U goes on (and must): the
+  // count is full. A token without special bytes then runs from s as from u
+  // as long as it starts at most max - count(s) characters (a product of a
+  // pattern or an excluded set with a length bound: the pattern only shows
+  // at the closing quote). `max_depth` bounds the paths checked (tokens are
+  // at most that many bytes); `agreed` is then filled only when no path was
+  // cut off.
   bool AgreesInside(const GrammarAutomaton& a, uint32_t s, uint32_t u,
-                    std::vector<std::pair<uint32_t, uint32_t>>* agreed) const;
+                    std::vector<std::pair<uint32_t, uint32_t>>* agreed,
+                    const CountedStringRule* counted = nullptr, size_t max_depth = SIZE_MAX) const;
 
-  // Recognizes `"` c{min,max} `"` with a finite max; nullopt otherwise.
+  // Recognizes `"` c{min,max} `"` with a finite max in a deterministic
+  // rule (dense tables or not); nullopt otherwise.
   std::optional<CountedStringRule> AnalyzeCounted(const GrammarAutomaton& a, RuleId rule) const;
+  // The first half of AnalyzeCounted: maps every state of a terminal string
+  // rule to one (U state, characters started) pair, or nullopt when some
+  // state is reached with two pairs (no counter: a loop; or not a subset of
+  // JSON strings). max = the largest count, min = the smallest count at
+  // which the body may close (-1 if none); transitions are not checked
+  // against U with a counter, so the rule may be a product of one with a
+  // pattern. Also fills agrees_inside, in one pass over the rule: a state
+  // agrees unless, on a non-special byte, it refuses what U allows (other
+  // than at a full count) or allows what U refuses, or it is final — itself
+  // or some state it reaches on non-special bytes.
+  // Deterministic rules without dense tables are counted too (AnalyzeCounted
+  // of a long bounded string); agrees_inside needs `with_agreement`.
+  std::optional<CountedStringRule> CountStates(const GrammarAutomaton& a, RuleId rule,
+                                               bool with_agreement = true) const;
 
  private:
   JsonStringModel();

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 
 #include "grammar/compiler.h"
@@ -41,6 +42,63 @@ TEST(StringProfileTest, RecognizesBoundedStrings) {
   EXPECT_TRUE(CountedRules(R"({"type":"string","minLength":3})").empty());
   EXPECT_TRUE(CountedRules(R"({"type":"string","pattern":"^a{1,3}$"})").empty());
   EXPECT_TRUE(CountedRules(R"({"enum":["a","bb"]})").empty());
+}
+
+// CountStates of a schema's first string rule.
+std::optional<CountedStringRule> FirstCountStates(const std::string& schema, GrammarAutomaton* a) {
+  auto g = JsonSchemaToGrammar(schema);
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+  Deadline deadline(5.0);
+  auto built = BuildAutomaton(*g, BuildLimits{}, deadline);
+  EXPECT_TRUE(built.ok());
+  *a = std::move(*built);
+  for (size_t r = 0; r < a->rule_start.size(); ++r) {
+    if (!a->rule_terminal[r] || a->DenseNext(a->rule_start[r], '"') == kNoState) continue;
+    return JsonStringModel::Get().CountStates(*a, static_cast<RuleId>(r));
+  }
+  return std::nullopt;
+}
+
+uint32_t StateAfter(const GrammarAutomaton& a, const std::string& text);
+
+TEST(StringProfileTest, CountStatesOfProducts) {
+  GrammarAutomaton a;
+  // A prefix pattern times a counter: after the prefix, the rule is U with
+  // the count (agrees inside); before it, only `a` / `b` may follow, a
+  // refusal with 39 characters left: beyond the slack bound.
+  auto c = FirstCountStates(R"({"type":"string","pattern":"^ab","maxLength":40})", &a);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->max, 40);
+  EXPECT_EQ(c->min, 2);
+  EXPECT_EQ(c->slack, 0);
+  uint32_t base = a.rule_start[a.state_rule[StateAfter(a, "ab")]];
+  EXPECT_EQ(c->count[StateAfter(a, "ab") - base], 2);
+  EXPECT_TRUE(c->agrees_inside[StateAfter(a, "ab") - base]);
+  EXPECT_TRUE(c->agrees_inside[StateAfter(a, "abbbb") - base]);
+  EXPECT_FALSE(c->agrees_inside[StateAfter(a, "a") - base]);
+  // With maxLength 6 the refusals come with at most 6 characters left:
+  // the slack, within which tokens are run.
+  c = FirstCountStates(R"({"type":"string","pattern":"^ab","maxLength":6})", &a);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->slack, 6);
+  base = a.rule_start[a.state_rule[StateAfter(a, "a")]];
+  EXPECT_TRUE(c->agrees_inside[StateAfter(a, "a") - base]);
+  // An unanchored pattern with a bound refuses other characters only when
+  // fewer than its length are left.
+  c = FirstCountStates(R"({"type":"string","pattern":"xy","maxLength":30})", &a);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->slack, 2);
+  base = a.rule_start[a.state_rule[StateAfter(a, "")]];
+  EXPECT_TRUE(c->agrees_inside[StateAfter(a, "") - base]);
+  // Excluded values: the exclusion shows only at the closing quote.
+  c = FirstCountStates(R"({"type":"string","not":{"enum":["ab"]},"maxLength":3})", &a);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->max, 3);
+  base = a.rule_start[a.state_rule[StateAfter(a, "a")]];
+  EXPECT_TRUE(c->agrees_inside[StateAfter(a, "a") - base]);
+  EXPECT_TRUE(c->agrees_inside[StateAfter(a, "") - base]);
+  // An unbounded string has no counter: every count reaches the body.
+  EXPECT_FALSE(FirstCountStates(R"({"type":"string","pattern":"^ab"})", &a).has_value());
 }
 
 // The state of a schema's string rule after its opening quote and `text`.
@@ -125,10 +183,53 @@ TEST(StringProfileTest, DerivedEntriesEqualTheWalk) {
           R"({"type":"string","pattern":"^a[^b]"})",
           R"({"type":"object","properties":{"ab":{"type":"integer"}},"patternProperties":{"^a-":{"type":"string"},"_n$":{"type":"integer"}},"additionalProperties":false})",
           R"({"type":"object","patternProperties":{"b":{"type":"null"}},"propertyNames":{"minLength":2}})",
+          // Products with a character counter (CountStates, AgreesInside
+          // with the count): a prefix, an unanchored and an end-anchored
+          // pattern, excluded values and a format, each with length bounds.
+          R"({"type":"string","pattern":"^ab","maxLength":6})",
+          R"({"type":"string","pattern":"^a","minLength":2,"maxLength":9})",
+          R"({"type":"string","pattern":"ab","maxLength":5})",
+          R"({"type":"string","pattern":"ab","maxLength":9})",
+          R"({"type":"string","pattern":"b\u00e9a","minLength":4,"maxLength":12})",
+          R"({"type":"string","pattern":"e$","minLength":1,"maxLength":4})",
+          R"({"type":"string","not":{"enum":["ab","ba","a\"b"]},"maxLength":4})",
+          R"({"type":"string","format":"uuid","maxLength":40})",
       }) {
     auto compiled = compiler.CompileJsonSchema(schema);
     ASSERT_TRUE(compiled.ok()) << schema;
     testing::ExpectMasksEqualPlainWalk(**compiled, vocab, schema);
+  }
+}
+
+// A bounded string too long for dense tables (maxLength 1500: ~36k states)
+// is still a counted rule, and its derived masks equal the plain (Earley)
+// walk's at the first, middle and last counts.
+TEST(StringProfileTest, LongBoundedStringWithoutDenseTables) {
+  auto vocab = StringVocab();
+  GrammarCompiler compiler(vocab);
+  auto compiled = compiler.CompileJsonSchema(R"({"type":"string","minLength":2,"maxLength":1500})");
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  const GrammarAutomaton& a = (*compiled)->automaton();
+  RuleId rule = -1;
+  for (size_t r = 0; r < a.rule_start.size(); ++r) {
+    if (a.RuleDeterministic(static_cast<RuleId>(r)) && a.rule_end[r] - a.rule_start[r] > 32768) {
+      rule = static_cast<RuleId>(r);
+    }
+  }
+  ASSERT_GE(rule, 0) << "expected one deterministic rule beyond the dense limit";
+  EXPECT_FALSE(a.rule_terminal[rule]);
+  auto counted = JsonStringModel::Get().AnalyzeCounted(a, rule);
+  ASSERT_TRUE(counted.has_value());
+  EXPECT_EQ(counted->min, 2);
+  EXPECT_EQ(counted->max, 1500);
+  CompiledGrammar plain(a, vocab);
+  uint32_t s = a.DeterministicNext(a.rule_start[rule], '"');
+  for (int k = 0; k <= 1500 && s != kNoState; ++k) {
+    if (k <= 3 || k == 750 || k >= 1497) {
+      EXPECT_EQ(testing::AcceptedIds((*compiled)->MaskAt(s)), testing::AcceptedIds(plain.MaskAt(s))) << k;
+      EXPECT_EQ((*compiled)->MaskAt(s).uncertain, plain.MaskAt(s).uncertain) << k;
+    }
+    if (k < 1500) s = a.DeterministicNext(s, 'a');
   }
 }
 

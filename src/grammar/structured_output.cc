@@ -24,10 +24,11 @@ class StructuredOutputImpl : public StructuredOutput {
     compiler_.WarmUp();
   }
 
-  StatusOr<std::unique_ptr<TokenConstraint>> MakeConstraint(const StructuredOutputSpec& spec) override {
+  StatusOr<MadeConstraint> Make(const StructuredOutputSpec& spec) override {
     using Kind = StructuredOutputSpec::Kind;
     JsonSchemaOptions json;
     json.any_whitespace = spec.any_whitespace;
+    json.strict = spec.strict;
     GrammarCompiler::Result compiled = InvalidArgument("structured output: unknown constraint kind");
     switch (spec.kind) {
       case Kind::kJsonSchema:
@@ -50,7 +51,11 @@ class StructuredOutputImpl : public StructuredOutput {
         break;
     }
     if (!compiled.ok()) return compiled.status();
-    return std::unique_ptr<TokenConstraint>(std::make_unique<grammar::GrammarConstraint>(*compiled));
+    MadeConstraint made;
+    for (const grammar::RelaxedAssertion& r : (*compiled)->relaxed())
+      made.relaxed.push_back({r.keyword, r.pointer});
+    made.constraint = std::make_unique<grammar::GrammarConstraint>(*compiled);
+    return made;
   }
 
   int64_t vocab_size() const override { return static_cast<int64_t>(vocab_->size()); }
@@ -61,6 +66,15 @@ class StructuredOutputImpl : public StructuredOutput {
 };
 
 }  // namespace
+
+std::string MadeConstraint::Warning() const {
+  if (relaxed.empty()) return std::string();
+  std::string out = "relaxed JSON Schema assertions (not enforced): ";
+  for (size_t i = 0; i < relaxed.size(); ++i) {
+    out += (i ? "; " : "") + relaxed[i].keyword + " at " + relaxed[i].pointer;
+  }
+  return out;
+}
 
 StatusOr<std::unique_ptr<StructuredOutput>> StructuredOutput::Create(std::vector<std::string> token_bytes,
                                                                      const std::vector<int32_t>& eos_ids) {

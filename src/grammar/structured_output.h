@@ -8,8 +8,9 @@
 //   DI_ASSIGN_OR_RETURN(auto constraint, so->MakeConstraint(spec));  // per request
 //
 // Compiling is cached by (kind, text): a repeated schema costs one lookup.
-// Errors are InvalidArgument (malformed or unsupported constraint, with the
-// reason) or ResourceExhausted (compile time limit).
+// Errors are InvalidArgument (malformed constraint, with the reason),
+// Unimplemented (unsupported feature; with strict, an assertion that cannot
+// be enforced exactly) or ResourceExhausted (compile time limit).
 //
 // Thread-safety: MakeConstraint may be called from several threads; each
 // returned constraint belongs to one request.
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -31,6 +33,28 @@ struct StructuredOutputSpec {
   std::string text;                  // schema / regex / grammar source
   std::vector<std::string> choices;  // kChoice
   bool any_whitespace = false;       // JSON: allow (bounded) whitespace between tokens
+  // JSON Schema, OpenAI semantics (response_format.json_schema.strict,
+  // `constrain --strict`): true refuses a schema with an assertion that
+  // cannot be enforced exactly (kUnimplemented, HTTP 400, the message names
+  // every such keyword with its JSON pointer); false (best effort) leaves
+  // such assertions out and reports them (MadeConstraint::relaxed).
+  bool strict = false;
+};
+
+// A JSON Schema assertion the constraint does not enforce (strict = false):
+// the output may violate it.
+struct RelaxedSchemaAssertion {
+  std::string keyword;  // e.g. "uniqueItems (items is not a finite set)"
+  std::string pointer;  // JSON pointer of the subschema, e.g. "#/properties/ids"
+};
+
+struct MadeConstraint {
+  std::unique_ptr<TokenConstraint> constraint;
+  std::vector<RelaxedSchemaAssertion> relaxed;  // empty when strict or fully enforced
+  // One line for a warning field / log: "relaxed JSON Schema assertions
+  // (not enforced): uniqueItems (...) at #/properties/ids; ..."; empty
+  // when nothing was relaxed.
+  std::string Warning() const;
 };
 
 class StructuredOutput {
@@ -40,7 +64,14 @@ class StructuredOutput {
   static StatusOr<std::unique_ptr<StructuredOutput>> Create(std::vector<std::string> token_bytes,
                                                             const std::vector<int32_t>& eos_ids);
   virtual ~StructuredOutput() = default;
-  virtual StatusOr<std::unique_ptr<TokenConstraint>> MakeConstraint(const StructuredOutputSpec& spec) = 0;
+  // The constraint and what it relaxes (the same list on every call for a
+  // cached schema).
+  virtual StatusOr<MadeConstraint> Make(const StructuredOutputSpec& spec) = 0;
+  // The constraint alone.
+  StatusOr<std::unique_ptr<TokenConstraint>> MakeConstraint(const StructuredOutputSpec& spec) {
+    DI_ASSIGN_OR_RETURN(MadeConstraint made, Make(spec));
+    return std::move(made.constraint);
+  }
   virtual int64_t vocab_size() const = 0;
 };
 

@@ -74,6 +74,7 @@ TEST(StructuredOutputTest, ErrorsNameTheProblem) {
   EXPECT_EQ(f.so->MakeConstraint(bad_json).status().code(), StatusCode::kInvalidArgument);
   StructuredOutputSpec unsupported{StructuredOutputSpec::Kind::kJsonSchema,
                                    R"({"not":{"items":{"type":"string"}}})"};
+  unsupported.strict = true;
   auto u = f.so->MakeConstraint(unsupported);
   EXPECT_EQ(u.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(u.status().message().find("not (of 'items')"), std::string::npos) << u.status().message();
@@ -83,6 +84,42 @@ TEST(StructuredOutputTest, ErrorsNameTheProblem) {
   EXPECT_EQ(f.so->MakeConstraint(no_choices).status().code(), StatusCode::kInvalidArgument);
   StructuredOutputSpec bad_gbnf{StructuredOutputSpec::Kind::kGbnf, "root ::= undefined_rule"};
   EXPECT_FALSE(f.so->MakeConstraint(bad_gbnf).ok());
+}
+
+TEST(StructuredOutputTest, StrictRefusesBestEffortRelaxesAndReports) {
+  Fixture f;
+  // uniqueItems over objects is not a finite item set: not enforceable.
+  StructuredOutputSpec spec{
+      StructuredOutputSpec::Kind::kJsonSchema,
+      R"({"type":"object","properties":{"ids":{"type":"array","items":{"type":"object"},)"
+      R"("uniqueItems":true}},"required":["ids"]})"};
+  spec.strict = true;
+  auto refused = f.so->Make(spec);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnimplemented);  // HTTP 400 in the server
+  EXPECT_NE(refused.status().message().find("uniqueItems"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("#/properties/ids"), std::string::npos);
+  spec.strict = false;
+  for (int round = 0; round < 2; ++round) {  // the second is a cache hit: same report
+    auto made = f.so->Make(spec);
+    ASSERT_TRUE(made.ok()) << made.status().ToString();
+    ASSERT_EQ(made->relaxed.size(), 1u);
+    EXPECT_NE(made->relaxed[0].keyword.find("uniqueItems"), std::string::npos);
+    EXPECT_EQ(made->relaxed[0].pointer, "#/properties/ids");
+    EXPECT_NE(made->Warning().find("uniqueItems"), std::string::npos);
+    // Relaxed means left out: duplicates are accepted.
+    EXPECT_TRUE(f.Feed(*made->constraint, R"({"ids":[{},{}]})"));
+    EXPECT_TRUE(made->constraint->IsComplete());
+  }
+  // Everything enforced: nothing to report, strict or not.
+  StructuredOutputSpec exact{StructuredOutputSpec::Kind::kJsonSchema, R"({"type":"array","uniqueItems":true,)"
+                                                                      R"("items":{"enum":[1,2]}})"};
+  auto made = f.so->Make(exact);
+  ASSERT_TRUE(made.ok());
+  EXPECT_TRUE(made->relaxed.empty());
+  EXPECT_EQ(made->Warning(), "");
+  exact.strict = true;
+  EXPECT_TRUE(f.so->Make(exact).ok());
 }
 
 TEST(StructuredOutputTest, EosOnlyWhenCompleteAndPaddedVocab) {

@@ -81,7 +81,12 @@ def main():
         ("stories", ["--choice", "red,green,blue"], "color_bad.txt", False, {}),
         ("stories", ["--json-object"], "object_ok.json", True, {}),
         ("stories", ["--json-object"], "object_bad.json", False, {"rejected_at_token": 0}),
-        ("stories", js("unsupported.schema.json"), "object_ok.json", False, {"compiled": False}),
+        # maxContains cannot be enforced exactly: best effort (default) relaxes
+        # it and names it; --strict refuses the schema, naming it too.
+        ("stories", js("unsupported.schema.json"), "object_ok.json", True,
+         {"relaxed": ["contains with prefixItems, uniqueItems or min/maxContains other than 1 at #/properties/tags"]}),
+        ("stories", js("unsupported.schema.json") + ["--strict"], "object_ok.json", False,
+         {"compiled": False, "relaxed": []}),
     ]
     for model, cargs, check, accepted, extra in cases:
         cmd = [args.deepinfer, "constrain", "--model", models[model]] + cargs + ["--check", path(check)]
@@ -95,7 +100,7 @@ def main():
             failures.append(f"{name}: expected one line, got {r.stdout!r}")
             continue
         out = json.loads(lines[0])
-        keys = ["compiled", "error", "accepted", "rejected_at_token", "complete", "compile_ms",
+        keys = ["compiled", "error", "relaxed", "accepted", "rejected_at_token", "complete", "compile_ms",
                 "mask_us_p50", "mask_us_p99", "mask_us_max", "tokens"]
         if list(out.keys()) != keys:
             failures.append(f"{name}: keys {list(out.keys())}")
@@ -115,6 +120,10 @@ def main():
             failures.append(f"{name}: rejected without rejected_at_token")
         if out["compiled"] is False and not out["error"]:
             failures.append(f"{name}: compile failure without error text")
+        if "--strict" in cargs and not ("maxContains" in (out["error"] or "") and "#/properties/tags" in out["error"]):
+            failures.append(f"{name}: strict refusal does not name the keyword and pointer: {out['error']!r}")
+        if out["relaxed"] and "warning" not in r.stderr:
+            failures.append(f"{name}: relaxed assertions without a warning on stderr")
         if out["compiled"] and out["tokens"] <= 0:
             failures.append(f"{name}: no tokens")
         print(f"ok   {name}: accepted={out['accepted']} tokens={out['tokens']} compile={out['compile_ms']:.2f}ms "
@@ -128,6 +137,8 @@ def main():
          "--check", path("color_ok.txt")],                                                # two constraints
         ["constrain", "--model", models["stories"], "--json-schema", "/nonexistent.json",
          "--check", path("color_ok.txt")],
+        ["constrain", "--model", models["stories"], "--regex", "a", "--strict",
+         "--check", path("color_ok.txt")],                                                # --strict without a schema
     ]
     for u in usage:
         r = subprocess.run([args.deepinfer] + u, capture_output=True, text=True, timeout=60)

@@ -40,6 +40,8 @@ constexpr const char* kUsage =
     "         [--no-prefix-cache] [--no-async-scheduling] [--no-jump-forward] [--batch-invariant]\n"
     "         [--speculative-method ngram [--num-speculative-tokens 5] [--spec-schedule adaptive|fixed]]\n"
     "         [--chat-template FILE] [--scheduling-policy fcfs|priority] [--max-waiting-requests N]\n"
+    "         [--tool-call-parser hermes|llama3_json|deepseek_v3|mistral (default: from the chat template)]\n"
+    "         [--reasoning-parser deepseek_r1|qwen3 (default: none)]\n"
     "         [--io-threads N] [--max-body-bytes N] [--max-connections N] [--header-timeout S]\n"
     "         [--body-timeout S] [--idle-timeout S] [--verbose]\n";
 
@@ -47,6 +49,7 @@ struct ServeOptions {
   std::string model_path;
   std::string tokenizer_path;  // --tokenizer: a .gguf / tokenizer.json / folder; "" = the checkpoint's
   std::string chat_template_file;
+  std::string tool_call_parser;  // "" = detected from the chat template
   int threads = 0;
   bool batch_invariant = false;
   server::HttpServerOptions http;
@@ -96,6 +99,8 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
                                        "block-size",
                                        "threads",
                                        "chat-template",
+                                       "tool-call-parser",
+                                       "reasoning-parser",
                                        "scheduling-policy",
                                        "max-waiting-requests",
                                        "io-threads",
@@ -145,6 +150,17 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
   o.service.served_model_name = flags.GetString("served-model-name", o.model_path);
   if (o.service.served_model_name.empty()) return InvalidArgument("--served-model-name must not be empty");
   o.chat_template_file = flags.GetString("chat-template");
+  o.tool_call_parser = flags.GetString("tool-call-parser");
+  if (!o.tool_call_parser.empty() && server::FindToolCallParser(o.tool_call_parser) == nullptr) {
+    return InvalidArgument("--tool-call-parser: unknown parser '" + o.tool_call_parser + "' (" +
+                           server::ToolCallParserNames() + ")");
+  }
+  const std::string reasoning = flags.GetString("reasoning-parser");
+  auto reasoning_format = server::ReasoningFormatFromName(reasoning);
+  if (!reasoning_format) {
+    return InvalidArgument("--reasoning-parser: unknown parser '" + reasoning + "' (deepseek_r1, qwen3)");
+  }
+  o.service.chat.reasoning = *reasoning_format;
   DI_ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
   if (threads < 0 || threads > 1024) return InvalidArgument("--threads must be in [0, 1024]");
   o.threads = static_cast<int>(threads);
@@ -223,7 +239,10 @@ Status CheckTemplateKeepsMessages(const ChatTemplate& tmpl) {
 
 // The chat renderer: --chat-template FILE, else the checkpoint's template,
 // else the documented fallback format (with a notice).
-StatusOr<server::ChatPromptRenderer> MakeChatRenderer(const ServeOptions& o, const LoadedModel& loaded) {
+// Also picks the tool-call parser: --tool-call-parser, else the format the
+// template writes (DetectToolCallParser), else none.
+StatusOr<server::ChatPromptRenderer> MakeChatRenderer(const ServeOptions& o, const LoadedModel& loaded,
+                                                      server::ChatFeatures* features) {
   std::optional<std::string> source;
   std::string origin;
   if (!o.chat_template_file.empty()) {
@@ -260,6 +279,9 @@ StatusOr<server::ChatPromptRenderer> MakeChatRenderer(const ServeOptions& o, con
                  "deepinfer serve: the checkpoint has no chat template; using the fallback chat format "
                  "(<|role|>\\ncontent\\n ... <|assistant|>\\n)\n");
   }
+  features->tool_parser = !o.tool_call_parser.empty() ? server::FindToolCallParser(o.tool_call_parser)
+                          : tmpl && source                ? server::DetectToolCallParser(*source)
+                                                          : nullptr;
   if (!tmpl) tmpl = std::make_shared<ChatTemplate>(ChatTemplate::Fallback());
   ChatRenderOptions render;
   const TokenizerData& data = loaded.tokenizer->data();
@@ -269,7 +291,12 @@ StatusOr<server::ChatPromptRenderer> MakeChatRenderer(const ServeOptions& o, con
   render.bos_token = piece(data.bos_id);
   render.eos_token = piece(data.eos_id);
   return server::ChatPromptRenderer(
-      [tmpl, render](const std::vector<ChatMessage>& messages) { return tmpl->Render(messages, render); });
+      [tmpl, render](const std::vector<ChatMessage>& messages, const ChatRenderOptions& request) {
+        ChatRenderOptions options = request;
+        options.bos_token = render.bos_token;
+        options.eos_token = render.eos_token;
+        return tmpl->Render(messages, options);
+      });
 }
 
 int Serve(ServeOptions o) {
@@ -296,7 +323,7 @@ int Serve(ServeOptions o) {
     return Fail("serve", "--max-model-len " + std::to_string(o.engine.scheduler.max_model_len) +
                              " exceeds the model's context length of " + std::to_string(context) + " tokens");
   }
-  auto renderer = MakeChatRenderer(o, *loaded);
+  auto renderer = MakeChatRenderer(o, *loaded, &o.service.chat);
   if (!renderer.ok()) return Fail("serve", renderer.status().message());
   o.service.chat_renderer = std::move(*renderer);
   if (Status s = o.engine.Validate(); !s.ok()) return Fail("serve", s.message());

@@ -12,15 +12,17 @@ constexpr const char* kUsage =
     "usage: deepinfer synth --arch "
     "llama|mistral|qwen2|qwen3|mixtral|qwen2_moe|qwen3_moe|deepseek_v2|deepseek_v3\n"
     "         --preset tiny|tiny-rope-llama3|tiny-hybrid-swa|llama-110m|tinyllama-1.1b|v2-lite|v3-mini\n"
-    "         --dtype f32|f16|bf16|q8_0|q4_0 --seed S --out PATH [--format gguf|hf]\n"
+    "         --dtype f32|f16|bf16|q8_0|q4_0 --seed S --out PATH [--format gguf|hf] [--tokenizer DIR]\n"
     "  gguf: PATH is the .gguf file (q8_0/q4_0 apply to 2-D weights; norms stay f32)\n"
     "  hf:   PATH is a directory (config.json, model.safetensors, tokenizer files);\n"
-    "        f32, f16 and bf16 only\n";
+    "        f32, f16 and bf16 only\n"
+    "  --tokenizer DIR: DIR holds an HF tokenizer.json[.gz] (+ tokenizer_config.json); the model gets\n"
+    "        its vocabulary size, tokenizer and chat template\n";
 
 }  // namespace
 
 int RunSynth(const Args& args) {
-  Flags flags({"arch", "preset", "dtype", "seed", "out", "format"}, {"help"});
+  Flags flags({"arch", "preset", "dtype", "seed", "out", "format", "tokenizer"}, {"help"});
   if (Status st = flags.Parse(args); !st.ok()) return Fail("synth", st.message() + "\n" + kUsage, 2);
   if (flags.GetBool("help")) {
     std::fputs(kUsage, stdout);
@@ -48,6 +50,7 @@ int RunSynth(const Args& args) {
   } else {
     return Fail("synth", "--format: unknown format '" + format + "' (gguf, hf)", 2);
   }
+  o.tokenizer_dir = flags.GetString("tokenizer", "");
   o.progress = o.preset != "tiny" && o.preset != "tiny-rope-llama3";  // big presets take a while
   if (Status st = WriteSynthModel(o); !st.ok()) {
     return Fail("synth", st.message(), st.code() == StatusCode::kInvalidArgument ? 2 : 1);

@@ -33,6 +33,7 @@
 #include "grammar/compiled_grammar.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
+#include "grammar/tagged_json.h"
 #include "grammar/mask_cache.h"
 #include "grammar/vocabulary.h"
 
@@ -63,6 +64,7 @@ class GrammarCompiler {
   Result CompileGbnf(std::string_view text);
   Result CompileLark(std::string_view text);
   Result CompileChoice(const std::vector<std::string>& choices);
+  Result CompileTaggedJson(const TaggedJsonFormat& format, const JsonSchemaOptions& options = {});
   // Uncached: an IR built by the caller.
   Result CompileGrammar(const Grammar& grammar);
 

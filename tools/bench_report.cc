@@ -94,6 +94,7 @@ std::string FormatBenchTable(const BenchReport& r) {
       static_cast<long long>(r.config.gen_tokens), static_cast<long long>(r.config.rounds),
       static_cast<long long>(r.config.prefill_chunk), r.config.shared_prompt ? "   shared prompt" : "");
   os << line;
+  if (!r.weight_kernels.empty()) os << "kernels: " << r.weight_kernels << "\n";
   std::snprintf(line, sizeof(line), "prefill  %.1f tok/s   ttft %.1f ms\n", r.PrefillTokensPerSecond(),
                 r.TtftMs());
   os << line;
@@ -132,6 +133,7 @@ std::string FormatBenchJson(const BenchReport& r) {
   os << "  \"weight_bytes_per_token\": " << r.weight_bytes_per_token << ",\n";
   os << "  \"threads\": " << r.threads << ",\n";
   os << "  \"kernels\": " << JsonString(r.kernels) << ",\n";
+  os << "  \"weight_kernels\": " << JsonString(r.weight_kernels) << ",\n";
   os << "  \"prompt_tokens\": " << r.config.prompt_tokens << ",\n";
   os << "  \"gen_tokens\": " << r.config.gen_tokens << ",\n";
   os << "  \"prefill_chunk\": " << r.config.prefill_chunk << ",\n";

@@ -19,6 +19,10 @@ struct BenchReport {
   int64_t weight_bytes_per_token = 0;  // read per decode step: all but the embedding (unless tied)
   int threads = 0;
   std::string kernels;  // the CPU kernel level that ran, e.g. "avx512+amx"
+  // The matmul kernel per weight type of the model's matrices, e.g.
+  // "q4_k=packed-int8-vnni q6_k=packed-int8-vnni f32=f32-fma" ("fallback":
+  // rows dequantized to f32).
+  std::string weight_kernels;
   BenchConfig config;
   BenchResult result;
   int64_t kv_bytes_per_token = 0;        // KV cache, all layers, K and V, in config.kv_dtype

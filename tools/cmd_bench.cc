@@ -11,6 +11,7 @@
 
 #include "backend/cpu/amx.h"
 #include "backend/cpu/isa.h"
+#include "backend/cpu/matmul.h"
 #include "checkpoint/checkpoint.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
@@ -23,14 +24,28 @@
 namespace deepinfer::tools {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: deepinfer bench --model PATH [--prompt-tokens 512] [--gen-tokens 128] [--batch 1,4,16,64]\n"
-    "         [--threads N] [--rounds R] [--prefill-chunk 512] [--shared-prompt] [--seed S]\n"
-    "         [--json FILE] [--plot FILE.png] [--kv-cache-dtype auto|f32|f16|bf16|q8_0]\n"
-    "         [--kv-cache-memory BYTES]\n"
-    "  --shared-prompt: all sequences of a batch share the prompt's KV blocks (like a prefix-cache hit)\n"
-    "  --kv-cache-dtype: KV element type (default auto: the faster 16-bit type on this CPU)\n"
-    "  --kv-cache-memory: also report how many P + G token sequences that many KV bytes hold at once\n";
+constexpr const char* kUsageLine = "usage: deepinfer bench [--model] MODEL [flags]";
+constexpr const char* kSummary =
+    "Offline benchmark: prefill tokens/s, time to first token and decode tokens/s per batch size.";
+
+std::vector<FlagSpec> BenchFlags() {
+  return {
+      {"model", "PATH", "the checkpoint: a .gguf file or an HF directory (also the first argument)",
+       kRequired},
+      {"prompt-tokens", "P", "prompt length of each sequence", "512"},
+      {"gen-tokens", "G", "tokens generated per sequence", "128"},
+      {"batch", "B,B,...", "batch sizes to measure", "1,4,16,64"},
+      {"threads", "N", "compute threads", "all CPUs"},
+      {"rounds", "R", "repetitions of each measurement (the median is reported)", "1"},
+      {"prefill-chunk", "N", "prompt tokens per prefill step", "512"},
+      {"shared-prompt", "", "all sequences of a batch share the prompt's KV blocks (a prefix-cache hit)", ""},
+      {"seed", "S", "seed of the random prompt tokens", "1"},
+      {"json", "FILE", "write the results as JSON", ""},
+      {"plot", "FILE.png", "draw the results as a PNG chart", ""},
+      {"kv-cache-dtype", "auto|f32|f16|bf16|q8_0", "KV element type", "auto: the faster 16-bit type"},
+      {"kv-cache-memory", "BYTES", "also report how many P + G sequences that many KV bytes hold", ""},
+  };
+}
 
 struct BenchOptions {
   std::string model_path, json_path, plot_path;
@@ -62,12 +77,7 @@ StatusOr<std::vector<int64_t>> ParseBatchList(const std::string& text) {
   return out;
 }
 
-StatusOr<BenchOptions> ParseOptions(const Args& args) {
-  Flags flags({"model", "prompt-tokens", "gen-tokens", "batch", "threads", "json", "plot", "rounds",
-               "prefill-chunk", "seed", "kv-cache-dtype", "kv-cache-memory"},
-              {"shared-prompt", "help"});
-  DI_RETURN_IF_ERROR(flags.Parse(args));
-  if (flags.Has("help")) return InvalidArgument(kUsage);
+StatusOr<BenchOptions> ParseOptions(const Flags& flags) {
   BenchOptions o;
   DI_ASSIGN_OR_RETURN(o.model_path, flags.Required("model"));
   BenchConfig& c = o.config;
@@ -138,19 +148,26 @@ void DescribeWeights(const LoadedModel& loaded, BenchReport& r) {
   r.weight_bytes_per_token = r.weight_bytes - (embedding != nullptr && !tied ? embedding->nbytes : 0);
   r.dtype = q0 != nullptr ? DTypeName(q0->dtype) : "?";
   r.arch = loaded.model->config().arch;
+  // The matrices' weight types (2-D tensors, the untied embedding is a
+  // lookup), each with the kernel MatMul runs for it.
+  std::set<DType> types;
+  for (const TensorView* t : store.All()) {
+    if (t->shape.size() == 2 && (tied || t != embedding)) types.insert(t->dtype);
+  }
+  for (DType t : types) {
+    if (!r.weight_kernels.empty()) r.weight_kernels += ' ';
+    r.weight_kernels += std::string(DTypeName(t)) + "=" + cpu::MatMulKernelName(cpu::ActiveIsa(), t);
+  }
 }
 
 }  // namespace
 
 int RunBench(const Args& args) {
-  auto options = ParseOptions(args);
-  if (!options.ok()) {
-    if (options.status().message() == kUsage) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    return Fail("bench", options.status().message(), 2);
-  }
+  Flags flags(BenchFlags(), "model");
+  int code = 0;
+  if (!ParseOrExit(&flags, args, "bench", kUsageLine, kSummary, &code)) return code;
+  auto options = ParseOptions(flags);
+  if (!options.ok()) return Fail("bench", options.status().message(), 2);
   SetLogLevel(LogLevel::kWarning);
   LoadOptions load;
   load.num_threads = options->threads;

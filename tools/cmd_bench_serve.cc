@@ -38,11 +38,26 @@ using tcp = net::ip::tcp;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kUsage =
-    "usage: deepinfer bench-serve --url http://127.0.0.1:8000 [--api-key KEY] --num-requests N\n"
-    "         (--concurrency C | --request-rate R) --prompt-tokens DIST --output-tokens DIST\n"
-    "         [--shared-prefix-tokens S] [--seed S] [--model NAME] [--json FILE] [--plot FILE.png]\n"
-    "  DIST: N (fixed) | uniform:LO,HI | normal:MEAN,STD\n";
+constexpr const char* kUsageLine =
+    "usage: deepinfer bench-serve --num-requests N (--concurrency C | --request-rate R)\n"
+    "         --prompt-tokens DIST --output-tokens DIST [flags]   (DIST: N | uniform:LO,HI | "
+    "normal:MEAN,STD)";
+constexpr const char* kSummary = "Load generator against a running server: latency and throughput.";
+
+std::vector<FlagSpec> BenchServeFlags() {
+  return {{"url", "URL", "the server", "http://127.0.0.1:8000"},
+          {"api-key", "KEY", "sent as Authorization: Bearer KEY", ""},
+          {"num-requests", "N", "requests to send", kRequired},
+          {"concurrency", "C", "requests in flight at once (or --request-rate)", ""},
+          {"request-rate", "R", "Poisson arrivals, requests per second (or --concurrency)", ""},
+          {"prompt-tokens", "DIST", "prompt length distribution", kRequired},
+          {"output-tokens", "DIST", "output length distribution", kRequired},
+          {"shared-prefix-tokens", "S", "tokens every prompt starts with", "0"},
+          {"seed", "S", "seed of the prompts and arrivals", "0"},
+          {"model", "NAME", "the model field of each request", "the server's"},
+          {"json", "FILE", "write the results as JSON", ""},
+          {"plot", "FILE.png", "draw the latency distribution as a PNG chart", ""}};
+}
 
 // A token-count distribution.
 struct Dist {
@@ -265,12 +280,7 @@ class Client {
   beast::flat_buffer buffer_;
 };
 
-StatusOr<BenchOptions> ParseOptions(const Args& args) {
-  Flags flags({"url", "api-key", "num-requests", "concurrency", "request-rate", "prompt-tokens",
-               "output-tokens", "shared-prefix-tokens", "seed", "model", "json", "plot"},
-              {"help"});
-  DI_RETURN_IF_ERROR(flags.Parse(args));
-  if (flags.Has("help")) return InvalidArgument(kUsage);
+StatusOr<BenchOptions> ParseOptions(const Flags& flags) {
   BenchOptions o;
   o.url = flags.GetString("url", "http://127.0.0.1:8000");
   DI_ASSIGN_OR_RETURN(o.target, ParseUrl(o.url));
@@ -460,14 +470,11 @@ int Run(const BenchOptions& o) {
 }  // namespace
 
 int RunBenchServe(const Args& args) {
-  auto options = ParseOptions(args);
-  if (!options.ok()) {
-    if (options.status().message() == kUsage) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    return Fail("bench-serve", options.status().message(), 2);
-  }
+  Flags flags(BenchServeFlags());
+  int code = 0;
+  if (!ParseOrExit(&flags, args, "bench-serve", kUsageLine, kSummary, &code)) return code;
+  auto options = ParseOptions(flags);
+  if (!options.ok()) return Fail("bench-serve", options.status().message(), 2);
   return Run(*options);
 }
 

@@ -35,11 +35,13 @@
 namespace deepinfer::tools {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kUsageLine =
     "usage: deepinfer constrain --model M (--json-schema F | --json-object | --regex R | --grammar F |\n"
-    "         --choice A,B) [--any-whitespace] --check FILE\n"
-    "  M: a GGUF file (checkpoint or vocab-only), an HF directory with tokenizer.json(.gz),\n"
-    "     or a tokenizer.json(.gz) file. --grammar: GBNF (*.gbnf or text with '::=') or Lark.\n";
+    "         --choice A,B) [--any-whitespace] --check FILE";
+constexpr const char* kSummary =
+    "Runs the structured-output engine alone over FILE's tokens and prints one JSON line.\n"
+    "M: a GGUF file (checkpoint or vocab-only), an HF directory with tokenizer.json(.gz), or a\n"
+    "tokenizer.json(.gz) file. --grammar: GBNF (*.gbnf or text with '::=') or Lark.";
 
 StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path) {
   struct stat st;
@@ -78,23 +80,19 @@ double Percentile(std::vector<double> v, double q) {
 }  // namespace
 
 int RunConstrain(const Args& args) {
-  std::set<std::string> value_flags = StructuredValueFlags();
-  value_flags.insert({"model", "check"});
-  std::set<std::string> bool_flags = StructuredBoolFlags();
-  bool_flags.insert("help");
-  Flags flags(value_flags, bool_flags);
-  if (Status s = flags.Parse(args); !s.ok()) return Fail("constrain", s.message() + "\n" + kUsage, 2);
-  if (flags.Has("help")) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
+  std::vector<FlagSpec> specs = {{"model", "M", "where the vocabulary comes from (see above)", kRequired},
+                                 {"check", "FILE", "the text to run the constraint over", kRequired}};
+  AddFlags(&specs, StructuredFlagSpecs());
+  Flags flags(specs);
+  int code = 0;
+  if (!ParseOrExit(&flags, args, "constrain", kUsageLine, kSummary, &code)) return code;
   if (!flags.Has("model") || !flags.Has("check")) {
-    return Fail("constrain", std::string("--model and --check are required\n") + kUsage, 2);
+    return Fail("constrain", "--model and --check are required (see --help)", 2);
   }
   bool present = false;
   auto spec = ParseStructuredFlags(flags, &present);
   if (!spec.ok()) return Fail("constrain", spec.status().message(), 2);
-  if (!present) return Fail("constrain", std::string("give a constraint\n") + kUsage, 2);
+  if (!present) return Fail("constrain", "give a constraint (see --help)", 2);
   auto text = ReadWholeFile(flags.GetString("check"), "--check file");
   if (!text.ok()) return Fail("constrain", text.status().message(), 2);
 

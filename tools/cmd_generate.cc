@@ -28,6 +28,7 @@
 #include "sampling/token_constraint.h"
 #include "structured/tokenizer_vocabulary.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/chat_renderer.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
 #include "tools/speculative_flags.h"
@@ -36,14 +37,38 @@
 namespace deepinfer::tools {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: deepinfer generate --model PATH [--tokenizer PATH] (--prompt TEXT | --prompt-file F)\n"
-    "         [--max-tokens N]\n"
-    "         [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--threads N]\n"
-    "         [--prefill-chunk N] [--ignore-eos] [--verbose] [--kv-cache-dtype auto|f32|f16|bf16|q8_0]\n"
-    "         [--json-schema F|JSON | --json-object | --regex R | --grammar F | --choice A,B]\n"
-    "         [--any-whitespace]\n"
-    "         [--speculative-method ngram [--num-speculative-tokens 5] [--spec-schedule adaptive|fixed]]\n";
+constexpr const char* kUsageLine =
+    "usage: deepinfer generate [--model] MODEL (--prompt TEXT | --prompt-file F) [flags]";
+constexpr const char* kSummary =
+    "Generates one completion for a prompt through the engine; prints only the completion on stdout.";
+
+std::vector<FlagSpec> GenerateFlags() {
+  std::vector<FlagSpec> f = {
+      {"model", "PATH", "the checkpoint: a .gguf file or an HF directory (also the first argument)",
+       kRequired},
+      {"tokenizer", "PATH", "tokenizer from elsewhere: a .gguf, a tokenizer.json[.gz] or a folder with one",
+       "the checkpoint's"},
+      {"prompt", "TEXT", "the prompt (or --prompt-file)", ""},
+      {"prompt-file", "F", "read the prompt from a file (or --prompt)", ""},
+      {"chat", "", "render the prompt as one user message through the chat template", ""},
+      {"chat-template", "FILE", "Jinja2 chat template file for --chat",
+       "the checkpoint's, else the fallback"},
+      {"max-tokens", "N", "most tokens to generate", "128"},
+      {"temperature", "T", "sampling temperature; 0 is greedy", "1"},
+      {"top-k", "K", "sample among the K most likely tokens; 0: off", "0"},
+      {"top-p", "P", "nucleus sampling mass; 1: off", "1"},
+      {"min-p", "P", "drop tokens below P x the top probability; 0: off", "0"},
+      {"seed", "S", "sampling seed (reproducible output)", "random"},
+      {"ignore-eos", "", "keep generating past end-of-generation tokens", ""},
+      {"threads", "N", "compute threads", "all CPUs"},
+      {"prefill-chunk", "N", "prompt tokens per prefill step", "512"},
+      {"kv-cache-dtype", "auto|f32|f16|bf16|q8_0", "element type of the KV cache", "auto"},
+      {"verbose", "", "engine diagnostics on stderr", ""},
+  };
+  AddFlags(&f, StructuredFlagSpecs());
+  AddFlags(&f, SpeculativeFlagSpecs());
+  return f;
+}
 
 constexpr int32_t kBlockSize = 16;
 
@@ -57,26 +82,21 @@ struct GenerateOptions {
   KvCacheDType kv_cache_dtype = KvCacheDType::kAuto;
   bool ignore_eos = false;
   bool verbose = false;
+  bool chat = false;               // --chat: the prompt is one user message, rendered by the template
+  std::string chat_template_file;  // --chat-template
   SamplingParams sampling;
   bool constrained = false;
   StructuredOutputSpec structured;
   EngineConfig speculation;  // only .speculative and .scheduler.max_num_speculative_tokens are read
 };
 
-StatusOr<GenerateOptions> ParseOptions(const Args& args) {
-  std::set<std::string> value_flags = {
-      "model", "tokenizer", "prompt", "prompt-file", "max-tokens",    "temperature",   "top-k",
-      "top-p", "min-p",     "seed",   "threads",     "prefill-chunk", "kv-cache-dtype"};
-  std::set<std::string> bool_flags = {"ignore-eos", "verbose", "help"};
-  value_flags.insert(StructuredValueFlags().begin(), StructuredValueFlags().end());
-  bool_flags.insert(StructuredBoolFlags().begin(), StructuredBoolFlags().end());
-  value_flags.insert(SpeculativeValueFlags().begin(), SpeculativeValueFlags().end());
-  Flags flags(value_flags, bool_flags);
-  DI_RETURN_IF_ERROR(flags.Parse(args));
-  if (flags.Has("help")) return InvalidArgument(kUsage);
+StatusOr<GenerateOptions> ParseOptions(const Flags& flags) {
   GenerateOptions o;
   DI_ASSIGN_OR_RETURN(o.model_path, flags.Required("model"));
   o.tokenizer_path = flags.GetString("tokenizer");
+  o.chat = flags.Has("chat");
+  o.chat_template_file = flags.GetString("chat-template");
+  if (!o.chat && !o.chat_template_file.empty()) return InvalidArgument("--chat-template needs --chat");
   if (flags.Has("prompt") == flags.Has("prompt-file")) {
     return InvalidArgument("give exactly one of --prompt or --prompt-file");
   }
@@ -176,7 +196,8 @@ Status Generate(const GenerateOptions& o, LoadedModel loaded, std::unique_ptr<To
                 TokenConstraint* checker) {
   const Tokenizer& tok = *loaded.tokenizer;
   const int64_t max_position = loaded.model->config().max_position;
-  std::vector<int32_t> prompt = tok.Encode(o.prompt, /*add_special=*/true, /*parse_special=*/true);
+  std::vector<int32_t> prompt = o.chat ? EncodeRenderedChat(tok, o.prompt)
+                                       : tok.Encode(o.prompt, /*add_special=*/true, /*parse_special=*/true);
   if (prompt.empty()) return InvalidArgument("the prompt encodes to no tokens (and the model adds no BOS)");
   const auto num_prompt = static_cast<int64_t>(prompt.size());
   if (num_prompt >= max_position) {
@@ -225,14 +246,11 @@ Status Generate(const GenerateOptions& o, LoadedModel loaded, std::unique_ptr<To
 }  // namespace
 
 int RunGenerate(const Args& args) {
-  auto options = ParseOptions(args);
-  if (!options.ok()) {
-    if (options.status().message() == kUsage) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    return Fail("generate", options.status().message(), 2);
-  }
+  Flags flags(GenerateFlags(), "model");
+  int code = 0;
+  if (!ParseOrExit(&flags, args, "generate", kUsageLine, kSummary, &code)) return code;
+  auto options = ParseOptions(flags);
+  if (!options.ok()) return Fail("generate", options.status().message(), 2);
   if (!options->verbose) SetLogLevel(LogLevel::kWarning);
   LoadOptions load;
   load.num_threads = options->threads;
@@ -243,6 +261,16 @@ int RunGenerate(const Args& args) {
     return Fail("generate", options->model_path +
                                 ": checkpoint has no tokenizer (tokenizer.json); pass --tokenizer PATH, or "
                                 "use 'score' with token ids");
+  }
+  if (options->chat) {
+    auto chat = MakeChatSetup("generate", options->chat_template_file, *loaded);
+    if (!chat.ok()) return Fail("generate", chat.status().message());
+    std::vector<ChatMessage> messages(1);
+    messages[0].role = "user";
+    messages[0].content = options->prompt;
+    auto rendered = chat->renderer(messages, ChatRenderOptions{});
+    if (!rendered.ok()) return Fail("generate", rendered.status().WithContext("chat template").message());
+    options->prompt = std::move(*rendered);
   }
   std::unique_ptr<TokenConstraint> constraint, checker;
   if (options->constrained) {

@@ -11,21 +11,18 @@ namespace deepinfer::tools {
 
 namespace {
 
-constexpr char kUsage[] =
-    "usage: deepinfer info --model PATH\n"
-    "  --model  .gguf file or HF checkpoint directory\n";
+constexpr const char* kUsageLine = "usage: deepinfer info [--model] MODEL";
+constexpr const char* kSummary =
+    "Describes a checkpoint: architecture, hyper-parameters, tensor dtypes, vocabulary.";
 
 }  // namespace
 
 int RunInfo(const Args& args) {
-  if (std::find(args.begin(), args.end(), "--help") != args.end()) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  Flags flags({"model"}, {});
-  if (Status s = flags.Parse(args); !s.ok()) {
-    return Fail("info", s.message(), 2);
-  }
+  Flags flags({{"model", "PATH", "the checkpoint: a .gguf file or an HF directory (also the first argument)",
+                kRequired}},
+              "model");
+  int code = 0;
+  if (!ParseOrExit(&flags, args, "info", kUsageLine, kSummary, &code)) return code;
   StatusOr<std::string> path = flags.Required("model");
   if (!path.ok()) {
     return Fail("info", path.status().message(), 2);

@@ -27,15 +27,20 @@ namespace deepinfer::tools {
 
 namespace {
 
-constexpr char kUsage[] =
-    "usage: deepinfer score --model PATH --tokens ID,ID,... [--top K] [--threads N] [--chunk N]\n"
-    "         [--kv-cache-dtype f32|f16|bf16|q8_0|auto]\n"
-    "  --model    .gguf file or HF checkpoint directory\n"
-    "  --tokens   comma-separated token ids (at least one)\n"
-    "  --top      how many top [id, logprob] pairs to list per position (default 5)\n"
-    "  --threads  worker threads (default: all CPUs)\n"
-    "  --chunk    run the prefill in chunks of N tokens (default: one chunk)\n"
-    "  --kv-cache-dtype  element type of the KV cache (default f32: score is the reference tool)\n";
+constexpr const char* kUsageLine = "usage: deepinfer score [--model] MODEL --tokens ID,ID,... [flags]";
+constexpr const char* kSummary =
+    "Prints one JSON line per position i: the log-prob of tokens[i+1] given tokens[0..i] and the top K.";
+
+std::vector<FlagSpec> ScoreFlags() {
+  return {{"model", "PATH", "the checkpoint: a .gguf file or an HF directory (also the first argument)",
+           kRequired},
+          {"tokens", "ID,ID,...", "comma-separated token ids (at least one)", kRequired},
+          {"top", "K", "how many top [id, logprob] pairs to list per position", "5"},
+          {"threads", "N", "compute threads", "all CPUs"},
+          {"chunk", "N", "run the prefill in chunks of N tokens", "one chunk"},
+          {"kv-cache-dtype", "auto|f32|f16|bf16|q8_0",
+           "element type of the KV cache (score is the reference tool)", "f32"}};
+}
 
 StatusOr<std::vector<int32_t>> ParseTokenIds(const std::string& text) {
   std::vector<int32_t> ids;
@@ -190,15 +195,10 @@ StatusOr<std::string> FormatScores(const ScoreRequest& r, const std::vector<floa
 }  // namespace
 
 int RunScore(const Args& args) {
-  if (std::find(args.begin(), args.end(), "--help") != args.end()) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
   // Exit 2 for usage errors (flags, token ids), 1 for everything else.
-  Flags flags({"model", "tokens", "top", "threads", "chunk", "kv-cache-dtype"}, {});
-  if (Status s = flags.Parse(args); !s.ok()) {
-    return Fail("score", s.message(), 2);
-  }
+  Flags flags(ScoreFlags(), "model");
+  int code = 0;
+  if (!ParseOrExit(&flags, args, "score", kUsageLine, kSummary, &code)) return code;
   StatusOr<ScoreRequest> request = ParseRequest(flags);
   if (!request.ok()) {
     return Fail("score", request.status().message(), 2);

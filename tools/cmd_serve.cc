@@ -1,11 +1,15 @@
-// deepinfer serve: loads a checkpoint, starts the Engine and the
-// OpenAI-compatible HTTP server (src/server), prints
-// "listening on http://HOST:PORT" once /health answers 200, and on SIGTERM /
-// SIGINT stops accepting, drains live requests and exits 0.
+// deepinfer serve: checks every flag (and the host, the port, the model's
+// context) before loading anything, loads a checkpoint, starts the Engine and
+// the OpenAI-compatible HTTP server (src/server), prints a start-up summary
+// on stderr and "listening on http://HOST:PORT" on stdout once /health
+// answers 200, and on SIGTERM / SIGINT stops accepting, drains live requests
+// and exits 0.
 //
 // Signals: SIGINT/SIGTERM are blocked in every thread (the mask is set before
 // any thread starts) and taken synchronously with sigwait on this thread, so
 // no handler runs inside the engine or the I/O threads.
+#include <unistd.h>
+
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -19,44 +23,104 @@
 
 #include "checkpoint/checkpoint.h"
 #include "core/log.h"
+#include "core/version.h"
 #include "engine/engine.h"
 #include "server/api_service.h"
 #include "server/http_server.h"
-#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/chat_renderer.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
+#include "tools/generation_config.h"
+#include "tools/listen_address.h"
+#include "tools/model_facts.h"
+#include "tools/serve_stats.h"
 #include "tools/speculative_flags.h"
 
 namespace deepinfer::tools {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: deepinfer serve --model PATH [--tokenizer PATH] [--host 127.0.0.1] [--port 8000] [--api-key "
-    "KEY]\n"
-    "         [--served-model-name NAME] [--max-num-seqs N] [--max-model-len L]\n"
-    "         [--max-num-batched-tokens T] [--kv-cache-memory BYTES] [--block-size 16] [--threads N]\n"
-    "         [--kv-cache-dtype auto|f32|f16|bf16|q8_0 (default auto: the faster 16-bit type)]\n"
-    "         [--no-prefix-cache] [--no-async-scheduling] [--no-jump-forward] [--batch-invariant]\n"
-    "         [--speculative-method ngram [--num-speculative-tokens 5] [--spec-schedule adaptive|fixed]]\n"
-    "         [--chat-template FILE] [--scheduling-policy fcfs|priority] [--max-waiting-requests N]\n"
-    "         [--tool-call-parser hermes|llama3_json|deepseek_v3|mistral (default: from the chat template)]\n"
-    "         [--reasoning-parser deepseek_r1|qwen3 (default: none)]\n"
-    "         [--io-threads N] [--max-body-bytes N] [--max-connections N] [--header-timeout S]\n"
-    "         [--body-timeout S] [--idle-timeout S] [--verbose]\n";
+constexpr const char* kUsageLine = "usage: deepinfer serve [--model] MODEL [flags]";
+constexpr const char* kSummary =
+    "Serves MODEL (a .gguf file or an HF directory) over the OpenAI-compatible HTTP API; prints\n"
+    "\"listening on http://HOST:PORT\" once ready. SIGTERM / SIGINT drain live requests and exit 0.";
 
 struct ServeOptions {
   std::string model_path;
   std::string tokenizer_path;  // --tokenizer: a .gguf / tokenizer.json / folder; "" = the checkpoint's
   std::string chat_template_file;
-  std::string tool_call_parser;  // "" = detected from the chat template
+  std::string tool_call_parser;  // --tool-call-parser; "" = detected from the chat template
+  GenerationDefaults generation_defaults;  // --generation-config, read while the flags are checked
+  std::string display_host;  // --host as given (the URL printed); http.host holds the resolved address
   int threads = 0;
   bool batch_invariant = false;
+  double stats_interval = 10.0;  // seconds; 0 = no stats line
+  LogLevel log_level = LogLevel::kWarning;
   server::HttpServerOptions http;
   server::ServiceOptions service;
   EngineConfig engine;
-  bool verbose = false;
 };
+
+std::vector<FlagSpec> ServeFlags() {
+  const EngineConfig e;
+  const server::HttpServerOptions h;
+  const server::ServiceOptions so;
+  std::vector<FlagSpec> f = {
+      {"model", "PATH", "the checkpoint: a .gguf file or an HF directory (also the first argument)",
+       kRequired},
+      {"tokenizer", "PATH", "tokenizer from elsewhere: a .gguf, a tokenizer.json[.gz] or a folder with one",
+       "the checkpoint's"},
+      {"chat-template", "FILE", "Jinja2 chat template file", "the checkpoint's, else the fallback format"},
+      {"tool-call-parser", "hermes|llama3_json|deepseek_v3|mistral",
+       "how tool calls are read from the model's output", "detected from the chat template, else none"},
+      {"reasoning-parser", "deepseek_r1|qwen3", "split <think>...</think> into reasoning_content", "none"},
+      {"host", "HOST", "address or host name to listen on (localhost resolves)", h.host},
+      {"port", "N", "TCP port; 0 picks a free one", std::to_string(h.port)},
+      {"api-key", "KEY", "require \"Authorization: Bearer KEY\" on /v1/*", "$DEEPINFER_API_KEY, else none"},
+      {"allowed-origins", "A,B,...|*", "browser origins allowed by CORS (Access-Control-Allow-Origin)",
+       "none"},
+      {"served-model-name", "NAME", "the model id clients send and /v1/models lists", "MODEL as given"},
+      {"seed", "S", "seed for requests that bring none (reproducible per request order)",
+       "random per request"},
+      {"generation-config", "auto|none|PATH",
+       "sampling defaults from generation_config.json (auto: the model directory's)", "auto"},
+      {"max-num-seqs", "N", "most requests running at once", std::to_string(e.scheduler.max_num_seqs)},
+      {"max-model-len", "L", "prompt + output tokens per request; above the model's context is an error",
+       "the model's context length"},
+      {"max-num-batched-tokens", "T", "tokens per engine step",
+       std::to_string(e.scheduler.max_num_batched_tokens)},
+      {"max-waiting-requests", "N", "queued requests beyond this get 429",
+       std::to_string(e.max_waiting_requests)},
+      {"scheduling-policy", "fcfs|priority", "admission order", "fcfs"},
+      {"kv-cache-memory", "BYTES", "KV pool size (e.g. 512M, 4G)",
+       "max-num-seqs x max-model-len, at most 1/4 of free memory"},
+      {"kv-cache-dtype", "auto|f32|f16|bf16|q8_0", "element type of the KV pool",
+       "auto: the faster 16-bit type"},
+      {"block-size", "N", "tokens per KV block", std::to_string(e.block_size)},
+      {"no-prefix-cache", "", "do not reuse the KV of shared prompt prefixes", ""},
+      {"no-async-scheduling", "", "plan each step after the previous one finished (for comparison)", ""},
+      {"no-jump-forward", "", "sample every token of a constrained request (for comparison)", ""},
+      {"batch-invariant", "", "batch-invariant kernels (= DEEPINFER_BATCH_INVARIANT=1)", ""},
+      {"threads", "N", "compute threads", "all CPUs"},
+      {"io-threads", "N", "HTTP I/O threads", std::to_string(h.io_threads)},
+      {"max-body-bytes", "BYTES", "larger request bodies get 413", std::to_string(h.max_body_bytes)},
+      {"max-connections", "N", "open connections beyond this get 503", std::to_string(h.max_connections)},
+      {"header-timeout", "S", "seconds to read a request header (else 408)",
+       std::to_string(h.header_timeout.count())},
+      {"body-timeout", "S", "seconds to read a request body (else 408)",
+       std::to_string(h.body_timeout.count())},
+      {"idle-timeout", "S", "seconds an idle keep-alive connection stays open",
+       std::to_string(h.idle_timeout.count())},
+      {"log-level", "debug|info|warning|error", "what the engine logs on stderr", "warning"},
+      {"verbose", "", "same as --log-level info", ""},
+      {"enable-log-requests", "", "one stderr line per finished request: id, tokens, params, finish, timings",
+       ""},
+      {"stats-interval", "S", "seconds between stats lines (running, waiting, tok/s, KV usage); 0: none",
+       "10"},
+  };
+  AddFlags(&f, SpeculativeFlagSpecs());
+  return f;
+}
 
 // "123", "64M", "2G", "512KiB" -> bytes.
 StatusOr<int64_t> ParseBytes(const std::string& flag, const std::string& text) {
@@ -85,40 +149,22 @@ StatusOr<int64_t> ParseBytes(const std::string& flag, const std::string& text) {
   return value * scale;
 }
 
-StatusOr<ServeOptions> ParseOptions(const Args& args) {
-  std::set<std::string> value_flags = {"model",
-                                       "tokenizer",
-                                       "host",
-                                       "port",
-                                       "api-key",
-                                       "served-model-name",
-                                       "max-num-seqs",
-                                       "max-model-len",
-                                       "max-num-batched-tokens",
-                                       "kv-cache-memory",
-                                       "block-size",
-                                       "threads",
-                                       "chat-template",
-                                       "tool-call-parser",
-                                       "reasoning-parser",
-                                       "scheduling-policy",
-                                       "max-waiting-requests",
-                                       "io-threads",
-                                       "max-body-bytes",
-                                       "kv-cache-dtype",
-                                       "max-connections",
-                                       "header-timeout",
-                                       "body-timeout",
-                                       "idle-timeout"};
-  value_flags.insert(SpeculativeValueFlags().begin(), SpeculativeValueFlags().end());
-  Flags flags(value_flags, {"no-prefix-cache", "no-async-scheduling", "no-jump-forward", "batch-invariant",
-                            "verbose", "help"});
-  DI_RETURN_IF_ERROR(flags.Parse(args));
-  if (flags.Has("help")) return InvalidArgument(kUsage);
+StatusOr<LogLevel> ParseLogLevel(const std::string& name) {
+  if (name == "debug") return LogLevel::kDebug;
+  if (name == "info") return LogLevel::kInfo;
+  if (name == "warning") return LogLevel::kWarning;
+  if (name == "error") return LogLevel::kError;
+  return InvalidArgument("--log-level must be debug, info, warning or error (got '" + name + "')");
+}
+
+// Every flag's value, checked before anything is loaded: a mistake costs
+// milliseconds, not a model load.
+StatusOr<ServeOptions> ParseOptions(const Flags& flags) {
   ServeOptions o;
   DI_ASSIGN_OR_RETURN(o.model_path, flags.Required("model"));
   o.tokenizer_path = flags.GetString("tokenizer");
-  o.http.host = flags.GetString("host", "127.0.0.1");
+  o.display_host = flags.GetString("host", o.http.host);
+  DI_ASSIGN_OR_RETURN(o.http.host, ResolveListenHost(o.display_host));
   DI_ASSIGN_OR_RETURN(int64_t port, flags.GetInt("port", 8000));
   if (port < 0 || port > 65535) return InvalidArgument("--port must be in [0, 65535]");
   o.http.port = static_cast<uint16_t>(port);
@@ -143,12 +189,26 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
       return InvalidArgument(std::string("--") + flag + " must be in [1, 86400] seconds");
     *value = std::chrono::seconds(seconds);
   }
-  o.service.api_key = flags.GetString("api-key");
-  if (flags.Has("api-key") && o.service.api_key.empty()) {
-    return InvalidArgument("--api-key must not be empty");
+  if (flags.Has("api-key")) {
+    o.service.api_key = flags.GetString("api-key");
+    if (o.service.api_key.empty()) return InvalidArgument("--api-key must not be empty");
+  } else if (const char* env = std::getenv("DEEPINFER_API_KEY"); env != nullptr && *env != '\0') {
+    o.service.api_key = env;
+  }
+  if (flags.Has("allowed-origins")) {
+    std::vector<std::string> origins = server::SplitOriginList(flags.GetString("allowed-origins"));
+    if (origins.empty()) return InvalidArgument("--allowed-origins needs at least one origin (or *)");
+    o.http.cors = server::CorsPolicy(std::move(origins));
   }
   o.service.served_model_name = flags.GetString("served-model-name", o.model_path);
   if (o.service.served_model_name.empty()) return InvalidArgument("--served-model-name must not be empty");
+  if (flags.Has("seed")) {
+    DI_ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", 0));
+    o.service.default_seed = static_cast<uint64_t>(seed);
+  }
+  DI_ASSIGN_OR_RETURN(o.generation_defaults,
+                      ReadGenerationDefaults(flags.GetString("generation-config", "auto"), o.model_path));
+  o.service.default_sampling = o.generation_defaults.sampling;
   o.chat_template_file = flags.GetString("chat-template");
   o.tool_call_parser = flags.GetString("tool-call-parser");
   if (!o.tool_call_parser.empty() && server::FindToolCallParser(o.tool_call_parser) == nullptr) {
@@ -156,7 +216,7 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
                            server::ToolCallParserNames() + ")");
   }
   const std::string reasoning = flags.GetString("reasoning-parser");
-  auto reasoning_format = server::ReasoningFormatFromName(reasoning);
+  const auto reasoning_format = server::ReasoningFormatFromName(reasoning);
   if (!reasoning_format) {
     return InvalidArgument("--reasoning-parser: unknown parser '" + reasoning + "' (deepseek_r1, qwen3)");
   }
@@ -165,7 +225,16 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
   if (threads < 0 || threads > 1024) return InvalidArgument("--threads must be in [0, 1024]");
   o.threads = static_cast<int>(threads);
   o.batch_invariant = flags.Has("batch-invariant");
-  o.verbose = flags.Has("verbose");
+  if (flags.Has("log-level") && flags.Has("verbose")) {
+    return InvalidArgument("give --log-level or --verbose, not both");
+  }
+  DI_ASSIGN_OR_RETURN(o.log_level,
+                      ParseLogLevel(flags.GetString("log-level", flags.Has("verbose") ? "info" : "warning")));
+  o.service.log_requests = flags.Has("enable-log-requests");
+  DI_ASSIGN_OR_RETURN(o.stats_interval, flags.GetDouble("stats-interval", o.stats_interval));
+  if (!(o.stats_interval >= 0 && o.stats_interval <= 86400)) {
+    return InvalidArgument("--stats-interval must be in [0, 86400] seconds");
+  }
   EngineConfig& e = o.engine;
   DI_ASSIGN_OR_RETURN(int64_t max_num_seqs, flags.GetInt("max-num-seqs", e.scheduler.max_num_seqs));
   if (max_num_seqs < 1 || max_num_seqs > (1 << 20)) {
@@ -203,100 +272,45 @@ StatusOr<ServeOptions> ParseOptions(const Args& args) {
     return InvalidArgument("--max-waiting-requests must be >= 1");
   }
   e.max_waiting_requests = static_cast<int32_t>(max_waiting);
+  // The engine's own checks (max_model_len is filled from the model later:
+  // a stand-in here so the rest is checked now).
+  EngineConfig probe = e;
+  if (probe.scheduler.max_model_len <= 0) probe.scheduler.max_model_len = 2;
+  DI_RETURN_IF_ERROR(probe.Validate());
+  DI_RETURN_IF_ERROR(CheckCanListen(o.http.host, o.http.port));
   return o;
 }
 
-StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("cannot read '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// A template that renders a probe conversation without its messages' text
-// (an empty file, a template for other variables) would drop every request's
-// messages silently: refused at start-up instead.
-Status CheckTemplateKeepsMessages(const ChatTemplate& tmpl) {
-  const std::string probe_user = "deepinfer-probe-user-7f3a", probe_reply = "deepinfer-probe-reply-7f3a";
-  std::vector<ChatMessage> messages(3);
-  messages[0].role = "user";
-  messages[0].content = probe_user;
-  messages[1].role = "assistant";
-  messages[1].content = probe_reply;
-  messages[2].role = "user";
-  messages[2].content = probe_user;
-  auto text = tmpl.Render(messages, ChatRenderOptions{});
-  if (!text.ok()) return text.status().WithContext("rendering a probe conversation");
-  if (text->find(probe_user) == std::string::npos) {
-    return InvalidArgument(
-        "the template does not render the messages' content (a probe conversation "
-        "rendered as " +
-        std::to_string(text->size()) + " bytes without it)");
+// What the operator sees once the server is up: what was loaded, how much
+// KV it holds, which template renders chats, and where to connect.
+void PrintStartupSummary(const ServeOptions& o, const Engine& engine, const LoadedModelFacts& facts,
+                         const std::string& template_source, const GenerationDefaults& defaults,
+                         uint16_t port) {
+  const EngineMetrics m = engine.Metrics();
+  const EngineConfig& c = engine.config();
+  const int64_t kv_tokens = m.kv_blocks_total * c.block_size;
+  const int64_t max_len = c.scheduler.max_model_len;
+  std::fprintf(stderr, "deepinfer serve: %s\n", VersionLine().c_str());
+  std::fprintf(stderr, "deepinfer serve: model %s (%s, %s), %s parameters, weights %s, context %lld tokens\n",
+               o.model_path.c_str(), facts.format.c_str(), facts.architecture.c_str(),
+               HumanCount(facts.parameters).c_str(), facts.weight_dtypes.c_str(),
+               static_cast<long long>(facts.context));
+  std::fprintf(
+      stderr,
+      "deepinfer serve: KV cache %s, %lld tokens (%lld blocks of %d) = %lld sequences of max-model-len "
+      "%lld; max-num-seqs %d\n",
+      KvCacheDTypeName(c.kv_cache_dtype), static_cast<long long>(kv_tokens),
+      static_cast<long long>(m.kv_blocks_total), c.block_size,
+      static_cast<long long>(max_len > 0 ? kv_tokens / max_len : 0), static_cast<long long>(max_len),
+      c.scheduler.max_num_seqs);
+  std::fprintf(stderr, "deepinfer serve: chat template: %s\n", template_source.c_str());
+  if (!defaults.source.empty()) {
+    std::fprintf(stderr, "deepinfer serve: sampling defaults from %s: %s\n", defaults.source.c_str(),
+                 defaults.summary.empty() ? "(none used)" : defaults.summary.c_str());
   }
-  return Status::Ok();
-}
-
-// The chat renderer: --chat-template FILE, else the checkpoint's template,
-// else the documented fallback format (with a notice).
-// Also picks the tool-call parser: --tool-call-parser, else the format the
-// template writes (DetectToolCallParser), else none.
-StatusOr<server::ChatPromptRenderer> MakeChatRenderer(const ServeOptions& o, const LoadedModel& loaded,
-                                                      server::ChatFeatures* features) {
-  std::optional<std::string> source;
-  std::string origin;
-  if (!o.chat_template_file.empty()) {
-    DI_ASSIGN_OR_RETURN(std::string text, ReadFile(o.chat_template_file));
-    source = std::move(text);
-    origin = o.chat_template_file;
-  } else {
-    auto from_model = ChatTemplate::SourceFromModelFiles(loaded.format, loaded.path);
-    if (!from_model.ok()) {
-      DI_LOG_WARN("reading the checkpoint's chat template failed (%s)",
-                  from_model.status().message().c_str());
-    } else if (from_model->has_value()) {
-      source = std::move(**from_model);
-      origin = "the checkpoint";
-    }
-  }
-  std::shared_ptr<ChatTemplate> tmpl;
-  if (source) {
-    auto parsed = ChatTemplate::FromSource(*source);
-    if (parsed.ok()) {
-      if (Status s = CheckTemplateKeepsMessages(*parsed); !s.ok()) parsed = s;
-    }
-    if (!parsed.ok()) {
-      if (!o.chat_template_file.empty()) return parsed.status().WithContext("--chat-template " + origin);
-      std::fprintf(stderr,
-                   "deepinfer serve: the chat template of the checkpoint is not supported (%s); "
-                   "using the fallback chat format\n",
-                   parsed.status().message().c_str());
-    } else {
-      tmpl = std::make_shared<ChatTemplate>(std::move(parsed).value());
-    }
-  } else {
-    std::fprintf(stderr,
-                 "deepinfer serve: the checkpoint has no chat template; using the fallback chat format "
-                 "(<|role|>\\ncontent\\n ... <|assistant|>\\n)\n");
-  }
-  features->tool_parser = !o.tool_call_parser.empty() ? server::FindToolCallParser(o.tool_call_parser)
-                          : tmpl && source                ? server::DetectToolCallParser(*source)
-                                                          : nullptr;
-  if (!tmpl) tmpl = std::make_shared<ChatTemplate>(ChatTemplate::Fallback());
-  ChatRenderOptions render;
-  const TokenizerData& data = loaded.tokenizer->data();
-  auto piece = [&](int32_t id) {
-    return id >= 0 && id < static_cast<int32_t>(data.pieces.size()) ? data.pieces[id] : "";
-  };
-  render.bos_token = piece(data.bos_id);
-  render.eos_token = piece(data.eos_id);
-  return server::ChatPromptRenderer(
-      [tmpl, render](const std::vector<ChatMessage>& messages, const ChatRenderOptions& request) {
-        ChatRenderOptions options = request;
-        options.bos_token = render.bos_token;
-        options.eos_token = render.eos_token;
-        return tmpl->Render(messages, options);
-      });
+  std::fprintf(stderr, "deepinfer serve: served model name '%s'%s; http://%s:%u/v1\n",
+               o.service.served_model_name.c_str(), o.service.api_key.empty() ? "" : ", API key required",
+               o.display_host.c_str(), static_cast<unsigned>(port));
 }
 
 int Serve(ServeOptions o) {
@@ -308,7 +322,23 @@ int Serve(ServeOptions o) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a client that vanished must not kill the server
 
+  // The config alone first (milliseconds): --max-model-len is checked
+  // against the model's context before the weights load.
+  auto config = ReadModelConfig(o.model_path);
+  if (!config.ok()) return Fail("serve", config.status().message());
+  const int64_t context = config->max_position;
+  if (o.engine.scheduler.max_model_len <= 0) {
+    o.engine.scheduler.max_model_len = context;
+  } else if (o.engine.scheduler.max_model_len > context) {
+    return Fail("serve", "--max-model-len " + std::to_string(o.engine.scheduler.max_model_len) +
+                             " exceeds the model's context length of " + std::to_string(context) + " tokens");
+  }
+  if (Status s = o.engine.Validate(); !s.ok()) return Fail("serve", s.message());
+
   if (o.batch_invariant) setenv("DEEPINFER_BATCH_INVARIANT", "1", 1);  // the seed system's switch
+  // Progress for a person at a terminal; a script's stderr keeps the
+  // one-line error contract (DESIGN.md) for failures during the load.
+  if (isatty(STDERR_FILENO) == 1) std::fprintf(stderr, "deepinfer serve: loading %s\n", o.model_path.c_str());
   LoadOptions load;
   load.num_threads = o.threads;
   load.tokenizer_path = o.tokenizer_path;
@@ -316,17 +346,15 @@ int Serve(ServeOptions o) {
   if (!loaded.ok()) return Fail("serve", loaded.status().message());
   if (!loaded->tokenizer)
     return Fail("serve", o.model_path + ": checkpoint has no tokenizer; pass --tokenizer PATH");
-  const int64_t context = loaded->model->config().max_position;
-  if (o.engine.scheduler.max_model_len <= 0) {
-    o.engine.scheduler.max_model_len = context;
-  } else if (o.engine.scheduler.max_model_len > context) {
-    return Fail("serve", "--max-model-len " + std::to_string(o.engine.scheduler.max_model_len) +
-                             " exceeds the model's context length of " + std::to_string(context) + " tokens");
-  }
-  auto renderer = MakeChatRenderer(o, *loaded, &o.service.chat);
-  if (!renderer.ok()) return Fail("serve", renderer.status().message());
-  o.service.chat_renderer = std::move(*renderer);
-  if (Status s = o.engine.Validate(); !s.ok()) return Fail("serve", s.message());
+  auto chat = MakeChatSetup("serve", o.chat_template_file, *loaded);
+  if (!chat.ok()) return Fail("serve", chat.status().message());
+  o.service.chat_renderer = std::move(chat->renderer);
+  // --tool-call-parser, else the format the template writes, else none
+  // (tool requests then get a 400 naming the flag).
+  o.service.chat.tool_parser = !o.tool_call_parser.empty() ? server::FindToolCallParser(o.tool_call_parser)
+                               : !chat->template_text.empty() ? server::DetectToolCallParser(chat->template_text)
+                                                              : nullptr;
+  const LoadedModelFacts facts = FactsOf(*loaded);
 
   auto engine = Engine::Create(std::move(*loaded), o.engine);
   if (!engine.ok()) return Fail("serve", engine.status().message());
@@ -334,12 +362,19 @@ int Serve(ServeOptions o) {
   server::HttpServer http(service, o.http);
   if (Status s = http.Start(); !s.ok()) return Fail("serve", s.message());
   service.SetReady(true);
-  std::printf("listening on http://%s:%u\n", o.http.host.c_str(), static_cast<unsigned>(http.port()));
+  PrintStartupSummary(o, **engine, facts, chat->source, o.generation_defaults, http.port());
+  std::printf("listening on http://%s:%u\n", o.display_host.c_str(), static_cast<unsigned>(http.port()));
   std::fflush(stdout);
+  std::unique_ptr<StatsReporter> stats;
+  if (o.stats_interval > 0) {
+    stats = std::make_unique<StatsReporter>(**engine, o.stats_interval);
+    stats->Start();
+  }
 
   int sig = 0;
   sigwait(&signals, &sig);
   std::fprintf(stderr, "deepinfer serve: %s received; draining\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  if (stats) stats->Stop();
   http.StopAccepting();
   service.BeginShutdown();
   (*engine)->Shutdown(/*drain=*/true);
@@ -354,15 +389,12 @@ int Serve(ServeOptions o) {
 }  // namespace
 
 int RunServe(const Args& args) {
-  auto options = ParseOptions(args);
-  if (!options.ok()) {
-    if (options.status().message() == kUsage) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    return Fail("serve", options.status().message(), 2);
-  }
-  if (!options->verbose) SetLogLevel(LogLevel::kWarning);
+  Flags flags(ServeFlags(), "model");
+  int code = 0;
+  if (!ParseOrExit(&flags, args, "serve", kUsageLine, kSummary, &code)) return code;
+  auto options = ParseOptions(flags);
+  if (!options.ok()) return Fail("serve", options.status().message(), 2);
+  SetLogLevel(options->log_level);
   return Serve(std::move(*options));
 }
 

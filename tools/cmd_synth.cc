@@ -8,26 +8,29 @@
 namespace deepinfer::tools {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: deepinfer synth --arch "
-    "llama|mistral|qwen2|qwen3|mixtral|qwen2_moe|qwen3_moe|deepseek_v2|deepseek_v3\n"
-    "         --preset tiny|tiny-rope-llama3|tiny-hybrid-swa|llama-110m|tinyllama-1.1b|v2-lite|v3-mini\n"
-    "         --dtype f32|f16|bf16|q8_0|q4_0 --seed S --out PATH [--format gguf|hf] [--tokenizer DIR]\n"
-    "  gguf: PATH is the .gguf file (q8_0/q4_0 apply to 2-D weights; norms stay f32)\n"
-    "  hf:   PATH is a directory (config.json, model.safetensors, tokenizer files);\n"
-    "        f32, f16 and bf16 only\n"
-    "  --tokenizer DIR: DIR holds an HF tokenizer.json[.gz] (+ tokenizer_config.json); the model gets\n"
-    "        its vocabulary size, tokenizer and chat template\n";
+constexpr const char* kUsageLine = "usage: deepinfer synth --out PATH [flags]";
+constexpr const char* kSummary =
+    "Writes a random-weight model of a named shape. gguf: PATH is the .gguf file (q8_0/q4_0 apply to\n"
+    "2-D weights; norms stay f32). hf: PATH is a directory (config.json, model.safetensors, tokenizer\n"
+    "files); f32, f16 and bf16 only.";
+
+std::vector<FlagSpec> SynthFlags() {
+  return {{"arch", "ARCH", "llama|mistral|qwen2|qwen3|mixtral|qwen2_moe|qwen3_moe|deepseek_v2|deepseek_v3",
+           "llama"},
+          {"preset", "NAME",
+           "tiny|tiny-rope-llama3|tiny-hybrid-swa|llama-110m|tinyllama-1.1b|v2-lite|v3-mini", "tiny"},
+          {"dtype", "f32|f16|bf16|q8_0|q4_0", "weight type", "f32"},
+          {"seed", "S", "seed of the random weights", "0"},
+          {"out", "PATH", "where to write the model", kRequired},
+          {"format", "gguf|hf", "file format", "gguf"}};
+}
 
 }  // namespace
 
 int RunSynth(const Args& args) {
-  Flags flags({"arch", "preset", "dtype", "seed", "out", "format", "tokenizer"}, {"help"});
-  if (Status st = flags.Parse(args); !st.ok()) return Fail("synth", st.message() + "\n" + kUsage, 2);
-  if (flags.GetBool("help")) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
+  Flags flags(SynthFlags());
+  int code = 0;
+  if (!ParseOrExit(&flags, args, "synth", kUsageLine, kSummary, &code)) return code;
   SynthOptions o;
   o.arch = flags.GetString("arch", "llama");
   o.preset = flags.GetString("preset", "tiny");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/cpu/backend_config.h"
+#include "core/version.h"
 #include "tools/commands.h"
 
 namespace {
@@ -31,7 +32,7 @@ const Command kCommands[] = {
 };
 
 void PrintUsage(FILE* out) {
-  std::fprintf(out, "usage: deepinfer COMMAND [flags]\n\ncommands:\n");
+  std::fprintf(out, "usage: deepinfer COMMAND [flags]   (deepinfer --version: the version)\n\ncommands:\n");
   for (const auto& c : kCommands) std::fprintf(out, "  %-12s %s\n", c.name, c.summary);
   std::fprintf(out,
                "\nRun 'deepinfer COMMAND --help' for a command's flags.\n"
@@ -86,6 +87,10 @@ int main(int argc, char** argv) {
   std::string name = argv[1];
   if (name == "--help" || name == "-h" || name == "help") {
     PrintUsage(stdout);
+    return 0;
+  }
+  if (name == "--version" || name == "-V" || name == "version") {
+    std::printf("%s\n", deepinfer::VersionLine().c_str());
     return 0;
   }
   std::vector<std::string> raw(argv + 2, argv + argc);

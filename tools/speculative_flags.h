@@ -1,6 +1,6 @@
 // Speculative-decoding flags shared by `deepinfer serve` and `deepinfer
 // generate` (docs/speculative.md):
-//   --speculative-method ngram          (mtp and draft: not implemented yet, a clear error)
+//   --speculative-method mtp|ngram      (draft: not implemented yet, a clear error)
 //   --num-speculative-tokens K          (1..16; default 5 when a method is given)
 //   --spec-schedule adaptive|fixed      (default adaptive)
 // and the seed system's environment switches as aliases:
@@ -10,8 +10,8 @@
 #pragma once
 
 #include <cstdlib>
-#include <set>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "engine/engine.h"
@@ -22,9 +22,13 @@ namespace deepinfer::tools {
 inline constexpr int64_t kDefaultSpeculativeTokens = 5;
 inline constexpr int64_t kMaxSpeculativeTokens = 16;
 
-inline const std::set<std::string>& SpeculativeValueFlags() {
-  static const std::set<std::string> f = {"speculative-method", "num-speculative-tokens", "spec-schedule"};
-  return f;
+inline std::vector<FlagSpec> SpeculativeFlagSpecs() {
+  return {
+      {"speculative-method", "mtp|ngram",
+       "speculative decoding: the checkpoint's MTP layers or prompt lookup (draft: not yet)", "off"},
+      {"num-speculative-tokens", "K", "drafts verified per step, 1.." + std::to_string(kMaxSpeculativeTokens),
+       std::to_string(kDefaultSpeculativeTokens) + " with a method"},
+      {"spec-schedule", "adaptive|fixed", "adaptive: draft length chosen per request and load", "adaptive"}};
 }
 
 // Fills config->speculative and config->scheduler.max_num_speculative_tokens.
@@ -36,9 +40,10 @@ inline Status ParseSpeculativeFlags(const Flags& flags, EngineConfig* config) {
   if (!method.empty() && method != "ngram" && method != "mtp" && method != "draft") {
     return InvalidArgument("--speculative-method must be ngram, mtp or draft (got '" + method + "')");
   }
-  if (method == "mtp" || method == "draft") {
-    return InvalidArgument("--speculative-method " + method +
-                           " is not implemented yet; this build drafts with ngram (prompt lookup)");
+  if (method == "draft") {
+    return InvalidArgument(
+        "--speculative-method draft is not implemented yet; this build drafts with mtp (the checkpoint's "
+        "next-n layers) or ngram (prompt lookup)");
   }
   if (schedule != "adaptive" && schedule != "fixed") {
     return InvalidArgument("--spec-schedule must be adaptive or fixed (got '" + schedule + "')");

@@ -11,7 +11,6 @@
 #pragma once
 
 #include <fstream>
-#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,13 +21,14 @@
 
 namespace deepinfer::tools {
 
-inline const std::set<std::string>& StructuredValueFlags() {
-  static const std::set<std::string> f = {"json-schema", "regex", "grammar", "choice"};
-  return f;
-}
-inline const std::set<std::string>& StructuredBoolFlags() {
-  static const std::set<std::string> f = {"json-object", "any-whitespace"};
-  return f;
+inline std::vector<FlagSpec> StructuredFlagSpecs() {
+  return {
+      {"json-schema", "FILE|JSON", "output must match this JSON Schema (a file, or the schema inline)", ""},
+      {"json-object", "", "output must be a JSON object", ""},
+      {"regex", "RE", "output must match this regular expression", ""},
+      {"grammar", "FILE", "output must match this grammar (GBNF or Lark)", ""},
+      {"choice", "A,B,...", "output must be one of these strings (\\, for a literal comma)", ""},
+      {"any-whitespace", "", "JSON output may use any whitespace (default: compact)", ""}};
 }
 
 inline StatusOr<std::string> ReadWholeFile(const std::string& path, const std::string& what) {

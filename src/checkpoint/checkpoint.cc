@@ -68,6 +68,7 @@ StatusOr<LoadedModel> LoadGguf(const std::string& path, const LoadOptions& optio
   loaded.weights = MakeGgufWeightStore(gguf);
   DI_RETURN_IF_ERROR(CheckLayersFitTensors(*config, *loaded.weights, path));
   DI_ASSIGN_OR_RETURN(loaded.model, CreateModel(*config, loaded.weights, options.num_threads));
+  loaded.num_threads = options.num_threads;
   if (!options.load_tokenizer) {
     // The caller works on token ids only.
   } else if (gguf->Find("tokenizer.ggml.model") != nullptr) {
@@ -91,6 +92,7 @@ StatusOr<LoadedModel> LoadHfDir(const std::string& dir, const LoadOptions& optio
   loaded.weights = MakeHfWeightStore(std::move(checkpoint), dir);
   DI_RETURN_IF_ERROR(CheckLayersFitTensors(config, *loaded.weights, dir + "/config.json"));
   DI_ASSIGN_OR_RETURN(loaded.model, CreateModel(config, loaded.weights, options.num_threads));
+  loaded.num_threads = options.num_threads;
   if (!options.load_tokenizer) {
     // The caller works on token ids only.
   } else if (IsFile(dir + "/tokenizer.json") || IsFile(dir + "/tokenizer.json.gz")) {
@@ -153,6 +155,35 @@ LoadedModel::~LoadedModel() = default;
 LoadedModel::LoadedModel(LoadedModel&&) noexcept = default;
 LoadedModel& LoadedModel::operator=(LoadedModel&&) noexcept = default;
 
+namespace {
+
+Status CheckVocabularyFits(const LoadedModel& loaded, const std::string& which) {
+  if (!loaded.tokenizer || !loaded.model) return Status::Ok();
+  const int64_t model_vocab = loaded.model->config().vocab_size;
+  if (loaded.tokenizer->vocab_size() > model_vocab) {
+    return InvalidArgument(which + ": its vocabulary has " + std::to_string(loaded.tokenizer->vocab_size()) +
+                           " tokens, the model's only " + std::to_string(model_vocab));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<ModelConfig> ReadModelConfig(const std::string& path) {
+  if (IsDirectory(path)) return ModelConfigFromHfDir(path);
+  if (IsFile(path)) {
+    DI_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> gguf, GgufFile::Open(path));
+    StatusOr<ModelConfig> config = ModelConfigFromGguf(*gguf);
+    if (!config.ok()) return config.status().WithContext(path);
+    return config;
+  }
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0) {
+    return InvalidArgument("model path '" + path + "' is neither a .gguf file nor a directory");
+  }
+  return NotFound("model path '" + path + "' does not exist");
+}
+
 StatusOr<LoadedModel> LoadModel(const std::string& path, const LoadOptions& options) {
   if (options.load_tokenizer && !options.tokenizer_path.empty()) {
     LoadOptions without = options;
@@ -160,20 +191,15 @@ StatusOr<LoadedModel> LoadModel(const std::string& path, const LoadOptions& opti
     DI_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(path, without));
     StatusOr<std::unique_ptr<Tokenizer>> tok = LoadTokenizerFrom(options.tokenizer_path);
     if (!tok.ok()) return tok.status().WithContext("--tokenizer " + options.tokenizer_path);
-    const int64_t model_vocab = loaded.model->config().vocab_size;
-    if ((*tok)->vocab_size() > model_vocab) {
-      return InvalidArgument("--tokenizer " + options.tokenizer_path + ": its vocabulary has " +
-                             std::to_string((*tok)->vocab_size()) + " tokens, the model's only " +
-                             std::to_string(model_vocab));
-    }
     loaded.tokenizer = std::move(tok).value();
+    DI_RETURN_IF_ERROR(CheckVocabularyFits(loaded, "--tokenizer " + options.tokenizer_path));
     return loaded;
   }
-  if (IsDirectory(path)) {
-    return LoadHfDir(path, options);
-  }
-  if (IsFile(path)) {
-    return LoadGguf(path, options);
+  if (IsDirectory(path) || IsFile(path)) {
+    DI_ASSIGN_OR_RETURN(LoadedModel loaded,
+                        IsDirectory(path) ? LoadHfDir(path, options) : LoadGguf(path, options));
+    DI_RETURN_IF_ERROR(CheckVocabularyFits(loaded, path + ": the checkpoint's tokenizer"));
+    return loaded;
   }
   struct stat st;
   if (stat(path.c_str(), &st) == 0) {

@@ -51,6 +51,7 @@ struct LoadedModel {
   // Every tensor of the checkpoint, including those the model does not bind
   // (e.g. an MTP layer after the last decoder layer). Shared with the model.
   std::shared_ptr<const WeightStore> weights;
+  int num_threads = 0;  // the model's thread count as loaded (0 = the default); a draft model's too
   // Human-readable summary for `deepinfer info` (arch, hyper-parameters, dtypes).
   std::string Describe() const;
 };
@@ -59,6 +60,14 @@ struct LoadedModel {
 // NotFound if `path` does not exist, InvalidArgument if it is neither a file
 // nor a directory; otherwise the config, weight or tokenizer loader's error.
 // A checkpoint without tokenizer metadata loads with a null tokenizer (and a warning).
+// Every tokenizer (the checkpoint's or --tokenizer's) must fit the model:
+// InvalidArgument naming both sizes when it has more tokens than the model
+// has embedding rows, so the mismatch is found at load, not at a request.
 StatusOr<LoadedModel> LoadModel(const std::string& path, const LoadOptions& options);
+
+// The checkpoint's config alone (GGUF metadata, or config.json), validated,
+// without binding weights or reading the tokenizer: for checks a command
+// makes before a long load (`serve --max-model-len`). Errors as LoadModel's.
+StatusOr<ModelConfig> ReadModelConfig(const std::string& path);
 
 }  // namespace deepinfer

@@ -8,6 +8,8 @@
 #include "engine/engine_impl.h"
 #include "engine/kv_pool_size.h"
 #include "engine/latency_histograms.h"
+#include "model/mtp.h"
+#include "runner/mtp_drafter.h"
 #include "spec/ngram_drafter.h"
 #include "tokenizer/tokenizer.h"
 
@@ -21,15 +23,28 @@ Status EngineConfig::Validate() const {
     return InvalidArgument("kv_cache_memory_fraction must be in (0, 1]");
   }
   if (max_waiting_requests < 1) return InvalidArgument("max_waiting_requests must be >= 1");
-  if (!speculative.method.empty() && speculative.method != "ngram") {
+  if (!speculative.method.empty() && speculative.method != "ngram" && speculative.method != "mtp") {
     return InvalidArgument("--speculative-method " + speculative.method +
-                           ": this build drafts with ngram only (mtp and draft are not implemented yet)");
+                           ": this build drafts with ngram or mtp (a draft model is not implemented yet)");
   }
   if (speculative.method.empty() != (scheduler.max_num_speculative_tokens == 0)) {
     return InvalidArgument("--speculative-method and --num-speculative-tokens K (K >= 1) go together");
   }
   return Status::Ok();
 }
+
+namespace {
+// The MTP layer's own KV pool: one layer beside the target's num_layers, as
+// many tokens as the target's pool plus, per running request, a partial
+// block and the chained drafts (their context may start mid-block).
+std::unique_ptr<Drafter> MakeMtpDrafter(std::unique_ptr<MtpDraft> draft, const EngineConfig& c,
+                                        int32_t num_blocks) {
+  const int64_t k = c.scheduler.max_num_speculative_tokens;
+  const int64_t per_request = (k + c.block_size - 1) / c.block_size + 1;
+  return std::make_unique<MtpDrafter>(std::move(draft), num_blocks + c.scheduler.max_num_seqs * per_request,
+                                      c.block_size);
+}
+}  // namespace
 
 StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model, const EngineConfig& config) {
   if (model.model == nullptr) return InvalidArgument("Engine::Create: no model");
@@ -41,12 +56,21 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model, const Engine
   const DType kv_dtype = ResolveKvCacheDType(effective.kv_cache_dtype);
   DI_RETURN_IF_ERROR(KvCache::CheckDType(model.model->config(), kv_dtype));
   DI_ASSIGN_OR_RETURN(effective.kv_cache_dtype, ParseKvCacheDType(DTypeName(kv_dtype)));  // auto -> its type
+  std::unique_ptr<MtpDraft> mtp;
+  if (effective.speculative.method == "mtp") {
+    auto draft = MtpDraft::Create(model.model->config(), model.weights, 0, model.num_threads);
+    if (!draft.ok()) return InvalidArgument("--speculative-method mtp: " + draft.status().message());
+    mtp = std::move(*draft);
+  }
   const int64_t bytes_per_token = KvCache(model.model->config(), 1, 1, kv_dtype).BytesPerToken();
   DI_ASSIGN_OR_RETURN(int32_t num_blocks, PlanKvBlocks(effective, bytes_per_token, MemAvailableBytes()));
   DI_LOG_INFO("KV cache: %d blocks of %d tokens, %s, %lld bytes per token (%.1f MiB)", num_blocks,
               effective.block_size, DTypeName(kv_dtype), static_cast<long long>(bytes_per_token),
               static_cast<double>(num_blocks) * effective.block_size * bytes_per_token / (1024.0 * 1024.0));
-  return std::unique_ptr<Engine>(new EngineImpl(std::move(model), effective, num_blocks));
+  std::unique_ptr<Drafter> drafter;
+  if (effective.speculative.method == "ngram") drafter = std::make_unique<NgramDrafter>();
+  if (mtp != nullptr) drafter = MakeMtpDrafter(std::move(mtp), effective, num_blocks);
+  return std::unique_ptr<Engine>(new EngineImpl(std::move(model), effective, num_blocks, std::move(drafter)));
 }
 
 namespace {
@@ -56,7 +80,8 @@ std::unique_ptr<KvCache> MakeKv(const LoadedModel& m, const EngineConfig& c, int
 }
 }  // namespace
 
-EngineImpl::EngineImpl(LoadedModel model, const EngineConfig& config, int32_t num_blocks)
+EngineImpl::EngineImpl(LoadedModel model, const EngineConfig& config, int32_t num_blocks,
+                       std::unique_ptr<Drafter> drafter)
     : loaded_(std::move(model)),
       config_(config),
       kv_(MakeKv(loaded_, config, num_blocks)),
@@ -72,9 +97,8 @@ EngineImpl::EngineImpl(LoadedModel model, const EngineConfig& config, int32_t nu
                 AbortLocked(id, FinishReason::kStop);
               }),
       executor_(runner_) {
-  if (config_.speculative.method == "ngram") {
-    runner_.SetDrafter(std::make_unique<NgramDrafter>(), config_.scheduler.max_num_speculative_tokens);
-  }
+  if (drafter != nullptr)
+    runner_.SetDrafter(std::move(drafter), config_.scheduler.max_num_speculative_tokens);
   if (loaded_.tokenizer) {
     for (int32_t id = 0; id < loaded_.model->config().vocab_size; ++id) {
       if (loaded_.tokenizer->IsEndOfGeneration(id)) end_of_generation_ids_.push_back(id);
@@ -194,10 +218,17 @@ void EngineImpl::Abort(RequestId id) {
   AbortLocked(id, FinishReason::kAbort);
 }
 
+void EngineImpl::EraseContextLocked(RequestId id) {
+  if (contexts_.erase(id) > 0 && !config_.speculative.method.empty()) {
+    released_.push_back(id);
+    draft_budget_.erase(id);
+  }
+}
+
 bool EngineImpl::AbortLocked(RequestId id, FinishReason reason, const std::string& error) {
   StatusOr<Request> aborted = scheduler_->Abort(id, reason);
   if (!aborted.ok()) return false;
-  contexts_.erase(id);
+  EraseContextLocked(id);
   draft_confidence_.erase(id);
   ++requests_finished_total_;
   OutputItem item;

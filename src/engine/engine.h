@@ -53,7 +53,7 @@ class Tokenizer;
 // (--num-speculative-tokens); verification is lossless, so these settings
 // change speed, never output.
 struct SpeculativeConfig {
-  std::string method;    // --speculative-method: "" (off) or "ngram"
+  std::string method;    // --speculative-method: "" (off), "ngram" or "mtp"
   bool adaptive = true;  // --spec-schedule adaptive (default) | fixed (verify every proposed draft)
 };
 
@@ -61,8 +61,9 @@ struct EngineConfig {
   SchedulerConfig scheduler;  // --max-num-seqs, --max-num-batched-tokens, --max-model-len, policy
   SpeculativeConfig speculative;
   int32_t block_size = 16;  // --block-size
-  // --kv-cache-memory: bytes for the KV pool; 0 = kv_cache_memory_fraction of
-  // the memory available at start-up.
+  // --kv-cache-memory: bytes for the KV pool; 0 = what max_num_seqs sequences
+  // of max_model_len tokens need, at most kv_cache_memory_fraction of the
+  // memory available at start-up (engine/kv_pool_size.h).
   int64_t kv_cache_memory_bytes = 0;
   double kv_cache_memory_fraction = 0.25;
   // --kv-cache-dtype: element type of the KV pool (bytes per token scale with

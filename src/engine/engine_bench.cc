@@ -3,9 +3,10 @@
 //
 //   engine_bench [--model PATH | --preset llama-110m --dtype q8_0] [--concurrency 1,64]
 //                [--prompt-tokens 32] [--gen-tokens 64] [--threads N]
-//                [--spec none,fixed,adaptive --spec-tokens 5 --rounds 3]
-// --spec compares ngram speculation schedules (async only), alternating the
-// modes within each round; without it, async vs sync.
+//                [--spec none,fixed,adaptive --spec-method ngram|mtp --spec-tokens 5 --rounds 3]
+//                [--tokenizer PATH]
+// --spec compares speculation schedules (async only), alternating the modes
+// within each round; without it, async vs sync.
 // Without --model, a random-weight model of the preset is written to
 // /tmp/engine_bench_<preset>_<dtype>.gguf once and reused.
 #include <chrono>
@@ -36,6 +37,7 @@ struct Options {
   int prompt_tokens = 32, gen_tokens = 64, threads = 0;
   std::string prompt;             // --prompt TEXT: every request's prompt (else random tokens)
   std::vector<std::string> spec;  // none | fixed | adaptive
+  std::string spec_method = "ngram", tokenizer;
   int spec_tokens = 5, rounds = 1;
 };
 
@@ -47,6 +49,7 @@ struct RunStats {
 StatusOr<RunStats> RunOnce(const Options& o, bool async, int concurrency, const std::string& spec = "none") {
   LoadOptions load;
   load.num_threads = o.threads;
+  load.tokenizer_path = o.tokenizer;
   DI_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(o.model, load));
   const int64_t vocab = loaded.model->config().vocab_size;
   std::vector<int32_t> text_prompt;
@@ -60,7 +63,7 @@ StatusOr<RunStats> RunOnce(const Options& o, bool async, int concurrency, const 
       std::max<int64_t>(o.prompt_tokens, static_cast<int64_t>(text_prompt.size())) + o.gen_tokens + 16;
   config.kv_cache_memory_bytes = 0;
   if (spec != "none") {
-    config.speculative.method = "ngram";
+    config.speculative.method = o.spec_method;
     config.speculative.adaptive = spec == "adaptive";
     config.scheduler.max_num_speculative_tokens = o.spec_tokens;
   }
@@ -137,6 +140,10 @@ int Main(int argc, char** argv) {
     } else if (k == "--spec") {
       std::stringstream ss(v);
       for (std::string part; std::getline(ss, part, ',');) o.spec.push_back(part);
+    } else if (k == "--spec-method") {
+      o.spec_method = v;
+    } else if (k == "--tokenizer") {
+      o.tokenizer = v;
     } else if (k == "--spec-tokens") {
       o.spec_tokens = std::stoi(v);
     } else if (k == "--rounds") {

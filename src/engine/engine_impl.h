@@ -33,7 +33,9 @@ namespace deepinfer {
 
 class EngineImpl final : public Engine {
  public:
-  EngineImpl(LoadedModel model, const EngineConfig& config, int32_t num_blocks);
+  // drafter: null unless speculative.method names one.
+  EngineImpl(LoadedModel model, const EngineConfig& config, int32_t num_blocks,
+             std::unique_ptr<Drafter> drafter);
   ~EngineImpl() override;
 
   StatusOr<RequestId> Submit(GenerationRequest request, EventCallback on_event) override EXCLUDES(mu_);
@@ -81,6 +83,9 @@ class EngineImpl final : public Engine {
   // The pointer is set once in the constructor; the scheduler itself is guarded.
   std::unique_ptr<Scheduler> scheduler_ PT_GUARDED_BY(mu_);
   std::unordered_map<RequestId, std::shared_ptr<SamplingContext>> contexts_ GUARDED_BY(mu_);  // live requests
+  // Requests ended since the last launch: the next step tells the drafter.
+  std::vector<RequestId> released_ GUARDED_BY(mu_);
+  void EraseContextLocked(RequestId id) REQUIRES(mu_);
   RequestId next_id_ GUARDED_BY(mu_) = 1;
   bool accepting_ GUARDED_BY(mu_) = true;
   bool exit_when_idle_ GUARDED_BY(mu_) = false;
@@ -98,6 +103,11 @@ class EngineImpl final : public Engine {
   void CommitSpeculationLocked(const StepResult& result) REQUIRES(mu_);
   AcceptanceCalibrator calibrator_ GUARDED_BY(mu_);
   StepCostModel step_cost_ GUARDED_BY(mu_);
+  // Adaptive schedule: how many drafts each request's next proposal may hold
+  // (one more than the schedule last chose, so a drafter that costs compute
+  // per draft does not draft what will not be verified); absent = the cap.
+  std::unordered_map<RequestId, int32_t> draft_budget_ GUARDED_BY(mu_);
+  double drafter_seconds_per_token_ GUARDED_BY(mu_) = 0.0;  // smoothed, from the runner's timing
   // Raw confidences of the drafts last handed to the scheduler, per request.
   std::unordered_map<RequestId, std::vector<float>> draft_confidence_ GUARDED_BY(mu_);
   // Some request will verify drafts next: plan after the commit (drafts come

@@ -88,7 +88,16 @@ std::optional<LaunchedStep> EngineImpl::PrepareLocked(StepPlan plan) {
     auto it = contexts_.find(seq.request_id);
     step.contexts.push_back(seq.samples && it != contexts_.end() ? it->second : nullptr);
   }
+  if (config_.speculative.adaptive && !draft_budget_.empty()) {
+    for (const ScheduledSequence& seq : plan.seqs) {
+      const auto b = draft_budget_.find(seq.request_id);
+      step.draft_budget.push_back(b != draft_budget_.end() ? b->second
+                                                           : config_.scheduler.max_num_speculative_tokens);
+    }
+  }
   step.plan = std::move(plan);
+  step.released = std::move(released_);
+  released_.clear();
   return step;
 }
 
@@ -147,7 +156,7 @@ void EngineImpl::CommitLocked(StepResult& result) {
     }
     item.tokens = std::move(u.new_tokens);
     if (u.finish_reason != FinishReason::kNone) {
-      contexts_.erase(u.request_id);
+      EraseContextLocked(u.request_id);
       ++requests_finished_total_;
     }
     output_.Post(std::move(item));

@@ -34,6 +34,11 @@ void EngineImpl::CommitSpeculationLocked(const StepResult& result) {
     }
   }
   if (result.forward_seconds > 0) step_cost_.Observe(result.num_tokens, result.forward_seconds);
+  if (result.proposed_tokens > 0) {
+    const double per_token = result.draft_seconds / static_cast<double>(result.proposed_tokens);
+    drafter_seconds_per_token_ =
+        drafter_seconds_per_token_ == 0.0 ? per_token : 0.9 * drafter_seconds_per_token_ + 0.1 * per_token;
+  }
 
   // The fresh proposals of requests that go on.
   std::vector<const SampledRow*> proposing;
@@ -52,13 +57,14 @@ void EngineImpl::CommitSpeculationLocked(const StepResult& result) {
   const StepLoad load{.sampling_rows = static_cast<int64_t>(result.rows.size()),
                       .tokens = std::max<int64_t>(result.num_tokens - drafts_in_step, 1)};
   const std::vector<int32_t> lengths =
-      ChooseDraftLengths(inputs, load, step_cost_, /*drafter_seconds_per_token=*/0.0, max_draft,
+      ChooseDraftLengths(inputs, load, step_cost_, drafter_seconds_per_token_, max_draft,
                          config_.speculative.adaptive ? SpecSchedule::kAdaptive : SpecSchedule::kFixed);
   speculating_ = false;
   for (size_t i = 0; i < proposing.size(); ++i) {
     const SampledRow& row = *proposing[i];
     const auto k = static_cast<size_t>(lengths[i]);
     ++spec_draft_length_counts_[k];
+    draft_budget_[row.request_id] = std::min<int32_t>(lengths[i] + 1, max_draft);
     if (k == 0) continue;
     std::vector<int32_t> drafts(row.proposal.tokens.begin(),
                                 row.proposal.tokens.begin() + static_cast<std::ptrdiff_t>(k));

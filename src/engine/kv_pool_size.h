@@ -1,8 +1,9 @@
-// How many KV blocks the engine allocates: --kv-cache-memory bytes, or a
-// fraction of the memory available at start-up (/proc/meminfo MemAvailable),
-// capped at what max_num_seqs sequences of max_model_len tokens could ever
-// hold (plus slack for copy-on-write and cached prefixes) so a small model on
-// a big machine does not zero gigabytes it can never use.
+// How many KV blocks the engine allocates. By default: what max_num_seqs
+// sequences of max_model_len tokens need (each plus a copy-on-write block),
+// capped at kv_cache_memory_fraction of the memory available at start-up
+// (/proc/meminfo MemAvailable), so a small model on a big machine does not
+// zero gigabytes it can never use. With --kv-cache-memory: those bytes, up to
+// twice that demand (the rest holds cached prefixes).
 #pragma once
 
 #include <cstdint>

@@ -37,6 +37,18 @@ TEST(KvPoolSizeTest, FractionOfAvailableMemory) {
   EXPECT_EQ(PlanKvBlocks(c, 10, -1).status().code(), StatusCode::kUnavailable);
 }
 
+TEST(KvPoolSizeTest, DefaultIsMaxNumSeqsTimesMaxModelLen) {
+  EngineConfig c = Config();  // 8 sequences of 4 blocks, each plus a copy-on-write block
+  c.kv_cache_memory_fraction = 0.25;
+  const int64_t plenty = int64_t{1} << 40;
+  EXPECT_EQ(*PlanKvBlocks(c, 10, plenty), 8 * (4 + 1));
+  c.scheduler.max_num_seqs = 1;
+  EXPECT_EQ(*PlanKvBlocks(c, 10, plenty), 5);
+  // Capped by the memory: a quarter of 16 blocks' bytes x 4 holds 16 blocks.
+  c.scheduler.max_num_seqs = 8;
+  EXPECT_EQ(*PlanKvBlocks(c, 10, 4 * 16 * 16 * 10), 16);
+}
+
 TEST(KvPoolSizeTest, TooSmallForOneSequenceIsResourceExhausted) {
   EngineConfig c = Config();
   c.kv_cache_memory_bytes = 4 * 16 * 10;  // 4 blocks; one sequence needs 5

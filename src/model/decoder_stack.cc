@@ -101,14 +101,23 @@ Status DecoderStackModel::ForwardWithHidden(const ForwardBatch& batch, KvCache& 
     parts_.layers[static_cast<size_t>(l)]->Forward(batch, plan_, kv, l, pool_, scratch_, x_.data());
   }
   const int64_t rows = static_cast<int64_t>(plan_.logit_rows.size());
+  if (hidden_out != nullptr) {
+    for (int64_t t = 0; t < n; ++t) {
+      ops::RmsNorm(&x_[static_cast<size_t>(t * h)], output_norm.data(), h, config_.rms_norm_eps,
+                   hidden_out + t * h);
+    }
+  }
   if (rows == 0) return Status::Ok();
   xn_.resize(static_cast<size_t>(rows * h));
   for (int64_t r = 0; r < rows; ++r) {
-    ops::RmsNorm(&x_[static_cast<size_t>(plan_.logit_rows[static_cast<size_t>(r)] * h)], output_norm.data(),
-                 h, config_.rms_norm_eps, &xn_[static_cast<size_t>(r * h)]);
-  }
-  if (hidden_out != nullptr) {
-    std::memcpy(hidden_out, xn_.data(), sizeof(float) * static_cast<size_t>(rows * h));
+    const int64_t t = plan_.logit_rows[static_cast<size_t>(r)];
+    if (hidden_out != nullptr) {
+      std::memcpy(&xn_[static_cast<size_t>(r * h)], hidden_out + t * h,
+                  sizeof(float) * static_cast<size_t>(h));
+    } else {
+      ops::RmsNorm(&x_[static_cast<size_t>(t * h)], output_norm.data(), h, config_.rms_norm_eps,
+                   &xn_[static_cast<size_t>(r * h)]);
+    }
   }
   ops::MatMul(output, xn_.data(), rows, nullptr, logits_out, pool_);
   return Status::Ok();

@@ -34,10 +34,12 @@ class Model {
   // block table does not cover its positions or a token id is out of range.
   virtual Status Forward(const ForwardBatch& batch, KvCache& kv, float* logits_out) = 0;
 
-  // Forward that also writes, for each logit row, the hidden state after the
-  // final norm (the exact lm_head input) to hidden_out: f32 [NumLogitRows,
-  // hidden_size]; null hidden_out = plain Forward. The MTP draft (model/mtp.h)
-  // consumes these rows. Unimplemented for models that cannot expose them.
+  // Forward that also writes, for every token of the batch (in batch token
+  // order, whether or not it produces logits), the hidden state after the
+  // final norm (for logit rows the exact lm_head input) to hidden_out: f32
+  // [NumTokens, hidden_size]; null hidden_out = plain Forward. The MTP draft
+  // (model/mtp.h) consumes these rows: it needs one per position, prompt included. Unimplemented for models
+  // that cannot expose them.
   virtual Status ForwardWithHidden(const ForwardBatch& batch, KvCache& kv, float* logits_out,
                                    float* hidden_out) {
     if (hidden_out != nullptr) {

@@ -1,5 +1,7 @@
 #include "runner/step_runner.h"
 
+#include <algorithm>
+
 #include "runner/to_forward_batch.h"
 
 namespace deepinfer {
@@ -45,8 +47,11 @@ StepResult StepRunner::Run(LaunchedStep& step) {
       for (size_t i : to_fill) sampler_.FillMask(*step.contexts[i], &masks[i]);
     });
   }
+  const bool want_hidden = drafter_ != nullptr && drafter_->NeedsHidden();
+  if (want_hidden) hidden_.resize(static_cast<size_t>(batch.NumTokens() * model_.config().hidden_size));
   const Clock::time_point forward_start = Clock::now();
-  result.status = model_.Forward(batch, kv_, logits_.data());
+  result.status =
+      model_.ForwardWithHidden(batch, kv_, logits_.data(), want_hidden ? hidden_.data() : nullptr);
   result.forward_seconds = Seconds(Clock::now() - forward_start);
   result.num_tokens = batch.NumTokens();
   mask_worker_.Join();
@@ -56,6 +61,7 @@ StepResult StepRunner::Run(LaunchedStep& step) {
   }
 
   size_t row = 0;
+  std::vector<int64_t> row_of_seq(step.plan.seqs.size(), -1);
   for (size_t i = 0; i < step.plan.seqs.size(); ++i) {
     const ScheduledSequence& seq = step.plan.seqs[i];
     if (!seq.samples) continue;
@@ -72,19 +78,86 @@ StepResult StepRunner::Run(LaunchedStep& step) {
       continue;
     }
     SampledRow sampled = sampler_.Sample(seq, *ctx, logits, masks[i].empty() ? nullptr : &masks[i]);
-    if (drafter_ != nullptr && sampled.error.empty() && sampled.forced.empty()) {
-      // The drafts continue the committed tokens and what this row sampled.
-      sequence_.assign(ctx->request->tokens.begin(), ctx->request->tokens.end());
-      sequence_.insert(sequence_.end(), sampled.tokens.begin(), sampled.tokens.end());
-      sampled.proposal = drafter_->Propose(sequence_, max_draft_tokens_);
-    }
     SequenceOutput out{seq.request_id, sampled.tokens};
     out.tokens.insert(out.tokens.end(), sampled.forced.begin(), sampled.forced.end());
     out.num_forced = static_cast<int32_t>(sampled.forced.size());
     result.output.seqs.push_back(std::move(out));
+    row_of_seq[i] = static_cast<int64_t>(result.rows.size());
     result.rows.push_back(std::move(sampled));
   }
+  if (drafter_ != nullptr) Draft(step, row_of_seq, result);
   return result;
+}
+
+void StepRunner::Draft(const LaunchedStep& step, const std::vector<int64_t>& row_of_seq, StepResult& result) {
+  if (!step.released.empty()) drafter_->Release(step.released);
+  const int64_t h = model_.config().hidden_size;
+  const bool wants_sequence = drafter_->NeedsSequence();
+  std::vector<DraftInput> inputs;
+  std::vector<int64_t> input_row;  // result.rows index of each input, or -1
+  // Token spans are offsets into draft_tokens_ until it stops growing.
+  struct Spans {
+    size_t tokens_begin, tokens_end, sequence_begin, sequence_end;
+  };
+  std::vector<Spans> spans;
+  draft_tokens_.clear();
+  int64_t token_offset = 0;
+  for (size_t i = 0; i < step.plan.seqs.size(); ++i) {
+    const ScheduledSequence& seq = step.plan.seqs[i];
+    const int64_t offset = token_offset;
+    token_offset += static_cast<int64_t>(seq.tokens.size());
+    const int64_t r = row_of_seq[i];
+    const SampledRow* row = r >= 0 ? &result.rows[static_cast<size_t>(r)] : nullptr;
+    if (seq.samples && (row == nullptr || !row->error.empty())) continue;  // the request fails
+    const auto inputs_kept = static_cast<int64_t>(seq.tokens.size()) - seq.num_draft_tokens;
+    DraftInput in;
+    in.request_id = seq.request_id;
+    in.start_pos = seq.start_pos;
+    in.num_computed = inputs_kept;
+    in.hidden = hidden_.empty() ? nullptr : hidden_.data() + offset * h;
+    Spans sp{};
+    sp.tokens_begin = draft_tokens_.size();
+    draft_tokens_.insert(draft_tokens_.end(), seq.tokens.begin(), seq.tokens.begin() + inputs_kept);
+    if (row != nullptr) {
+      // Accepted drafts were computed too; the row's tokens start with them.
+      const auto accepted =
+          std::min<int64_t>(static_cast<int64_t>(row->tokens.size()) - 1, seq.num_draft_tokens);
+      in.num_computed += accepted;
+      draft_tokens_.insert(draft_tokens_.end(), row->tokens.begin(), row->tokens.end());
+      draft_tokens_.insert(draft_tokens_.end(), row->forced.begin(), row->forced.end());
+    }
+    sp.tokens_end = draft_tokens_.size();
+    sp.sequence_begin = sp.sequence_end = draft_tokens_.size();
+    if (row != nullptr && row->forced.empty()) {
+      if (wants_sequence) {
+        const std::vector<int32_t>& known = step.contexts[i]->request->tokens;
+        draft_tokens_.insert(draft_tokens_.end(), known.begin(), known.end());
+        draft_tokens_.insert(draft_tokens_.end(), row->tokens.begin(), row->tokens.end());
+        sp.sequence_end = draft_tokens_.size();
+      }
+      in.max_tokens =
+          step.draft_budget.empty() ? max_draft_tokens_ : std::min(step.draft_budget[i], max_draft_tokens_);
+    }
+    inputs.push_back(in);
+    input_row.push_back(r);
+    spans.push_back(sp);
+  }
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    const int32_t* base = draft_tokens_.data();
+    inputs[j].tokens = {base + spans[j].tokens_begin, base + spans[j].tokens_end};
+    inputs[j].sequence = {base + spans[j].sequence_begin, base + spans[j].sequence_end};
+  }
+  const Clock::time_point draft_start = Clock::now();
+  std::vector<DraftProposal> proposals = drafter_->ProposeStep(inputs);
+  result.draft_seconds = Seconds(Clock::now() - draft_start);
+  for (size_t j = 0; j < inputs.size() && j < proposals.size(); ++j) {
+    if (input_row[j] < 0 || inputs[j].max_tokens == 0) continue;
+    DraftProposal& p = proposals[j];
+    p.tokens.resize(std::min(p.tokens.size(), static_cast<size_t>(inputs[j].max_tokens)));
+    p.confidence.resize(p.tokens.size(), 0.0f);
+    result.proposed_tokens += static_cast<int64_t>(p.tokens.size());
+    result.rows[static_cast<size_t>(input_row[j])].proposal = std::move(p);
+  }
 }
 
 StepExecutor::StepExecutor(StepRunner& runner) : runner_(runner), thread_([this] { Loop(); }) {}

@@ -33,6 +33,11 @@ struct LaunchedStep {
   StepPlan plan;
   // Per plan.seqs entry: the request's context for a sampling row, else null.
   std::vector<std::shared_ptr<SamplingContext>> contexts;
+  // Requests that ended since the previous launch (the drafter drops their state).
+  std::vector<RequestId> released;
+  // Per plan.seqs entry: at most this many drafts to propose after the row
+  // (the schedule's budget); empty = the runner's max_draft_tokens for all.
+  std::vector<int32_t> draft_budget;
 };
 
 struct StepResult {
@@ -42,6 +47,8 @@ struct StepResult {
   std::vector<RequestId> failed_requests;  // with status: the requests of the step
   int64_t num_tokens = 0;                  // tokens the forward pass computed
   double forward_seconds = 0.0;            // its wall time (the speculation cost model's sample)
+  double draft_seconds = 0.0;              // the drafter's wall time after sampling
+  int64_t proposed_tokens = 0;             // drafts it proposed
 };
 
 class StepRunner {
@@ -52,12 +59,16 @@ class StepRunner {
   // with a context (in plan order). REQUIRES: step.contexts has one entry per
   // plan.seqs entry; placeholders resolved.
   StepResult Run(LaunchedStep& step);
-  // Speculative decoding: after sampling a row, the drafter proposes up to
-  // max_draft_tokens continuations (SampledRow::proposal). Not while steps run.
+  // Speculative decoding: after sampling a step, the drafter sees every
+  // sequence of it and proposes up to max_draft_tokens continuations for each
+  // sampling row (SampledRow::proposal). Not while steps run.
   void SetDrafter(std::unique_ptr<Drafter> drafter, int32_t max_draft_tokens);
 
  private:
   void CopyBlocks(const std::vector<BlockCopy>& copies);
+  // Hands the step to the drafter; row_of_seq[i]: the index in result.rows of
+  // plan.seqs[i]'s row, or -1.
+  void Draft(const LaunchedStep& step, const std::vector<int64_t>& row_of_seq, StepResult& result);
 
   Model& model_;
   KvCache& kv_;
@@ -67,7 +78,8 @@ class StepRunner {
   TaskWorker mask_worker_;            // fills constraint masks during the forward pass
   std::unique_ptr<Drafter> drafter_;  // null: no speculation
   int32_t max_draft_tokens_ = 0;
-  std::vector<int32_t> sequence_;  // prompt + outputs + the row's samples, handed to the drafter
+  std::vector<float> hidden_;          // f32 [tokens, hidden]: the drafter's view of the forward pass
+  std::vector<int32_t> draft_tokens_;  // DraftInput::tokens and ::sequence of one step, back to back
 };
 
 // A thread running one step at a time: Launch hands a step over, Wait takes

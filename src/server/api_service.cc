@@ -38,6 +38,15 @@ ApiError MakeError(int status, std::string type, std::string message, std::strin
   return e;
 }
 
+// --seed S: request k's seed, a SplitMix64 step of S + k, so neighbouring
+// requests get unrelated streams.
+uint64_t DerivedSeed(uint64_t base, uint64_t k) {
+  uint64_t z = base + (k + 1) * 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 std::string PathOf(const std::string& target) {
   size_t q = target.find('?');
   return q == std::string::npos ? target : target.substr(0, q);
@@ -230,6 +239,7 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
   RequestLimits limits;
   limits.vocab_size = engine_.model_config().vocab_size;
   ParsedRequest req;
+  req.sampling = options_.default_sampling;  // the fields the body leaves out keep these
   std::optional<ApiError> error = api == ParsedRequest::Api::kChat
                                       ? ParseChatRequest(parsed, limits, &req)
                                       : ParseCompletionRequest(parsed, limits, &req);
@@ -303,6 +313,7 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
                                 "n"));
   }
 
+  const uint64_t request_number = next_request_number_.fetch_add(1);
   std::vector<GenerationRequest>& requests = prepared->requests;
   JobOptions& job = prepared->job;
   for (size_t p = 0; p < prompts.size(); ++p) {
@@ -319,7 +330,11 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
       GenerationRequest g;
       g.prompt_tokens = prompts[p];
       g.sampling = req.sampling;
-      if (req.has_seed) g.seed = req.sampling.seed;  // unset: the engine draws a random one
+      if (req.has_seed) {
+        g.seed = req.sampling.seed;
+      } else if (options_.default_seed) {
+        g.seed = DerivedSeed(*options_.default_seed, request_number);
+      }  // else unset: the engine draws a random one
       g.draw_stream = static_cast<uint32_t>(j);
       g.max_tokens = static_cast<int32_t>(max_tokens);
       g.stop_token_ids = req.stop_token_ids;
@@ -348,6 +363,14 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
     for (GenerationRequest& g : requests) {
       g.constraint = std::make_unique<MinTokensConstraint>(nullptr, req.min_tokens, prepared->end_ids);
     }
+  }
+  if (options_.log_requests) {
+    char params[192];
+    std::snprintf(params, sizeof params, "max_tokens %lld, temperature %g, top_p %g, top_k %lld%s%s",
+                  static_cast<long long>(requests.empty() ? 0 : requests[0].max_tokens),
+                  req.sampling.temperature, req.sampling.top_p, static_cast<long long>(req.sampling.top_k),
+                  req.stream ? ", stream" : "", req.structured ? ", structured" : "");
+    job.log_params = params;
   }
 
   // Compiling a grammar may take seconds (up to its time budget): on the

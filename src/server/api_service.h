@@ -53,6 +53,15 @@ struct ServiceOptions {
   int64_t large_body_bytes = 64 << 10;
   int compile_threads = 2;
   size_t max_queued_requests = 4096;
+  // Sampling defaults for the fields a request leaves out (serve
+  // --generation-config); a request's own fields override them.
+  SamplingParams default_sampling;
+  // serve --seed: requests without a seed get one derived from it and their
+  // arrival number, so a restarted server answers the same sequence of
+  // requests the same way. Unset: a random seed per request.
+  std::optional<uint64_t> default_seed;
+  // serve --enable-log-requests: one line on stderr per finished choice.
+  bool log_requests = false;
 };
 
 struct HttpRequestView {
@@ -110,6 +119,7 @@ class ApiService {
   std::atomic<bool> ready_{false};
   std::atomic<bool> shutting_down_{false};
   std::atomic<uint64_t> next_id_{1};
+  std::atomic<uint64_t> next_request_number_{0};  // generation requests, in arrival order (--seed)
   uint64_t id_salt_ = 0;
   int64_t max_bytes_per_token_ = 0;  // the longest text one token stands for (early prompt-length check)
 

@@ -1,6 +1,7 @@
 #include "server/generation_job.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace deepinfer::server {
 
@@ -72,6 +73,9 @@ void GenerationJob::OnEvent(size_t index, GenerationEvent event) {
     c.completion_tokens = std::max(c.completion_tokens, event.completion_tokens);
     c.cached_tokens = std::max(c.cached_tokens, event.cached_prompt_tokens);
     const bool final_event = event.finish_reason != FinishReason::kNone || !event.error.empty();
+    if (!event.token_ids.empty() && c.first_token_time == std::chrono::steady_clock::time_point{}) {
+      c.first_token_time = std::chrono::steady_clock::now();
+    }
     std::string finish =
         event.finish_reason != FinishReason::kNone ? FinishReasonName(event.finish_reason) : "";
 
@@ -159,6 +163,7 @@ void GenerationJob::OnEvent(size_t index, GenerationEvent event) {
     if (final_event && !failed_) {
       c.done = true;
       c.result.finish_reason = finish;
+      if (!options_.log_params.empty()) LogChoiceLocked(c, finish);
       ++num_done_;
       if (started_ && num_done_ == choices_.size()) FinishLocked();
     }
@@ -191,6 +196,19 @@ json GenerationJob::ChatDeltaLocked(Choice& c, const ChatOutputDelta& d) {
     delta["tool_calls"] = std::move(calls);
   }
   return delta;
+}
+
+void GenerationJob::LogChoiceLocked(const Choice& c, const std::string& finish) const {
+  using Ms = std::chrono::duration<double, std::milli>;
+  const auto now = std::chrono::steady_clock::now();
+  const bool has_first = c.first_token_time != std::chrono::steady_clock::time_point{};
+  const double ttft = has_first ? Ms(c.first_token_time - created_).count() : -1.0;
+  std::fprintf(stderr,
+               "deepinfer serve: request %s choice %d: prompt %lld tokens (%lld cached), %s, finish %s, "
+               "%lld tokens, first token %.1f ms, total %.1f ms\n",
+               options_.context.id.c_str(), c.result.index, static_cast<long long>(c.prompt_tokens),
+               static_cast<long long>(c.cached_tokens), options_.log_params.c_str(), finish.c_str(),
+               static_cast<long long>(c.completion_tokens), ttft, Ms(now - created_).count());
 }
 
 void GenerationJob::AbortAll() {

@@ -10,6 +10,7 @@
 // never held while calling into the engine.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -39,6 +40,10 @@ struct JobOptions {
   ReasoningFormat reasoning = ReasoningFormat::kNone;
   const ToolCallParser* tool_parser = nullptr;
   size_t max_tool_calls = 0;
+  // Non-empty (serve --enable-log-requests): each finished choice logs one
+  // line on stderr with its id, token counts, these sampling parameters,
+  // finish reason and timings.
+  std::string log_params;
 };
 
 class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
@@ -66,6 +71,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
     RequestId id = -1;
     ChoiceResult result;
     std::unique_ptr<ChatOutputSplitter> splitter;  // chat only
+    std::chrono::steady_clock::time_point first_token_time{};  // epoch: none yet
   };
 
   // The chat delta of `d` for choice `c` (tool calls numbered on from those
@@ -75,6 +81,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
 
   // Each returns with mu_ held by the caller.
   void EmitLocked(std::string data);
+  void LogChoiceLocked(const Choice& c, const std::string& finish) const;
   void FinishLocked();
   Usage UsageLocked() const;
   std::vector<RequestId> LiveIdsLocked() const;
@@ -91,6 +98,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   bool failed_ = false;               // an error response went out (or Start failed): ignore events
   bool finished_ = false;             // the response is complete
   std::vector<std::string> pending_;  // stream data that arrived before started_
+  const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace deepinfer::server

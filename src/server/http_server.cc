@@ -26,12 +26,15 @@ std::string StatusLine(int status) {
 }
 
 // `head`: the answer to a HEAD request, the same header with no body.
+// `extra_headers`: "Name: value\r\n" lines (CORS).
 std::string FullResponse(int status, const std::string& content_type, const std::string& body,
-                         bool keep_alive, bool head = false) {
+                         bool keep_alive, bool head = false, const std::string& extra_headers = "") {
   std::string out = StatusLine(status);
-  out += "Server: deepinfer\r\nContent-Type: " + content_type +
-         "\r\nContent-Length: " + std::to_string(body.size()) +
-         "\r\nConnection: " + (keep_alive ? "keep-alive" : "close") + "\r\n\r\n";
+  out += "Server: deepinfer\r\n" + extra_headers;
+  if (!content_type.empty()) out += "Content-Type: " + content_type + "\r\n";
+  if (status != 204)
+    out += "Content-Length: " + std::to_string(body.size()) + "\r\n";  // 204: none (RFC 9110)
+  out += std::string("Connection: ") + (keep_alive ? "keep-alive" : "close") + "\r\n\r\n";
   if (!head) out += body;
   return out;
 }
@@ -115,8 +118,9 @@ class SessionWriter : public ResponseWriter {
   bool ended_ = false;  // the final bytes were queued
   // Set by the session before the writer is shared, then read-only.
   bool keep_alive_ = true;
-  bool head_ = false;    // a HEAD request: headers only
-  bool http10_ = false;  // an HTTP/1.0 client: no chunked coding
+  bool head_ = false;          // a HEAD request: headers only
+  bool http10_ = false;        // an HTTP/1.0 client: no chunked coding
+  std::string extra_headers_;  // CORS header lines of this exchange
   friend class HttpSession;
 };
 
@@ -197,6 +201,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     deadline_.cancel();
     if (ec) return OnReadError(ec);
     auto& req = parser_->get();
+    cors_headers_ = options_.cors.ResponseHeaders(std::string(req[http::field::origin]));
     // Route and credentials before any body byte is read or buffered. (A
     // request without a body is answered the usual way, keeping the
     // connection.)
@@ -268,7 +273,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     keep_alive_ = false;
     linger_ = true;
     SetActive(true);
-    QueueWrite(FullResponse(error.http_status, "application/json", error.ToJson(), false), true);
+    QueueWrite(
+        FullResponse(error.http_status, "application/json", error.ToJson(), false, false, cors_headers_),
+        true);
   }
 
   // The header and body deadlines: a timer that cancels the read, so the
@@ -291,6 +298,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (ec) return OnReadError(ec);
     http::request<http::string_body> req = parser_->release();
     keep_alive_ = req.keep_alive();
+    if (req.method() == http::verb::options) return AnswerOptions(req);
     HttpRequestView view;
     view.method = std::string(req.method_string());
     view.target = std::string(req.target());
@@ -302,9 +310,33 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     writer_->keep_alive_ = keep_alive_;
     writer_->head_ = req.method() == http::verb::head;
     writer_->http10_ = req.version() < 11;
+    writer_->extra_headers_ = cors_headers_;
     // Watch the socket while the response is produced: a disconnect aborts it.
     StartMonitor();
     service_.Handle(view, writer_);
+  }
+
+  // OPTIONS: a CORS preflight from an allowed origin gets 204 and the
+  // Access-Control-* answer; from another origin 403; without one (a plain
+  // OPTIONS), 204 with Allow.
+  void AnswerOptions(const http::request<http::string_body>& req) {
+    const std::string origin(req[http::field::origin]);
+    const bool preflight = !origin.empty() && req.count(http::field::access_control_request_method) > 0;
+    SetActive(true);
+    if (!preflight) {
+      return QueueWrite(
+          FullResponse(204, "", "", keep_alive_, false, cors_headers_ + "Allow: GET, POST, OPTIONS\r\n"),
+          true);
+    }
+    if (!options_.cors.Allows(origin)) {
+      ApiError e;
+      e.http_status = 403;
+      e.message = "CORS: the origin '" + std::string(origin) + "' is not allowed (--allowed-origins)";
+      return QueueWrite(FullResponse(403, "application/json", e.ToJson(), keep_alive_), true);
+    }
+    const std::string asked(req[http::field::access_control_request_headers]);
+    QueueWrite(FullResponse(204, "", "", keep_alive_, false, options_.cors.PreflightHeaders(origin, asked)),
+               true);
   }
 
   // A read pending for as long as the response is in progress. Bytes that
@@ -417,6 +449,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::optional<http::request_parser<http::string_body>> parser_;
   ApiService& service_;
   const HttpServerOptions& options_;
+  std::string cors_headers_;  // CORS header lines for the current request (from its Origin)
   ActivityCounter& activity_;
   std::shared_ptr<std::atomic<int64_t>> connections_;
   ReadPhase read_phase_ = ReadPhase::kIdle;
@@ -448,14 +481,15 @@ void SessionWriter::Post(std::string bytes, bool ends_response, bool close_conne
 }
 
 void SessionWriter::SendResponse(int http_status, std::string content_type, std::string body) {
-  Post(FullResponse(http_status, content_type, body, keep_alive_, head_), true);
+  Post(FullResponse(http_status, content_type, body, keep_alive_, head_, extra_headers_), true);
 }
 
 // HTTP/1.1: chunked. HTTP/1.0 has no chunked coding (RFC 9112 section 7):
 // the body runs until the connection closes.
 void SessionWriter::BeginStream() {
   std::string head = StatusLine(200);
-  head += "Server: deepinfer\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n";
+  head += "Server: deepinfer\r\n" + extra_headers_ +
+          "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n";
   if (http10_) {
     head += "Connection: close\r\n\r\n";
     return Post(std::move(head), false, /*close_connection=*/true);

@@ -16,6 +16,12 @@
 // and is closed. When accept fails for lack of descriptors (EMFILE), the
 // listener pauses briefly instead of spinning.
 //
+// CORS (options.cors): every response to a request whose Origin is allowed,
+// refusals and streams included, carries Access-Control-Allow-Origin; an
+// OPTIONS preflight is answered here (204, or 403 for an origin not
+// allowed), before routing and the API key, as browsers send no credentials
+// with it.
+//
 // Thread-safety: Start / StopAccepting / WaitIdle / Stop from one control
 // thread. The service must outlive the server.
 #pragma once
@@ -30,6 +36,7 @@
 
 #include "core/status.h"
 #include "server/api_service.h"
+#include "server/cors.h"
 
 namespace deepinfer::server {
 
@@ -43,6 +50,7 @@ struct HttpServerOptions {
   std::chrono::seconds idle_timeout{300};   // a keep-alive connection with no request is closed after this
   std::chrono::seconds header_timeout{10};  // from a request's first byte to its header's end: else 408
   std::chrono::seconds body_timeout{30};    // from the header's end to the body's end: else 408
+  CorsPolicy cors;                          // --allowed-origins; default: no origin (server/cors.h)
 };
 
 class HttpServer {

@@ -4,13 +4,18 @@
 // is lossless (runner/row_sampler.h), so a drafter only decides speed, never
 // output.
 //
-// Contract: Propose sees the request's whole known sequence (prompt, then
-// outputs) and returns at most max_tokens drafts continuing it, with
-// confidence[i] in [0, 1] the drafter's estimate that draft i is accepted
-// given drafts 0..i-1 were (uncalibrated; see AcceptanceCalibrator). An empty
-// proposal is always valid.
+// Contract: after every step the runner hands the drafter one DraftInput per
+// sequence of the step (sampling or not: a drafter with its own state, like
+// the MTP one, must see every position the target computed), and gets back
+// one proposal per input: at most max_tokens drafts continuing the input's
+// sequence, with confidence[i] in [0, 1] the drafter's estimate that draft i
+// is accepted given drafts 0..i-1 were (uncalibrated; see
+// AcceptanceCalibrator). An empty proposal is always valid. A request may
+// come back after a rollback (rejected drafts, preemption): its next input's
+// start_pos is then at or before positions seen earlier, and those positions
+// are to be forgotten.
 //
-// Thread-safety: Propose is called from the runner thread only.
+// Thread-safety: called from the runner thread only.
 #pragma once
 
 #include <cstdint>
@@ -24,10 +29,38 @@ struct DraftProposal {
   std::vector<float> confidence;  // one per token, conditional on the earlier drafts
 };
 
+// What one step tells a drafter about one of its sequences.
+struct DraftInput {
+  int64_t request_id = 0;
+  int64_t start_pos = 0;  // the first position the step computed
+  // The tokens at positions start_pos, start_pos + 1, ...: the step's inputs
+  // whose target state is kept (rejected drafts excluded), then the tokens
+  // the step sampled (and forced) after them.
+  std::span<const int32_t> tokens;
+  // The target's state at [start_pos, start_pos + num_computed) is kept.
+  int64_t num_computed = 0;
+  // NeedsHidden() only: f32 [num_computed, hidden] — the target's hidden
+  // state after its final norm (the lm_head input) at those positions.
+  const float* hidden = nullptr;
+  // Proposing inputs of a drafter that NeedsSequence(): the request's whole
+  // known sequence (prompt, outputs, this step's samples). Empty otherwise.
+  std::span<const int32_t> sequence;
+  int32_t max_tokens = 0;  // > 0: propose at most this many drafts
+};
+
 class Drafter {
  public:
   virtual ~Drafter() = default;
-  virtual DraftProposal Propose(std::span<const int32_t> sequence, int32_t max_tokens) = 0;
+  // Whether ProposeStep reads DraftInput::hidden (the runner then asks the
+  // model for its hidden states).
+  virtual bool NeedsHidden() const { return false; }
+  // Whether ProposeStep reads DraftInput::sequence (the runner then copies
+  // each proposing request's whole history once per step).
+  virtual bool NeedsSequence() const { return true; }
+  // One proposal per input, in input order (empty where max_tokens is 0).
+  virtual std::vector<DraftProposal> ProposeStep(std::span<const DraftInput> inputs) = 0;
+  // The requests have ended: drop whatever the drafter keeps for them.
+  virtual void Release(std::span<const int64_t> request_ids) { (void)request_ids; }
 };
 
 }  // namespace deepinfer

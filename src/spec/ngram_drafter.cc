@@ -18,7 +18,14 @@ bool MatchesSuffix(std::span<const int32_t> s, int64_t start, int64_t n) {
 
 NgramDrafter::NgramDrafter(Options options) : options_(options) {}
 
-DraftProposal NgramDrafter::Propose(std::span<const int32_t> s, int32_t max_tokens) {
+std::vector<DraftProposal> NgramDrafter::ProposeStep(std::span<const DraftInput> inputs) {
+  std::vector<DraftProposal> out;
+  out.reserve(inputs.size());
+  for (const DraftInput& in : inputs) out.push_back(Propose(in.sequence, in.max_tokens));
+  return out;
+}
+
+DraftProposal NgramDrafter::Propose(std::span<const int32_t> s, int32_t max_tokens) const {
   DraftProposal out;
   const auto size = static_cast<int64_t>(s.size());
   if (max_tokens <= 0 || size < options_.min_ngram + 1) return out;

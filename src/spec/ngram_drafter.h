@@ -26,7 +26,9 @@ class NgramDrafter final : public Drafter {
   };
   NgramDrafter() : NgramDrafter(Options{}) {}
   explicit NgramDrafter(Options options);
-  DraftProposal Propose(std::span<const int32_t> sequence, int32_t max_tokens) override;
+  // Each input's proposal from its sequence alone (the drafter keeps no state).
+  std::vector<DraftProposal> ProposeStep(std::span<const DraftInput> inputs) override;
+  DraftProposal Propose(std::span<const int32_t> sequence, int32_t max_tokens) const;
 
  private:
   Options options_;

@@ -49,6 +49,7 @@ void ResizeActivations(int64_t k, int64_t n_tokens, bool with_lanes, Int8Activat
     out->group_q.Resize(static_cast<size_t>(n_tokens * out->GroupQStride()));
     out->group_d.Resize(static_cast<size_t>(n_tokens * out->GroupLaneStride()));
     out->group_bias.Resize(static_cast<size_t>(n_tokens * out->GroupLaneStride()));
+    out->group_bias_lo.Resize(static_cast<size_t>(n_tokens * out->GroupLaneStride()));
   }
   out->tile_tokens = with_lanes && AmxInt8Enabled() ? n_tokens / 16 * 16 : 0;
   if (out->tile_tokens > 0) {

@@ -16,7 +16,7 @@
 //   lanes_* [n_tokens][pairs * 16]: per-pair vectors some SIMD kernels load
 //           directly (filled by that kernel set's Prepare, otherwise unused).
 //
-// Interleaved groups (read by the AVX-512 kernels of packed Q8_0 / Q4_0,
+// Interleaved groups (read by the AVX-512 kernels of packed Q8_0 / Q4_0 / Q4_K / Q6_K,
 // packed_weights.h; filled by Prepare): the blocks of a token are taken 16 at
 // a time (a "full" group; the last one padded with zero blocks) or, for a
 // remainder of 1..8 blocks, 8 at a time (one "half" group, last). A group of
@@ -26,6 +26,11 @@
 //   group_q    int8  [n_tokens][full * 512 + half * 256]
 //   group_d    f32   [n_tokens][(full + half) * 16]: d of each lane's block (0 for padding)
 //   group_bias int32 [n_tokens][(full + half) * 16]: -offset * sum of each lane's block
+//              (Q6_K: -32 * the sum of the block's last 16 values)
+//   group_bias_lo int32 [n_tokens][(full + half) * 16]: Q6_K only, -32 * the
+//              sum of the block's first 16 values (the two 16-element
+//              sub-blocks have their own scales, so their offsets are
+//              removed separately)
 //
 // AMX tiles (read by packed_int8_amx.cc; filled by Prepare when the AMX
 // kernel is enabled, amx.h): the first tile_tokens = n_tokens / 16 * 16
@@ -68,6 +73,7 @@ struct Int8Activations {
   AlignedBuffer<int8_t> group_q;
   AlignedBuffer<float> group_d;
   AlignedBuffer<int32_t> group_bias;
+  AlignedBuffer<int32_t> group_bias_lo;
   int64_t tile_tokens = 0;
   AlignedBuffer<int8_t> tile_q;
   AlignedBuffer<float> tile_d;

@@ -1,6 +1,6 @@
 // BF16 weights in the FILE layout on AVX-512 with AVX512_BF16 (matrices the
 // loader did not pack; packed matrices use the outer-product panel kernel,
-// bf16_panels_avx512.cc, ~1.2-1.6x faster in the GEMM): vdpbf16ps
+// panels_avx512.cc, ~1.2-1.6x faster in the GEMM): vdpbf16ps
 // multiplies 32 bf16 pairs and adds them into 16 f32 lanes, twice the f32
 // FMA rate per instruction and no widening work. It needs bf16
 // activations: MatMul rounds them once per call (RoundTokenToBf16Avx512

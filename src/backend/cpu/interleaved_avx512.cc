@@ -55,27 +55,11 @@ struct Q4_0Steps {  // steps s and s + 4 are the low / high nibbles of one load
   }
 };
 
-// Where the GEMV's software prefetch goes, per CPU vendor (measured on the
-// project's machines; DRAM-sized matrix, 2 threads, old and new binaries
-// alternated). Zen5 (2026-11-30): the next tile into L1 streamed Q8_0 /
-// Q4_0 at 58-64 / 59-65 GB/s against 43-51 / 42-47 without; into L2, or
-// half as far ahead, gained less. Intel Xeon with AMX (2026-12-01, 1 GB
-// matrix, 27-32 GB/s read ceiling): two tiles ahead into L2 26.6 -> 28.3 /
-// 24.4 -> 26.2 GB/s; the next tile into L2 27.3 / -, L3 27.2, two tiles into
-// L1 26.8, every other line 23.7, none 24.5 / -.
-struct GemvPrefetch {
-  int tiles_ahead;
-  bool into_l2;
-};
 GemvPrefetch ChooseGemvPrefetch() {
 #if defined(__x86_64__)
   if (__builtin_cpu_is("intel")) return {2, true};
 #endif
   return {1, false};
-}
-const GemvPrefetch& GemvPrefetchPolicy() {
-  static const GemvPrefetch policy = ChooseGemvPrefetch();
-  return policy;
 }
 
 template <class Steps, int R, int T>
@@ -286,6 +270,11 @@ void PackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 }
 
 }  // namespace
+
+const GemvPrefetch& GemvPrefetchPolicy() {
+  static const GemvPrefetch policy = ChooseGemvPrefetch();
+  return policy;
+}
 
 void PrepareGroupsAvx512(Int8Activations* xq, int32_t offset, int64_t t) {
   const auto* q = reinterpret_cast<const int32_t*>(xq->TokenQ(t));  // 8 dwords per block

@@ -8,7 +8,10 @@
 //
 // Arithmetic per weight type:
 //   F32 / F16: weights widened exactly to f32, f32 activations, f32
-//     multiply-adds (no rounding of the activations).
+//     multiply-adds (no rounding of the activations). AVX-512 packed panels
+//     (packed_weights.h, the model's path): lane r of an accumulator is row
+//     r, per (row, token) a sequential fma over K in order from zero, then
+//     + bias; file layout: 16-lane partial sums and one reduction.
 //   BF16: activations rounded to bf16 once per MatMul call (RoundToBf16:
 //     round-to-nearest-even, NaN stays NaN, denormals to +-0 - what
 //     vcvtneps2bf16 does; llama.cpp rounds the same way), so every product
@@ -34,6 +37,13 @@
 //     interleaved packed Q8_0 / Q4_0 layouts sum in a different order from
 //     the file-layout kernel of the same level (last-bit differences), still
 //     a function of K only.
+//   Q6_K: the same int8 activations; per 32-block b (two 16-element
+//     sub-blocks lo / hi with int8 scales sc_lo, sc_hi and the super-block's
+//     f16 d) an exact int32
+//       isum = sc_lo * sum_lo((q - 32) * x) + sc_hi * sum_hi((q - 32) * x)
+//     (|isum| < 2^25), then acc += float(isum) * (d_w * d_x). The scales are
+//     folded in integers, so the only rounding is the f32 accumulation over
+//     blocks (order fixed per kernel and layout, as above).
 #pragma once
 
 #include <bit>
@@ -79,9 +89,10 @@ using RowRangeKernel = void (*)(const MatMulArgs& args, int64_t row_begin, int64
 struct KernelSet {
   // Null when this set has no kernel for the type (the caller falls back).
   RowRangeKernel f32 = nullptr, f16 = nullptr, bf16 = nullptr;
-  RowRangeKernel q8_0 = nullptr, q4_0 = nullptr, q4_k = nullptr;
+  RowRangeKernel q8_0 = nullptr, q4_0 = nullptr, q4_k = nullptr, q6_k = nullptr;
   // Kernels for matrices in packed_weights.h's layouts (row_bytes = stride).
-  RowRangeKernel q8_0_packed = nullptr, q4_0_packed = nullptr, q4_k_packed = nullptr, bf16_packed = nullptr;
+  RowRangeKernel q8_0_packed = nullptr, q4_0_packed = nullptr, q4_k_packed = nullptr, q6_k_packed = nullptr,
+                 bf16_packed = nullptr, f16_packed = nullptr, f32_packed = nullptr;
   // Quantizes token t (activations.h); a SIMD version must give the same
   // bytes as the scalar QuantizeToken. Called concurrently for different tokens.
   void (*quantize_token)(const float* x_t, int64_t t, Int8Activations* out) = QuantizeToken;
@@ -107,6 +118,8 @@ struct KernelSet {
         return q4_0;
       case DType::kQ4_K:
         return q4_k;
+      case DType::kQ6_K:
+        return q6_k;
       default:
         return nullptr;
     }
@@ -119,8 +132,14 @@ struct KernelSet {
         return q4_0_packed;
       case DType::kQ4_K:
         return q4_k_packed;
+      case DType::kQ6_K:
+        return q6_k_packed;
       case DType::kBF16:
         return bf16_packed;
+      case DType::kF16:
+        return f16_packed;
+      case DType::kF32:
+        return f32_packed;
       default:
         return nullptr;
     }
@@ -143,6 +162,22 @@ inline void Q4KScaleMin(int s, const uint8_t* scales, int* sc, int* m) {
     *sc = (scales[s + 4] & 0x0f) | ((scales[s - 4] >> 6) << 4);
     *m = (scales[s + 4] >> 4) | ((scales[s] >> 6) << 4);
   }
+}
+
+// Q6_K element i of a super-block as its stored 6-bit value (0..63; w = q - 32).
+inline int Q6_KValue(const uint8_t* sb, int i) {
+  const int half = i / 128, j = (i % 128) / 32, l = i % 32;
+  const uint8_t* ql = sb + half * 64;
+  const uint8_t* qh = sb + 128 + half * 32;
+  // j = 0..3 take ql[l], ql[l + 32], ql[l] >> 4, ql[l + 32] >> 4 (tensor/dequant.cc)
+  const uint8_t q = ql[l + 32 * (j % 2)];
+  const int lo_nibble = j < 2 ? q & 0x0f : q >> 4;
+  return lo_nibble | (((qh[l] >> (2 * j)) & 3) << 4);
+}
+
+// True for the weight types whose kernels read int8 activations (Int8Activations).
+inline bool UsesInt8Activations(DType t) {
+  return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kQ6_K;
 }
 
 }  // namespace deepinfer::cpu

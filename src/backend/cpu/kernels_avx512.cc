@@ -116,36 +116,6 @@ struct Q4_KFormat {
   static WeightPair Single(const uint8_t* row, const float* s, int64_t p) { return Pair(row, s, p); }
 };
 
-// Packed Q4_K (packed_weights.h): values 64-byte aligned, f32 scales and
-// minimums after them. Same WeightPair as the file layout gives, so results
-// are bit-identical. (Packed Q8_0 / Q4_0 use the interleaved kernels of
-// interleaved_avx512.cc.)
-inline __m512 ScalePair(const float* scales, int64_t p) {
-  const __m128 two = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(scales + 2 * p)));
-  return _mm512_permutexvar_ps(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
-                               _mm512_castps128_ps512(two));
-}
-
-struct PackedQ4_KFormat {
-  static constexpr bool kHasMin = true;
-  static const float* Scales(const uint8_t* row, int64_t pairs) {
-    return reinterpret_cast<const float*>(row + pairs * 32);
-  }
-  static WeightPair Pair(const uint8_t* row, const float* scales, int64_t p) {
-    // The minimums follow the 2 * pairs scales, which start at row + pairs * 32.
-    const int64_t pairs = (reinterpret_cast<const uint8_t*>(scales) - row) / 32;
-    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(row + p * 32));
-    const __m256i mask = _mm256_set1_epi8(0x0f);
-    const __m256i lo = _mm256_and_si256(v, mask);
-    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-    return {_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), ScalePair(scales, p),
-            ScalePair(scales + 2 * pairs, p)};
-  }
-  static WeightPair Single(const uint8_t* row, const float* scales, int64_t p) {
-    return Pair(row, scales, p);
-  }
-};
-
 template <class Format, int R, int T>
 void QuantTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
   const Int8Activations& xq = *a.xq;
@@ -291,6 +261,23 @@ void RowRange(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   }
 }
 
+// Q6_K's groups (activations.h): group_q and group_d as for Q8_0, and the
+// offset 32 of q removed per 16-element half: group_bias_lo = -32 * sum of
+// the first 16 values of the block, group_bias = -32 * sum of the last 16.
+void PrepareQ6_KGroups(Int8Activations* xq, int64_t t) {
+  PrepareGroupsAvx512(xq, 32, t);  // group_bias = -32 * sum of all 32
+  const int8_t* q = xq->TokenQ(t);
+  int32_t* lo = xq->group_bias_lo.data() + t * xq->GroupLaneStride();
+  int32_t* hi = xq->group_bias.data() + t * xq->GroupLaneStride();
+  for (int64_t b = 0; b < xq->blocks; ++b) {
+    const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(q + b * 32));
+    // The block's first 16 values, sign-extended to int32 and summed.
+    const __m512i wide = _mm512_cvtepi8_epi32(v);
+    lo[b] = -32 * _mm512_reduce_add_epi32(wide);
+    hi[b] -= lo[b];
+  }
+}
+
 // Token t's lanes_* (for the pair kernels above: one zmm per block pair,
 // lanes 0-7 block 2p, 8-15 block 2p + 1) and, for Q8_0 / Q4_0, its
 // interleaved groups (for the packed kernels). Both are filled because the
@@ -323,6 +310,10 @@ void Prepare(Int8Activations* xq, DType dtype, int64_t t) {
   if (dtype == DType::kQ8_0 || dtype == DType::kQ4_0) {
     PrepareGroupsAvx512(xq, offset, t);
     if (t < xq->tile_tokens) PrepareAmxTileToken(xq, t);
+  } else if (dtype == DType::kQ4_K) {
+    PrepareGroupsAvx512(xq, -1, t);  // group_bias = + sum(q): the minimum's term
+  } else if (dtype == DType::kQ6_K) {
+    PrepareQ6_KGroups(xq, t);
   }
 }
 
@@ -339,8 +330,11 @@ const KernelSet& Avx512Kernels() {
     s.q4_k = RowRange<QuantKernel<Q4_KFormat>>;
     s.q8_0_packed = PackedQ8_0RowsAvx512;
     s.q4_0_packed = PackedQ4_0RowsAvx512;
-    s.q4_k_packed = RowRange<QuantKernel<PackedQ4_KFormat>>;
+    s.q4_k_packed = PackedQ4_KRowsAvx512;
+    s.q6_k_packed = PackedQ6_KRowsAvx512;
     s.bf16_packed = Bf16PanelsAvx512;
+    s.f16_packed = F16PanelsAvx512;
+    s.f32_packed = F32PanelsAvx512;
     s.quantize_token = QuantizeTokenAvx512;
     s.prepare = Prepare;
     s.round_bf16 = RoundTokenToBf16Avx512;

@@ -19,16 +19,36 @@ void QuantizeTokenAvx512(const float* x_t, int64_t t, Int8Activations* out);
 // (128 for Q8_0, 8 for Q4_0), removed through the bias lanes.
 void PrepareGroupsAvx512(Int8Activations* xq, int32_t offset, int64_t t);
 
+// Where the GEMV's software prefetch goes, per CPU vendor (measured on the
+// project's machines; DRAM-sized matrix, 2 threads, old and new binaries
+// alternated). Zen5 (2026-11-30): the next tile into L1 streamed Q8_0 /
+// Q4_0 at 58-64 / 59-65 GB/s against 43-51 / 42-47 without; into L2, or
+// half as far ahead, gained less. Intel Xeon with AMX (2026-12-01, 1 GB
+// matrix, 27-32 GB/s read ceiling): two tiles ahead into L2 26.6 -> 28.3 /
+// 24.4 -> 26.2 GB/s; the next tile into L2 27.3 / -, L3 27.2, two tiles into
+// L1 26.8, every other line 23.7, none 24.5 / -.
+struct GemvPrefetch {
+  int tiles_ahead;  // R-row tiles
+  bool into_l2;
+};
+const GemvPrefetch& GemvPrefetchPolicy();
+
 // Row-range kernels for the interleaved packed layouts (packed_weights.h).
 void PackedQ8_0RowsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
 void PackedQ4_0RowsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
+void PackedQ4_KRowsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);  // kquant_avx512.cc
+void PackedQ6_KRowsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);  // kquant_avx512.cc
 
 // BF16 weights (file layout) with bf16 activations args.xb: vdpbf16ps,
 // register-tiled (bf16_avx512.cc).
 void Bf16RowsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
 // BF16 weights in the packed panel layout (packed_weights.h): outer-product
-// vdpbf16ps tiles (bf16_panels_avx512.cc). row_begin is a multiple of 16.
+// vdpbf16ps tiles (panels_avx512.cc). row_begin is a multiple of 16.
 void Bf16PanelsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
+// F16 / F32 weights in their packed panel layouts with f32 activations
+// args.x: outer-product fma tiles (panels_avx512.cc). row_begin is a multiple of 16.
+void F16PanelsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
+void F32PanelsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
 // RoundTokenToBf16 (kernels.h) with vcvtneps2bf16: the same bits.
 void RoundTokenToBf16Avx512(const float* x_t, int64_t k, int64_t stride, uint16_t* out);
 

@@ -139,6 +139,35 @@ void QuantRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   }
 }
 
+// Q6_K (kernels.h): per 32-block the two 16-element sub-block dots, exact in
+// int32, scaled by their int8 scales in int32, then one f32 multiply-add.
+void Q6_KRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  const Int8Activations& xq = *a.xq;
+  thread_local std::vector<int8_t> w;  // q - 32
+  w.resize(static_cast<size_t>(a.k));
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const uint8_t* row = a.w + r * a.row_bytes;
+    for (int64_t i = 0; i < a.k; ++i) {
+      w[i] = static_cast<int8_t>(Q6_KValue(row + i / 256 * 210, static_cast<int>(i % 256)) - 32);
+    }
+    for (int64_t t = 0; t < a.n_tokens; ++t) {
+      const int8_t* xqt = xq.TokenQ(t);
+      const float* dx = xq.TokenD(t);
+      float acc = 0.0f;
+      for (int64_t b = 0; b < xq.blocks; ++b) {
+        const uint8_t* sb = row + b / 8 * 210;
+        const auto* sc = reinterpret_cast<const int8_t*>(sb + 192);
+        int32_t lo = 0, hi = 0;
+        for (int i = 0; i < 16; ++i) lo += w[b * 32 + i] * xqt[b * 32 + i];
+        for (int i = 16; i < 32; ++i) hi += w[b * 32 + i] * xqt[b * 32 + i];
+        const int32_t isum = sc[2 * (b % 8)] * lo + sc[2 * (b % 8) + 1] * hi;
+        acc += static_cast<float>(isum) * (LoadF16(sb + 208) * dx[b]);
+      }
+      a.y[t * a.n_rows + r] = a.bias ? acc + a.bias[r] : acc;
+    }
+  }
+}
+
 }  // namespace
 
 void RoundTokenToBf16(const float* x_t, int64_t k, int64_t stride, uint16_t* out) {
@@ -154,6 +183,7 @@ const KernelSet& ScalarKernels() {
     s.f32 = s.f16 = FloatRows;
     s.bf16 = Bf16Rows;
     s.q8_0 = s.q4_0 = s.q4_k = QuantRows;
+    s.q6_k = Q6_KRows;
     return s;
   }();
   return set;

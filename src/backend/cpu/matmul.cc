@@ -4,6 +4,7 @@
 
 #include "backend/cpu/activations.h"
 #include "backend/cpu/aligned_buffer.h"
+#include "backend/cpu/amx.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/packed_weights.h"
 #include "core/check.h"
@@ -34,8 +35,6 @@ const KernelSet& KernelsFor(Isa isa) {
 }
 
 int64_t RoundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
-
-bool UsesInt8Activations(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K; }
 
 // One matrix's kernel and arguments, before the activations are prepared.
 struct Plan {
@@ -126,6 +125,34 @@ void PrepareActivations(const KernelSet& kernels, const float* x, int64_t n_toke
 }  // namespace
 
 bool HasFastKernel(Isa isa, DType t) { return KernelsFor(isa).For(t) != nullptr; }
+
+const char* MatMulKernelName(Isa isa, DType t) {
+  const KernelSet& kernels = KernelsFor(isa);
+  const bool packed = PacksType(isa, t);
+  if ((packed ? kernels.ForPacked(t) : kernels.For(t)) == nullptr) return "fallback";
+  if (isa == Isa::kScalar) return "scalar";
+  const bool avx512 = isa == Isa::kAvx512;
+  switch (t) {
+    case DType::kF32:
+      return packed ? "f32-panels-fma" : "f32-fma";
+    case DType::kF16:
+      return packed ? "f16-panels-fma" : "f16-fma";
+    case DType::kBF16:
+      if (!packed) return avx512 ? "bf16-vdpbf16ps" : "bf16-avx2";
+      return AmxBf16Enabled() ? "bf16-panels-amx" : "bf16-panels-vdpbf16ps";
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+      if (!packed) return avx512 ? "int8-vnni" : "int8-avx2";
+      return AmxInt8Enabled() ? "packed-int8-vnni+amx" : "packed-int8-vnni";
+    case DType::kQ4_K:
+      if (!packed) return avx512 ? "int8-vnni" : "int8-avx2";
+      return "packed-int8-vnni";
+    case DType::kQ6_K:
+      return packed ? "packed-int8-vnni" : "int8";
+    default:
+      return "fallback";
+  }
+}
 
 void MatMulWithIsa(Isa isa, const TensorView& w, const PackedLayout* packed, const float* x, int64_t n_tokens,
                    const float* bias, float* y, ThreadPool& pool) {

@@ -55,4 +55,10 @@ void MatMulSharedWithIsa(Isa isa, std::span<const MatMulTarget> targets, const f
 // dequantizes rows to f32 first, which is correct but slow).
 bool HasFastKernel(Isa isa, DType t);
 
+// The kernel a model's matrix of type t runs at `isa` (packed when the level
+// packs t: PacksType), for reports: e.g. "packed-int8-vnni",
+// "bf16-panels-amx", "f32-fma", and "fallback" for the dequantize-a-row-
+// to-f32 path.
+const char* MatMulKernelName(Isa isa, DType t);
+
 }  // namespace deepinfer::cpu

@@ -10,12 +10,14 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "backend/cpu/amx.h"
 #include "backend/cpu/isa.h"
+#include "backend/cpu/kernels.h"
 #include "backend/cpu/packed_weights.h"
 #include "tensor/dequant.h"
 
@@ -90,8 +92,6 @@ Matrix RandomMatrix(std::mt19937& rng, DType t, int64_t n_rows, int64_t k) {
   return m;
 }
 
-bool UsesInt8Activations(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K; }
-
 std::vector<Shape> ShapesFor(DType t) {
   if (t == DType::kQ4_K || t == DType::kQ6_K) return {{1, 256, 1}, {7, 512, 3}, {33, 256, 67}, {18, 768, 5}};
   if (IsQuantized(t)) {
@@ -160,7 +160,9 @@ std::vector<float> RunMatMul(Isa isa, const Matrix& m, const std::vector<float>&
 // |err| <= sum_i |w_i| * d_block(i) / 2 (+ the f32 term above).
 TEST(MatMulTest, ScalarMatchesDequantizedReference) {
   std::mt19937 rng(1);
-  for (DType t : kKernelTypes) {
+  std::vector<DType> types(std::begin(kKernelTypes), std::end(kKernelTypes));
+  types.push_back(DType::kQ6_K);  // a scalar kernel only; AVX-512 reads it packed
+  for (DType t : types) {
     for (const Shape& s : ShapesFor(t)) {
       const Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);
       const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
@@ -264,14 +266,18 @@ TEST(MatMulTest, ResultsAreBatchAndThreadInvariant) {
   }
 }
 
-// Q6_K has no dedicated kernel: it goes through the dequantizing fallback,
-// which must still be right (f32 rounding only).
+// Q6_K has no file-layout kernel at the AVX2 / AVX-512 levels (the model's
+// path is the packed one): those go through the dequantizing fallback,
+// which must still be right (f32 activations, f32 rounding only).
 TEST(MatMulTest, FallbackTypeIsCorrect) {
   std::mt19937 rng(4);
   const Matrix m = RandomMatrix(rng, DType::kQ6_K, 9, 512);
   const std::vector<float> x = RandomFloats(rng, 3 * 512, 1.0f);
+  EXPECT_TRUE(HasFastKernel(Isa::kScalar, DType::kQ6_K));
+  int fallbacks = 0;
   for (Isa isa : SupportedIsas()) {
-    EXPECT_FALSE(HasFastKernel(isa, DType::kQ6_K));
+    if (HasFastKernel(isa, DType::kQ6_K)) continue;
+    ++fallbacks;
     const std::vector<float> y = RunMatMul(isa, m, x, 3, nullptr, 2);
     for (int64_t tok = 0; tok < 3; ++tok) {
       for (int64_t r = 0; r < 9; ++r) {
@@ -280,9 +286,57 @@ TEST(MatMulTest, FallbackTypeIsCorrect) {
           ref += static_cast<double>(m.dense[r * 512 + i]) * x[tok * 512 + i];
           magnitude += std::fabs(static_cast<double>(m.dense[r * 512 + i]) * x[tok * 512 + i]);
         }
-        ASSERT_NEAR(y[tok * 9 + r], ref, 1e-5 * magnitude + 1e-6);
+        ASSERT_NEAR(y[tok * 9 + r], ref, 1e-5 * magnitude + 1e-6) << IsaName(isa);
       }
     }
+  }
+  if (fallbacks == 0) GTEST_SKIP() << "no ISA level here falls back for Q6_K";
+}
+
+// Packed Q6_K (interleaved, q6_k_avx512.cc) against the scalar Q6_K kernel
+// on the file layout: the same int8 activations (the SIMD quantizer gives
+// the scalar bytes), the same exact int32 isum per block and the same f32
+// product float(isum) * (d_w * d_x) per block, summed in another order: the
+// SimdLevelsMatchScalar bound. A wrong value, scale or offset moves a result
+// by about sum / K or more, far past it. Shapes: K = 256 (one half group),
+// 512 (one full), 768 (full + half), 2048, 5632 (11 full, the TinyLlama
+// down projection); rows around the 4-row tile and the 16-row task; tokens
+// around the 2-token tile.
+// y (a packed kernel's output) against ref (the scalar kernel's) within the
+// f32 summation bound: 1e-5 of the sum of |w * x| (and |bias|) per output.
+void ExpectWithinSummationBound(const Matrix& m, const Shape& s, const std::vector<float>& x,
+                                const std::vector<float>& bias, const std::vector<float>& y,
+                                const std::vector<float>& ref, const std::string& what) {
+  for (int64_t tok = 0; tok < s.n_tokens; ++tok) {
+    for (int64_t r = 0; r < s.n_rows; ++r) {
+      double magnitude = std::fabs(bias[r]);
+      for (int64_t i = 0; i < s.k; ++i) magnitude += std::fabs(m.dense[r * s.k + i] * x[tok * s.k + i]);
+      const size_t idx = static_cast<size_t>(tok * s.n_rows + r);
+      ASSERT_NEAR(y[idx], ref[idx], 1e-5 * magnitude + 1e-6)
+          << what << " n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens << " r=" << r
+          << " t=" << tok;
+    }
+  }
+}
+
+TEST(MatMulTest, PackedQ6_KMatchesScalar) {
+  if (!PacksType(ActiveIsa(), DType::kQ6_K)) GTEST_SKIP() << "the active ISA does not pack Q6_K";
+  std::mt19937 rng(9);
+  const Shape shapes[] = {{1, 256, 1},  {3, 256, 2},   {5, 512, 3},  {7, 768, 5},    {17, 768, 67},
+                          {4, 2048, 1}, {33, 2048, 4}, {9, 5632, 3}, {21, 1280, 16}, {2, 256, 7}};
+  ThreadPool pool(2);
+  for (const Shape& s : shapes) {
+    const Matrix m = RandomMatrix(rng, DType::kQ6_K, s.n_rows, s.k);
+    const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
+    const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
+    const std::vector<float> ref = RunMatMul(Isa::kScalar, m, x, s.n_tokens, bias.data(), 1);
+    PackedWeights packer;
+    const PackedMatrix packed = packer.Pack(m.view);
+    ASSERT_NE(packed.layout, nullptr);
+    ASSERT_EQ(packed.layout->row_stride, (RowBytes(DType::kQ6_K, s.k) + 63) / 64 * 64);
+    std::vector<float> y(ref.size(), -1.0f);
+    MatMulWithIsa(ActiveIsa(), packed.view, packed.layout, x.data(), s.n_tokens, bias.data(), y.data(), pool);
+    ExpectWithinSummationBound(m, s, x, bias, y, ref, "q6_k");
   }
 }
 
@@ -291,15 +345,20 @@ TEST(MatMulTest, FallbackTypeIsCorrect) {
 // half), 25 (two full, the second padded); row counts around the 4-row tile
 // and the 16-row task, token counts around the 3-token tile.
 std::vector<Shape> PackedShapes(DType t) {
-  if (t == DType::kQ4_K) return ShapesFor(t);
+  if (t == DType::kQ4_K) {
+    std::vector<Shape> shapes = ShapesFor(t);
+    shapes.insert(shapes.end(), {{5, 2048, 2}, {9, 5632, 4}, {17, 1280, 10}, {4, 256, 64}});
+    return shapes;
+  }
   return {{1, 32, 1},  {3, 96, 2},   {17, 160, 67}, {5, 256, 4},  {9, 288, 5},
           {8, 352, 9}, {21, 512, 3}, {6, 768, 7},   {19, 800, 8}, {5, 1024, 1}};
 }
 
-// Packed Q4_K keeps the file-layout arithmetic: bit-identical. Packed Q8_0 /
-// Q4_0 are K-interleaved (packed_weights.h): the same f32 products
-// float(isum_b) * (d_w * d_x) per block b, summed in another order, so the
-// two differ only by f32 summation rounding. Each sum is over at most
+// Packed Q8_0 / Q4_0 / Q4_K are K-interleaved (packed_weights.h): the same
+// f32 products float(isum_b) * (d_w * d_x) per block b (Q4_K: and the
+// minimum's product), summed in another order, so the two differ only by
+// f32 summation rounding (the file-layout Q4_K kernel rounds a block's sum
+// per 4-element lane, bounded the same way). Each sum is over at most
 // K / 64 + 1 terms per lane plus a 16-lane tree (4 levels), so
 // |err| <= 2 * (K / 64 + 5) * 2^-24 * sum_b |products| (first order), with
 // sum |products| <= sum_i |w_i| * (|x_i| + d_block(i) / 2).
@@ -322,11 +381,6 @@ TEST(MatMulTest, PackedWeightsMatchFileLayout) {
       std::vector<float> y(expected.size());
       MatMulWithIsa(ActiveIsa(), packed.view, packed.layout, x.data(), s.n_tokens, bias.data(), y.data(),
                     pool);
-      if (t == DType::kQ4_K) {
-        ASSERT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * 4))
-            << DTypeName(t) << " n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens;
-        continue;
-      }
       for (int64_t tok = 0; tok < s.n_tokens; ++tok) {
         const float* xt = x.data() + tok * s.k;
         for (int64_t r = 0; r < s.n_rows; ++r) {
@@ -337,8 +391,8 @@ TEST(MatMulTest, PackedWeightsMatchFileLayout) {
               amax = std::max(amax, static_cast<double>(std::fabs(xt[b * 32 + i])));
             }
             for (int i = 0; i < 32; ++i) {
-              products +=
-                  std::fabs(m.dense[r * s.k + b * 32 + i]) * (std::fabs(xt[b * 32 + i]) + amax / 254.0);
+              products += (std::fabs(m.dense[r * s.k + b * 32 + i]) + 2.0 * m.min_bound[r]) *
+                          (std::fabs(xt[b * 32 + i]) + amax / 254.0);
             }
           }
           const double tol = 2.0 * (static_cast<double>(s.k) / 64.0 + 5.0) * 0x1p-24 * products;
@@ -381,9 +435,10 @@ TEST(MatMulTest, Bf16PanelLayout) {
   }
 }
 
-// Packed BF16 (outer-product panels) against the scalar kernel on the file
-// layout. Both use the same bf16-rounded activations, so every product is
-// exact and only the f32 summation differs (sequential over elements vs
+// Packed BF16 / F16 / F32 (outer-product panels) against the scalar kernel
+// on the file layout. Both use the same activations (bf16-rounded for BF16,
+// f32 as they are for F16 / F32), so every product is exact (BF16) or
+// rounded once the same way, and only the f32 summation differs (sequential over elements vs
 // over pairs, vdpbf16ps's own rounding and denormal flushing). Threshold as
 // for the SIMD levels, |err| <= 1e-5 * (|bias| + sum|w x|) + 1e-6: the
 // summation error is ~2^-24 times that sum, while one wrong, missing or
@@ -391,7 +446,7 @@ TEST(MatMulTest, Bf16PanelLayout) {
 // Shapes: odd K (1, 5, 31, 33, 1001, 4101: a half-padded last pair), K =
 // 4100 in 3 parts (kPairBlock), row counts 1, 17, 33, 37, 130 (partial last
 // panel) and 16, 64 (none), 1..13 tokens (every leftover token tile) and 64.
-TEST(MatMulTest, PackedBf16MatchesScalar) {
+TEST(MatMulTest, PackedPanelsMatchScalar) {
   if (!PacksType(ActiveIsa(), DType::kBF16)) GTEST_SKIP() << "the active ISA does not pack BF16";
   std::mt19937 rng(8);
   std::vector<Shape> shapes = {{1, 1, 1},      {17, 5, 64},    {33, 40, 13},  {16, 72, 64},
@@ -399,25 +454,21 @@ TEST(MatMulTest, PackedBf16MatchesScalar) {
                                {33, 4100, 64}, {17, 4101, 3},  {1, 2048, 64}, {64, 2048, 12}};
   for (int64_t t = 1; t <= 13; ++t) shapes.push_back({33, 72, t});
   ThreadPool pool(2);
-  for (const Shape& s : shapes) {
-    const Matrix m = RandomMatrix(rng, DType::kBF16, s.n_rows, s.k);
-    const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
-    const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
-    const std::vector<float> ref = RunMatMul(Isa::kScalar, m, x, s.n_tokens, bias.data(), 1);
-    PackedWeights packer;
-    const PackedMatrix packed = packer.Pack(m.view);
-    ASSERT_NE(packed.view.data, m.view.data);
-    ASSERT_NE(packed.layout, nullptr);
-    std::vector<float> y(ref.size(), -1.0f);
-    MatMulWithIsa(ActiveIsa(), packed.view, packed.layout, x.data(), s.n_tokens, bias.data(), y.data(), pool);
-    for (int64_t tok = 0; tok < s.n_tokens; ++tok) {
-      for (int64_t r = 0; r < s.n_rows; ++r) {
-        double magnitude = std::fabs(bias[r]);
-        for (int64_t i = 0; i < s.k; ++i) magnitude += std::fabs(m.dense[r * s.k + i] * x[tok * s.k + i]);
-        const size_t idx = static_cast<size_t>(tok * s.n_rows + r);
-        ASSERT_NEAR(y[idx], ref[idx], 1e-5 * magnitude + 1e-6)
-            << "n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens << " r=" << r << " t=" << tok;
-      }
+  for (DType t : {DType::kBF16, DType::kF16, DType::kF32}) {
+    ASSERT_TRUE(PacksType(ActiveIsa(), t)) << DTypeName(t);
+    for (const Shape& s : shapes) {
+      const Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);
+      const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
+      const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
+      const std::vector<float> ref = RunMatMul(Isa::kScalar, m, x, s.n_tokens, bias.data(), 1);
+      PackedWeights packer;
+      const PackedMatrix packed = packer.Pack(m.view);
+      ASSERT_NE(packed.view.data, m.view.data);
+      ASSERT_NE(packed.layout, nullptr);
+      std::vector<float> y(ref.size(), -1.0f);
+      MatMulWithIsa(ActiveIsa(), packed.view, packed.layout, x.data(), s.n_tokens, bias.data(), y.data(),
+                    pool);
+      ExpectWithinSummationBound(m, s, x, bias, y, ref, DTypeName(t));
     }
   }
 }
@@ -429,12 +480,16 @@ TEST(MatMulTest, PackedBf16MatchesScalar) {
 TEST(MatMulTest, PackedResultsAreBatchAndThreadInvariant) {
   std::mt19937 rng(6);
   int packed_types = 0;
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kBF16}) {
+  for (DType t :
+       {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K, DType::kBF16, DType::kF16, DType::kF32}) {
     if (!PacksType(ActiveIsa(), t)) continue;
     ++packed_types;
     std::vector<int64_t> ks = {96, 768, 800};
     if (t == DType::kQ4_K) ks = {512};
+    if (t == DType::kQ6_K) ks = {256, 768, 2048};
     if (t == DType::kBF16) ks = {45, 1000, 4100};
+    if (t == DType::kF16) ks = {45, 2049, 4100};  // 2049: K in 2 parts (F16Step::kPart), odd
+    if (t == DType::kF32) ks = {45, 1000, 2500};
     // 10 tokens: the int8 GEMM's last four run as two 2-token tiles; 35:
     // with AMX, two 16-token AMX tiles and 3 tokens (and 5 of the 37 rows)
     // through the AVX-512 tiles, while each token alone is a GEMV.

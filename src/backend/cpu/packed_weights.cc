@@ -11,8 +11,6 @@
 namespace deepinfer::cpu {
 namespace {
 
-float LoadF16(const uint8_t* p) { return F16ToF32(static_cast<uint16_t>(p[0] | (p[1] << 8))); }
-
 // Element j (0..31) of a Q4_0 block as its stored nibble (w + 8).
 int Q4_0Nibble(const uint8_t* block, int j) { return j < 16 ? block[2 + j] & 0x0f : block[2 + j - 16] >> 4; }
 
@@ -56,21 +54,71 @@ void PackInterleavedRow(DType t, const uint8_t* src, int64_t blocks, uint8_t* ds
   }
 }
 
-// Q4_K: the 4-bit values keep their file order (pair j of a super-block is
-// its qs[32j..32j+32): low nibbles = sub-block 2j, high = 2j+1); the 6-bit
-// scales and minimums are multiplied out to f32 once.
-void PackQ4_KRow(const uint8_t* src, int64_t pairs, uint8_t* dst) {
-  float* scales = reinterpret_cast<float*>(dst + pairs * 32);
-  float* mins = scales + 2 * pairs;
-  for (int64_t sb = 0; sb < pairs / 4; ++sb, src += 144) {
-    const float d = LoadF16(src), dmin = LoadF16(src + 2);
-    std::memcpy(dst + sb * 128, src + 16, 128);
-    for (int s = 0; s < 8; ++s) {
+// Q4_K (packed_weights.h): group g covers sub-blocks [16g, 16g + lanes).
+void PackQ4_KRow(const uint8_t* src, int64_t blocks, uint8_t* dst) {
+  const BlockGroups groups = GroupsFor(blocks);
+  uint8_t* scales = dst + Q4_KScalesOffset(groups);
+  uint8_t* ds = dst + Q4_KDOffset(groups);
+  for (int64_t sb = 0; sb < blocks / 8; ++sb) std::memcpy(ds + 4 * sb, src + sb * 144, 4);  // d, dmin
+  for (int64_t g = 0; g < groups.full + groups.half; ++g) {
+    const int64_t lanes = g < groups.full ? kGroupBlocks : kGroupBlocks / 2;
+    uint8_t* values = dst + g * 256;
+    for (int64_t b = 0; b < lanes; ++b) {
+      const int64_t block = g * kGroupBlocks + b;
+      const uint8_t* sb = src + block / 8 * 144;
+      const int s = static_cast<int>(block % 8);
       int sc, m;
-      Q4KScaleMin(s, src + 4, &sc, &m);
-      scales[sb * 8 + s] = d * static_cast<float>(sc);
-      mins[sb * 8 + s] = dmin * static_cast<float>(m);
+      Q4KScaleMin(s, sb + 4, &sc, &m);
+      scales[b] = static_cast<uint8_t>(sc);
+      scales[lanes + b] = static_cast<uint8_t>(m);
+      // Sub-block s: the low (s even) or high (s odd) nibbles of qs[32 (s / 2) ..].
+      const uint8_t* qs = sb + 16 + 32 * (s / 2);
+      const auto q = [&](int e) { return s % 2 == 0 ? qs[e] & 0x0f : qs[e] >> 4; };
+      for (int j = 0; j < 4; ++j) {
+        for (int i = 0; i < 4; ++i) {
+          values[(j * lanes + b) * 4 + i] = static_cast<uint8_t>(q(4 * j + i) | (q(4 * (j + 4) + i) << 4));
+        }
+      }
     }
+    scales += 2 * lanes;
+  }
+}
+
+// Q6_K (packed_weights.h): group g covers blocks [16g, 16g + lanes).
+void PackQ6_KRow(const uint8_t* src, int64_t blocks, uint8_t* dst) {
+  const BlockGroups groups = GroupsFor(blocks);
+  int8_t* scales = reinterpret_cast<int8_t*>(dst + Q6_KScalesOffset(groups));
+  uint8_t* ds = dst + Q6_KDOffset(groups);
+  for (int64_t sb = 0; sb < blocks / 8; ++sb) {
+    ds[2 * sb] = src[sb * 210 + 208];
+    ds[2 * sb + 1] = src[sb * 210 + 209];
+  }
+  for (int64_t g = 0; g < groups.full + groups.half; ++g) {
+    const int64_t lanes = g < groups.full ? kGroupBlocks : kGroupBlocks / 2;
+    uint8_t* nib = dst + g * 384;
+    uint8_t* high = nib + 4 * lanes * 4;
+    for (int64_t b = 0; b < lanes; ++b) {
+      const int64_t block = g * kGroupBlocks + b;
+      const uint8_t* sb = src + block / 8 * 210;
+      const int e0 = static_cast<int>(block % 8) * 32;  // the block's first element in its super-block
+      scales[b] = static_cast<int8_t>(sb[192 + e0 / 16]);
+      scales[lanes + b] = static_cast<int8_t>(sb[192 + e0 / 16 + 1]);
+      for (int i = 0; i < 4; ++i) {
+        int h[2] = {0, 0};
+        for (int step = 0; step < 8; ++step) {
+          const int q = Q6_KValue(sb, e0 + 4 * step + i);
+          if (step < 4) {
+            nib[(step * lanes + b) * 4 + i] = static_cast<uint8_t>(q & 0x0f);
+          } else {
+            nib[((step - 4) * lanes + b) * 4 + i] |= static_cast<uint8_t>((q & 0x0f) << 4);
+          }
+          h[step / 4] |= (q >> 4) << (2 * (step % 4));
+        }
+        high[(0 * lanes + b) * 4 + i] = static_cast<uint8_t>(h[0]);
+        high[(1 * lanes + b) * 4 + i] = static_cast<uint8_t>(h[1]);
+      }
+    }
+    scales += 2 * lanes;
   }
 }
 
@@ -96,11 +144,24 @@ void PackBf16Panels(const uint8_t* src, int64_t rows, int64_t k, uint8_t* dst) {
   }
 }
 
+// F16 / F32 panels (packed_weights.h): element i of panel p's row r at
+// (i * 16 + r) * size; rows past the matrix stay the zeros dst was cleared to.
+void PackFloatPanels(const uint8_t* src, int64_t rows, int64_t k, int64_t size, int64_t panel_bytes,
+                     uint8_t* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t* panel = dst + r / 16 * panel_bytes + r % 16 * size;
+    const uint8_t* row = src + r * k * size;
+    for (int64_t i = 0; i < k; ++i)
+      std::memcpy(panel + i * 16 * size, row + i * size, static_cast<size_t>(size));
+  }
+}
+
 }  // namespace
 
 bool PacksType(Isa isa, DType t) {
   return isa == Isa::kAvx512 &&
-         (t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kBF16);
+         (t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kQ6_K ||
+          t == DType::kBF16 || t == DType::kF16 || t == DType::kF32);
 }
 
 PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k) {
@@ -113,9 +174,16 @@ PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k) {
     layout.bytes = (rows + 15) / 16 * 16 * layout.row_stride;
     return layout;
   }
+  if (t == DType::kF16 || t == DType::kF32) {
+    layout.row_stride = t == DType::kF16 ? (2 * k + 3) / 4 * 4 : 4 * k;
+    layout.bytes = (rows + 15) / 16 * 16 * layout.row_stride;
+    return layout;
+  }
   int64_t bytes = 0;
   if (t == DType::kQ4_K) {
-    bytes = k / 64 * (32 + 16);  // values, f32 scales and f32 minimums per pair
+    bytes = Q4_KDOffset(GroupsFor(k / 32)) + k / 256 * 4;
+  } else if (t == DType::kQ6_K) {
+    bytes = Q6_KDOffset(GroupsFor(k / 32)) + k / 256 * 2;
   } else {
     const BlockGroups groups = GroupsFor(k / 32);
     bytes = InterleavedScalesOffset(t, groups) +
@@ -128,11 +196,16 @@ PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k) {
 
 void PackMatrix(const TensorView& w, const PackedLayout& layout, uint8_t* dst) {
   const int64_t row_bytes = RowBytes(w.dtype, layout.k);
-  const int64_t blocks = layout.k / 32, pairs = (blocks + 1) / 2;
+  const int64_t blocks = layout.k / 32;
   const auto* src = static_cast<const uint8_t*>(w.data);
   if (w.dtype == DType::kBF16) {
     std::memset(dst, 0, static_cast<size_t>(layout.bytes));
     PackBf16Panels(src, layout.rows, layout.k, dst);
+    return;
+  }
+  if (w.dtype == DType::kF16 || w.dtype == DType::kF32) {
+    std::memset(dst, 0, static_cast<size_t>(layout.bytes));
+    PackFloatPanels(src, layout.rows, layout.k, w.dtype == DType::kF16 ? 2 : 4, 16 * layout.row_stride, dst);
     return;
   }
   for (int64_t r = 0; r < layout.rows; ++r) {
@@ -140,9 +213,11 @@ void PackMatrix(const TensorView& w, const PackedLayout& layout, uint8_t* dst) {
     std::memset(out, 0, static_cast<size_t>(layout.row_stride));
     if (w.dtype == DType::kQ8_0 || w.dtype == DType::kQ4_0) {
       PackInterleavedRow(w.dtype, src + r * row_bytes, blocks, out);
+    } else if (w.dtype == DType::kQ6_K) {
+      PackQ6_KRow(src + r * row_bytes, blocks, out);
     } else {
       DI_CHECK(w.dtype == DType::kQ4_K);
-      PackQ4_KRow(src + r * row_bytes, pairs, out);
+      PackQ4_KRow(src + r * row_bytes, blocks, out);
     }
   }
 }

@@ -1,7 +1,7 @@
 // Weight matrices repacked once at load into layouts the AVX-512 kernels read
 // with fewer instructions than GGML's file layout: 64-byte aligned rows,
 // values already in the form the VNNI instruction wants (unsigned: Q8_0
-// w + 128, Q4_0 nibbles w + 8), the f16 block scales converted to f32.
+// w + 128, Q4_0 nibbles w + 8, Q4_K nibbles, Q6_K q = w + 32).
 //
 // Q8_0 / Q4_0: K-interleaved groups, so that one int32 lane of a vpdpbusd
 // accumulates one block's whole dot product and the f32 work (convert,
@@ -24,11 +24,27 @@
 // packed and file-layout results agree to f32 rounding, not bit for bit
 // (matmul_test bounds it).
 //
-// Q4_K (per row; pairs = K / 64): [pairs][32] u8 (the file's qs, in file
-// order), then f32 d * sc [2 * pairs], then f32 dmin * m [2 * pairs]; the
-// same operations as the file-layout kernel, bit-identical results.
+// Q4_K (K a multiple of 256): K-interleaved, lane b of a group = 32-element
+// sub-block b (full group: 2 super-blocks, half group: 1). Values as for
+// Q4_0 (4 x [L x 4] bytes, byte (j, b, i) = q(step j) | q(step j + 4) << 4,
+// the file's 4-bit q, no offset: L = 16: 256 bytes). After all groups'
+// values: per group its lanes' 6-bit scales sc then minimums m (u8, 32 per
+// full group, 16 per half), then per super-block its f16 d and dmin. A row
+// is the file's 144 bytes per super-block plus 4 (the unpacked scales).
 //
-// BF16: panels of 16 rows for an outer-product kernel (bf16_panels_avx512.cc).
+// Q6_K (K a multiple of 256): K-interleaved like Q8_0 / Q4_0, lane b of a
+// group = 32-block b, so full groups are 2 super-blocks and a half group (8
+// lanes) 1. A group's values are the 6-bit q (0..63, w = q - 32) of steps
+// s = 0..7 (step s, lane b, byte i = element 4s + i of block b) split into
+//   4 x [L x 4] nibble bytes: byte (j, b, i) = low4(step j) | low4(step j + 4) << 4
+//   2 x [L x 4] high bytes:   byte (h, b, i) = sum_m high2(step 4h + m) << 2m
+// (L = 16: 384 bytes, as in the file), so one load and two or three bit
+// operations give a step's u8 operand. After all groups' values: per group
+// its lanes' low-half scales then high-half scales (int8, the file's
+// bytes: 32 per full group, 16 per half), then the f16 d of every
+// super-block. A row is the file's 210 bytes per super-block, in another order.
+//
+// BF16: panels of 16 rows for an outer-product kernel (panels_avx512.cc).
 // Panel p holds rows [16p, 16p + 16) as [K/2 pairs][16 rows][2 bf16]: the 64
 // bytes at pair i are (w[16p + r][2i], w[16p + r][2i + 1]) for r = 0..15,
 // one vdpbf16ps operand whose lane r accumulates row 16p + r. K is padded to
@@ -37,8 +53,16 @@
 // bytes / 16, a multiple of 4; panels are 64-byte aligned). Memory: the
 // file's bytes plus the padding (< 1 pair per row, < 16 rows per matrix).
 //
-// Row stride rounded up to 64 bytes (except BF16, above). Memory: +0% (Q8_0,
-// Q4_0 when K is a multiple of 512) / +33% (Q4_K) of the packed matrices
+// F16 / F32: panels of 16 rows for the same outer product with f32 fmas.
+// Panel p holds rows [16p, 16p + 16) as [K][16 rows] of the file's f16 /
+// f32 values (32 / 64 bytes per element index), the last panel padded with
+// zero rows; row_stride = a panel's bytes / 16 (F16: 2 * K rounded up to a
+// multiple of 4, so panels stay 64-byte aligned). Same bytes as the file
+// plus the padding; no value changes (F16 is not rounded to BF16: the
+// f32-activation arithmetic, and the reference tests' tolerance, stay).
+//
+// Row stride rounded up to 64 bytes (except BF16 / F16 / F32, above). Memory: +0% (Q8_0,
+// Q4_0 when K is a multiple of 512, Q6_K) / +3% (Q4_K) of the packed matrices
 // (plus padding blocks when K / 32 is not a multiple of 8); the file's
 // pages are no longer read after packing.
 #pragma once
@@ -102,6 +126,17 @@ constexpr int64_t GroupValueBytes(DType t, int64_t lanes) { return lanes * (t ==
 // Where a packed Q8_0 / Q4_0 row's f16 scales start (64-byte aligned).
 constexpr int64_t InterleavedScalesOffset(DType t, BlockGroups groups) {
   return groups.full * GroupValueBytes(t, kGroupBlocks) + groups.half * GroupValueBytes(t, kGroupBlocks / 2);
+}
+
+// Packed Q4_K rows: where the u8 scales / minimums and the f16 (d, dmin) start.
+constexpr int64_t Q4_KScalesOffset(BlockGroups groups) { return groups.full * 256 + groups.half * 128; }
+constexpr int64_t Q4_KDOffset(BlockGroups groups) {
+  return Q4_KScalesOffset(groups) + (groups.full * kGroupBlocks + groups.half * kGroupBlocks / 2) * 2;
+}
+// Packed Q6_K rows: where the int8 scales and the f16 super-block scales start.
+constexpr int64_t Q6_KScalesOffset(BlockGroups groups) { return groups.full * 384 + groups.half * 192; }
+constexpr int64_t Q6_KDOffset(BlockGroups groups) {
+  return Q6_KScalesOffset(groups) + (groups.full * kGroupBlocks + groups.half * kGroupBlocks / 2) * 2;
 }
 
 }  // namespace deepinfer::cpu

@@ -1,0 +1,463 @@
+// AVX-512 VNNI kernels for packed Q6_K and Q4_K (packed_weights.h), on the
+// same interleaved activation groups as packed Q8_0 / Q4_0 (activations.h).
+//
+// Q6_K: lane b of a zmm is 32-block b of a 16-block group (two super-blocks).
+// Steps 0-3 are the block's first 16-element sub-block, steps 4-7 its
+// second, so two int32 sums per lane, each started from -32 * the sum of
+// its 16 activations (group_bias_lo / group_bias: removes the unsigned
+// offset of q), hold the sub-blocks' exact dot products of (q - 32) * x.
+// Then, once per group and (row, token):
+//   isum = sc_lo * sum_lo + sc_hi * sum_hi        (int32, exact: kernels.h)
+//   acc += float(isum) * (d_w * d_x)              (16 lanes = 16 blocks)
+// and at the end the 16 lanes are summed in one fixed tree (SumLanes4).
+// The operations for one (row, token) depend only on K, never on the tile
+// it lands in: batch- and thread-invariant.
+//
+// Tile: R = 4 rows x T = 2 tokens: 2RT int32 sums + RT f32 accumulators + R
+// weight steps = 28 zmm (T = 3 would need 40 and spill).
+//
+// Q4_K: lane b is 32-element sub-block b (8 lanes per super-block), its
+// nibbles (0..15, no offset) dotted in 8 steps from zero; once per group and
+// (row, token), with d_sc = d * sc and d_m = dmin * m widened per row:
+//   acc += float(isum) * (d_sc * d_x) - d_m * (d_x * float(sum_x))
+// the products of the file-layout kernel per block (kernels.h), summed per
+// lane and then in the fixed tree. Tile 4 rows x 3 tokens, as for Q4_0.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "backend/cpu/kernels_avx512.h"
+#include "backend/cpu/packed_weights.h"
+#include "backend/cpu/simd_avx512.h"
+
+namespace deepinfer::cpu {
+namespace {
+
+constexpr int kSteps = 8;
+constexpr int64_t kFullBytes = 384;  // a full group's values
+
+// (a & c) | b: vpternlogd's truth table for inputs a = 0xf0, b = 0xcc, c = 0xaa.
+constexpr int kLowOrHigh = 0xec;
+
+// The two high bits of step s (at bits 4-5 of each byte) from its high
+// byte vector h, where they sit at bits 2 * (s % 4): 16-bit shifts move
+// bits across bytes, the 0x30 mask keeps only the byte's own.
+template <int S, class V>
+inline V HighBits(V h, V mask30) {
+  constexpr int m = S % 4;
+  if constexpr (sizeof(V) == 64) {
+    const __m512i x = m == 0   ? _mm512_slli_epi16(h, 4)
+                      : m == 1 ? _mm512_slli_epi16(h, 2)
+                      : m == 2 ? h
+                               : _mm512_srli_epi16(h, 2);
+    return _mm512_and_si512(x, mask30);
+  } else {
+    const __m256i x = m == 0   ? _mm256_slli_epi16(h, 4)
+                      : m == 1 ? _mm256_slli_epi16(h, 2)
+                      : m == 2 ? h
+                               : _mm256_srli_epi16(h, 2);
+    return _mm256_and_si256(x, mask30);
+  }
+}
+
+// Step S's u8 operand (q = 0..63) of a full group (16 lanes).
+template <int S>
+inline __m512i FullStep(const uint8_t* v) {
+  const __m512i raw = _mm512_load_si512(v + (S % 4) * 64);
+  const __m512i nib = S < 4 ? raw : _mm512_srli_epi16(raw, 4);
+  const __m512i high = HighBits<S>(_mm512_load_si512(v + 256 + (S / 4) * 64), _mm512_set1_epi8(0x30));
+  return _mm512_ternarylogic_epi32(nib, high, _mm512_set1_epi8(0x0f), kLowOrHigh);
+}
+
+// The same for a half group (8 lanes, 192 bytes).
+template <int S>
+inline __m256i HalfStep(const uint8_t* v) {
+  const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(v + (S % 4) * 32));
+  const __m256i nib = S < 4 ? raw : _mm256_srli_epi16(raw, 4);
+  const __m256i high = HighBits<S>(
+      _mm256_load_si256(reinterpret_cast<const __m256i*>(v + 128 + (S / 4) * 32)), _mm256_set1_epi8(0x30));
+  return _mm256_ternarylogic_epi32(nib, high, _mm256_set1_epi8(0x0f), kLowOrHigh);
+}
+
+template <int S, int R, int T>
+inline void FullSteps(const uint8_t* const* wg, const int8_t* const* xg, __m512i (&lo)[R][T],
+                      __m512i (&hi)[R][T]) {
+  if constexpr (S < kSteps) {
+    __m512i wv[R];
+    for (int r = 0; r < R; ++r) {
+      wv[r] = FullStep<S>(wg[r]);
+      // Keep the decoded step in a register for all T tokens (vpdpbusd
+      // takes only the activations from memory; see interleaved_avx512.cc).
+      if constexpr (T > 1) asm("" : "+v"(wv[r]));
+    }
+    for (int t = 0; t < T; ++t) {
+      const __m512i x = _mm512_load_si512(xg[t] + S * 64);
+      for (int r = 0; r < R; ++r) {
+        if constexpr (S < 4) {
+          lo[r][t] = _mm512_dpbusd_epi32(lo[r][t], wv[r], x);
+        } else {
+          hi[r][t] = _mm512_dpbusd_epi32(hi[r][t], wv[r], x);
+        }
+      }
+    }
+    FullSteps<S + 1, R, T>(wg, xg, lo, hi);
+  }
+}
+
+template <int S, int R, int T>
+inline void HalfSteps(const uint8_t* const* wg, const int8_t* const* xg, __m256i (&lo)[R][T],
+                      __m256i (&hi)[R][T]) {
+  if constexpr (S < kSteps) {
+    __m256i wv[R];
+    for (int r = 0; r < R; ++r) wv[r] = HalfStep<S>(wg[r]);
+    for (int t = 0; t < T; ++t) {
+      const __m256i x = _mm256_load_si256(reinterpret_cast<const __m256i*>(xg[t] + S * 32));
+      for (int r = 0; r < R; ++r) {
+        if constexpr (S < 4) {
+          lo[r][t] = _mm256_dpbusd_epi32(lo[r][t], wv[r], x);
+        } else {
+          hi[r][t] = _mm256_dpbusd_epi32(hi[r][t], wv[r], x);
+        }
+      }
+    }
+    HalfSteps<S + 1, R, T>(wg, xg, lo, hi);
+  }
+}
+
+inline float F16At(const uint8_t* p) {
+  uint16_t h;
+  __builtin_memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+// The R x T accumulators' 16 lanes summed in one fixed tree, + bias, to y.
+template <int R, int T>
+inline void StoreTile(const MatMulArgs& a, int64_t r0, int64_t t0, __m512 (&acc)[R][T]) {
+  constexpr int kPairs = R * T;
+  for (int i = 0; i < kPairs; i += 4) {
+    const auto at = [&](int j) { return j < kPairs ? acc[j / T][j % T] : _mm512_setzero_ps(); };
+    float sums[4];
+    _mm_storeu_ps(sums, SumLanes4(at(i), at(i + 1), at(i + 2), at(i + 3)));
+    for (int j = i; j < std::min(i + 4, kPairs); ++j) {
+      const int64_t r = r0 + j / T, t = t0 + j % T;
+      a.y[t * a.n_rows + r] = a.bias ? sums[j - i] + a.bias[r] : sums[j - i];
+    }
+  }
+}
+
+template <int R, int T>
+void Q6_KTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
+  [[maybe_unused]] const GemvPrefetch prefetch = GemvPrefetchPolicy();
+  const Int8Activations& xq = *a.xq;
+  const int64_t full = xq.groups.full;
+  const int64_t scales_offset = Q6_KScalesOffset(xq.groups), d_offset = Q6_KDOffset(xq.groups);
+  const uint8_t* w[R];
+  for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.row_bytes;
+  const int8_t* xs[T];
+  const float* xd[T];
+  const int32_t* xb_lo[T];
+  const int32_t* xb_hi[T];
+  for (int t = 0; t < T; ++t) {
+    xs[t] = xq.group_q.data() + (t0 + t) * xq.GroupQStride();
+    xd[t] = xq.group_d.data() + (t0 + t) * xq.GroupLaneStride();
+    xb_lo[t] = xq.group_bias_lo.data() + (t0 + t) * xq.GroupLaneStride();
+    xb_hi[t] = xq.group_bias.data() + (t0 + t) * xq.GroupLaneStride();
+  }
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+  const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+
+  for (int64_t g = 0; g < full; ++g) {
+    const uint8_t* wg[R];
+    for (int r = 0; r < R; ++r) wg[r] = w[r] + g * kFullBytes;
+    if constexpr (T == 1) {  // GEMV: the same group of a later tile (interleaved_avx512.cc)
+      for (int r = 0; r < R; ++r) {
+        const char* next = reinterpret_cast<const char*>(wg[r] + prefetch.tiles_ahead * R * a.row_bytes);
+        for (int64_t l = 0; l < kFullBytes; l += 64) {
+          if (prefetch.into_l2) {
+            _mm_prefetch(next + l, _MM_HINT_T1);
+          } else {
+            _mm_prefetch(next + l, _MM_HINT_T0);
+          }
+        }
+        if (g == 0) {  // the row's scales (and d) follow its values
+          const char* next_scales =
+              reinterpret_cast<const char*>(w[r] + scales_offset) + prefetch.tiles_ahead * R * a.row_bytes;
+          for (int64_t l = 0; l < a.row_bytes - scales_offset; l += 64)
+            _mm_prefetch(next_scales + l, _MM_HINT_T0);
+        }
+      }
+    }
+    const int8_t* xg[T];
+    __m512i lo[R][T], hi[R][T];
+    for (int t = 0; t < T; ++t) {
+      xg[t] = xs[t] + g * 512;
+      const __m512i bias_lo = _mm512_load_si512(xb_lo[t] + g * kGroupBlocks);
+      const __m512i bias_hi = _mm512_load_si512(xb_hi[t] + g * kGroupBlocks);
+      for (int r = 0; r < R; ++r) {
+        lo[r][t] = bias_lo;
+        hi[r][t] = bias_hi;
+      }
+    }
+    FullSteps<0, R, T>(wg, xg, lo, hi);
+    __m512 dx[T];
+    for (int t = 0; t < T; ++t) dx[t] = _mm512_load_ps(xd[t] + g * kGroupBlocks);
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* sc = w[r] + scales_offset + g * 2 * kGroupBlocks;
+      const __m512i sc_lo = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
+      const __m512i sc_hi = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16)));
+      const uint8_t* d = w[r] + d_offset + g * 4;
+      const __m512 dw =
+          _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_set_ps(0, 0, F16At(d + 2), F16At(d))));
+      for (int t = 0; t < T; ++t) {
+        const __m512i isum =
+            _mm512_add_epi32(_mm512_mullo_epi32(lo[r][t], sc_lo), _mm512_mullo_epi32(hi[r][t], sc_hi));
+        acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, dx[t]), acc[r][t]);
+      }
+    }
+  }
+  if (xq.groups.half != 0) {  // one super-block, 8 lanes: the same per-lane operations
+    const uint8_t* wg[R];
+    for (int r = 0; r < R; ++r) wg[r] = w[r] + full * kFullBytes;
+    const int8_t* xg[T];
+    __m256i lo[R][T], hi[R][T];
+    for (int t = 0; t < T; ++t) {
+      xg[t] = xs[t] + full * 512;
+      const __m256i bias_lo =
+          _mm256_load_si256(reinterpret_cast<const __m256i*>(xb_lo[t] + full * kGroupBlocks));
+      const __m256i bias_hi =
+          _mm256_load_si256(reinterpret_cast<const __m256i*>(xb_hi[t] + full * kGroupBlocks));
+      for (int r = 0; r < R; ++r) {
+        lo[r][t] = bias_lo;
+        hi[r][t] = bias_hi;
+      }
+    }
+    HalfSteps<0, R, T>(wg, xg, lo, hi);
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* sc = w[r] + scales_offset + full * 2 * kGroupBlocks;
+      const __m256i sc_lo = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc)));
+      const __m256i sc_hi = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8)));
+      const __m256 dw = _mm256_set1_ps(F16At(w[r] + d_offset + full * 4));
+      for (int t = 0; t < T; ++t) {
+        const __m256i isum =
+            _mm256_add_epi32(_mm256_mullo_epi32(lo[r][t], sc_lo), _mm256_mullo_epi32(hi[r][t], sc_hi));
+        const __m256 scale = _mm256_mul_ps(dw, _mm256_load_ps(xd[t] + full * kGroupBlocks));
+        acc[r][t] = _mm512_mask3_fmadd_ps(_mm512_castps256_ps512(_mm256_cvtepi32_ps(isum)),
+                                          _mm512_castps256_ps512(scale), acc[r][t], 0x00ff);
+      }
+    }
+  }
+  StoreTile<R, T>(a, r0, t0, acc);
+}
+
+// Step s's u8 operand of a packed Q4_K group: steps s and s + 4 are the low
+// and high nibbles of one load (as packed Q4_0).
+template <int S>
+inline __m512i Q4FullStep(const uint8_t* v) {
+  const __m512i raw = _mm512_load_si512(v + (S % 4) * 64);
+  const __m512i mask = _mm512_set1_epi8(0x0f);
+  return S < 4 ? _mm512_and_si512(raw, mask) : _mm512_and_si512(_mm512_srli_epi16(raw, 4), mask);
+}
+template <int S>
+inline __m256i Q4HalfStep(const uint8_t* v) {
+  const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(v + (S % 4) * 32));
+  const __m256i mask = _mm256_set1_epi8(0x0f);
+  return S < 4 ? _mm256_and_si256(raw, mask) : _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask);
+}
+
+template <int S, int R, int T>
+inline void Q4FullSteps(const uint8_t* const* wg, const int8_t* const* xg, __m512i (&isum)[R][T],
+                        __m512i (&isum2)[R][T]) {
+  if constexpr (S < kSteps) {
+    __m512i wv[R];
+    for (int r = 0; r < R; ++r) {
+      wv[r] = Q4FullStep<S>(wg[r]);
+      if constexpr (T > 1) asm("" : "+v"(wv[r]));
+    }
+    for (int t = 0; t < T; ++t) {
+      const __m512i x = _mm512_load_si512(xg[t] + S * 64);
+      for (int r = 0; r < R; ++r) {
+        // One token: two chains (odd / even steps) hide the vpdpbusd
+        // latency; integer sums are exact, so the split changes nothing.
+        if (T == 1 && S % 2 == 1) {
+          isum2[r][t] = _mm512_dpbusd_epi32(isum2[r][t], wv[r], x);
+        } else {
+          isum[r][t] = _mm512_dpbusd_epi32(isum[r][t], wv[r], x);
+        }
+      }
+    }
+    Q4FullSteps<S + 1, R, T>(wg, xg, isum, isum2);
+  }
+}
+
+template <int S, int R, int T>
+inline void Q4HalfSteps(const uint8_t* const* wg, const int8_t* const* xg, __m256i (&isum)[R][T]) {
+  if constexpr (S < kSteps) {
+    __m256i wv[R];
+    for (int r = 0; r < R; ++r) wv[r] = Q4HalfStep<S>(wg[r]);
+    for (int t = 0; t < T; ++t) {
+      const __m256i x = _mm256_load_si256(reinterpret_cast<const __m256i*>(xg[t] + S * 32));
+      for (int r = 0; r < R; ++r) isum[r][t] = _mm256_dpbusd_epi32(isum[r][t], wv[r], x);
+    }
+    Q4HalfSteps<S + 1, R, T>(wg, xg, isum);
+  }
+}
+
+template <int R, int T>
+void Q4_KTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
+  [[maybe_unused]] const GemvPrefetch prefetch = GemvPrefetchPolicy();
+  constexpr int64_t kQ4FullBytes = 256;
+  const Int8Activations& xq = *a.xq;
+  const int64_t full = xq.groups.full;
+  const int64_t scales_offset = Q4_KScalesOffset(xq.groups), d_offset = Q4_KDOffset(xq.groups);
+  const uint8_t* w[R];
+  for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.row_bytes;
+  const int8_t* xs[T];
+  const float* xd[T];
+  const int32_t* xsum[T];
+  for (int t = 0; t < T; ++t) {
+    xs[t] = xq.group_q.data() + (t0 + t) * xq.GroupQStride();
+    xd[t] = xq.group_d.data() + (t0 + t) * xq.GroupLaneStride();
+    xsum[t] = xq.group_bias.data() + (t0 + t) * xq.GroupLaneStride();  // + sum(q) (offset -1)
+  }
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+  const __m512i even = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i odd = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+
+  for (int64_t g = 0; g < full; ++g) {
+    const uint8_t* wg[R];
+    for (int r = 0; r < R; ++r) wg[r] = w[r] + g * kQ4FullBytes;
+    if constexpr (T == 1) {
+      for (int r = 0; r < R; ++r) {
+        const char* next = reinterpret_cast<const char*>(wg[r] + prefetch.tiles_ahead * R * a.row_bytes);
+        for (int64_t l = 0; l < kQ4FullBytes; l += 64) {
+          if (prefetch.into_l2) {
+            _mm_prefetch(next + l, _MM_HINT_T1);
+          } else {
+            _mm_prefetch(next + l, _MM_HINT_T0);
+          }
+        }
+        if (g == 0) {
+          const char* next_scales =
+              reinterpret_cast<const char*>(w[r] + scales_offset) + prefetch.tiles_ahead * R * a.row_bytes;
+          for (int64_t l = 0; l < a.row_bytes - scales_offset; l += 64)
+            _mm_prefetch(next_scales + l, _MM_HINT_T0);
+        }
+      }
+    }
+    const int8_t* xg[T];
+    __m512i isum[R][T], isum2[R][T];
+    for (int t = 0; t < T; ++t) {
+      xg[t] = xs[t] + g * 512;
+      for (int r = 0; r < R; ++r) isum[r][t] = isum2[r][t] = _mm512_setzero_si512();
+    }
+    Q4FullSteps<0, R, T>(wg, xg, isum, isum2);
+    __m512 dx[T], dxsum[T];
+    for (int t = 0; t < T; ++t) {
+      dx[t] = _mm512_load_ps(xd[t] + g * kGroupBlocks);
+      dxsum[t] = _mm512_mul_ps(dx[t], _mm512_cvtepi32_ps(_mm512_load_si512(xsum[t] + g * kGroupBlocks)));
+    }
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* sc = w[r] + scales_offset + g * 2 * kGroupBlocks;
+      const __m128 dd =
+          _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w[r] + d_offset + g * 8)));
+      const __m512 d_sc = _mm512_mul_ps(
+          _mm512_permutexvar_ps(even, _mm512_castps128_ps512(dd)),
+          _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)))));
+      const __m512 d_m = _mm512_mul_ps(_mm512_permutexvar_ps(odd, _mm512_castps128_ps512(dd)),
+                                       _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                                           _mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16)))));
+      for (int t = 0; t < T; ++t) {
+        const __m512i s = T == 1 ? _mm512_add_epi32(isum[r][t], isum2[r][t]) : isum[r][t];
+        acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(d_sc, dx[t]), acc[r][t]);
+        acc[r][t] = _mm512_fnmadd_ps(d_m, dxsum[t], acc[r][t]);
+      }
+    }
+  }
+  if (xq.groups.half != 0) {  // one super-block, 8 lanes
+    const uint8_t* wg[R];
+    for (int r = 0; r < R; ++r) wg[r] = w[r] + full * kQ4FullBytes;
+    const int8_t* xg[T];
+    __m256i isum[R][T];
+    for (int t = 0; t < T; ++t) {
+      xg[t] = xs[t] + full * 512;
+      for (int r = 0; r < R; ++r) isum[r][t] = _mm256_setzero_si256();
+    }
+    Q4HalfSteps<0, R, T>(wg, xg, isum);
+    __m256 dx[T], dxsum[T];
+    for (int t = 0; t < T; ++t) {
+      dx[t] = _mm256_load_ps(xd[t] + full * kGroupBlocks);
+      dxsum[t] = _mm256_mul_ps(dx[t], _mm256_cvtepi32_ps(_mm256_load_si256(
+                                          reinterpret_cast<const __m256i*>(xsum[t] + full * kGroupBlocks))));
+    }
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* sc = w[r] + scales_offset + full * 2 * kGroupBlocks;
+      const uint8_t* dd = w[r] + d_offset + full * 8;
+      const __m256 d_sc = _mm256_mul_ps(
+          _mm256_set1_ps(F16At(dd)),
+          _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc)))));
+      const __m256 d_m = _mm256_mul_ps(_mm256_set1_ps(F16At(dd + 2)),
+                                       _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                                           _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8)))));
+      for (int t = 0; t < T; ++t) {
+        const __m256 scale = _mm256_mul_ps(d_sc, dx[t]);
+        __m512 v = _mm512_mask3_fmadd_ps(_mm512_castps256_ps512(_mm256_cvtepi32_ps(isum[r][t])),
+                                         _mm512_castps256_ps512(scale), acc[r][t], 0x00ff);
+        acc[r][t] =
+            _mm512_mask3_fnmadd_ps(_mm512_castps256_ps512(d_m), _mm512_castps256_ps512(dxsum[t]), v, 0x00ff);
+      }
+    }
+  }
+  StoreTile<R, T>(a, r0, t0, acc);
+}
+
+struct Q6_K {};
+struct Q4_K {};
+
+template <int R, int T>
+void RowTiles(const MatMulArgs& a, int64_t b0, int64_t b1, int64_t t, Q6_K) {
+  int64_t r = b0;
+  for (; r + R <= b1; r += R) Q6_KTile<R, T>(a, r, t);
+  for (; r < b1; ++r) Q6_KTile<1, T>(a, r, t);
+}
+template <int R, int T>
+void RowTiles(const MatMulArgs& a, int64_t b0, int64_t b1, int64_t t, Q4_K) {
+  int64_t r = b0;
+  for (; r + R <= b1; r += R) Q4_KTile<R, T>(a, r, t);
+  for (; r < b1; ++r) Q4_KTile<1, T>(a, r, t);
+}
+
+// Loop order as for the other interleaved kernels: blocks of rows whose
+// packed weights fill about 32 KB of L1, then token tiles of kT, then row
+// tiles; the n < kT leftover tokens run as one n-token tile (the same
+// per-(row, token) operations in every tile shape).
+template <int kT, class Type>
+void PackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  constexpr int kR = 4;
+  const int64_t row_block = std::clamp<int64_t>((32 << 10) / a.row_bytes / kR * kR, kR, 16);
+  for (int64_t b0 = row_begin; b0 < row_end; b0 += row_block) {
+    const int64_t b1 = std::min(row_end, b0 + row_block);
+    int64_t t = 0;
+    for (; t + kT <= a.n_tokens; t += kT) RowTiles<kR, kT>(a, b0, b1, t, Type{});
+    const int64_t n = a.n_tokens - t;
+    if (n == 2 && kT > 2) RowTiles<kR, kT == 3 ? 2 : 1>(a, b0, b1, t, Type{});
+    if (n == 1) RowTiles<kR, 1>(a, b0, b1, t, Type{});
+  }
+}
+
+}  // namespace
+
+void PackedQ6_KRowsAvx512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  PackedRows<2, Q6_K>(a, row_begin, row_end);
+}
+
+void PackedQ4_KRowsAvx512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  PackedRows<3, Q4_K>(a, row_begin, row_end);
+}
+
+}  // namespace deepinfer::cpu

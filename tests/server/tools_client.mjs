@@ -51,27 +51,27 @@ for (const c of auto.choices[0].message.tool_calls ?? []) checkCall(c, names, 'a
 
 // required, one call.
 const required = await client.chat.completions.create({ model, messages, tools, tool_choice: 'required',
-                                                         parallel_tool_calls: false, max_tokens: 300, seed: 1 });
+                                                         parallel_tool_calls: false, max_tokens: 200, seed: 1 });
 assert.equal(required.choices[0].finish_reason, 'tool_calls');
 assert.equal(required.choices[0].message.tool_calls.length, 1);
 assert.equal(required.choices[0].message.content, null);
 checkCall(required.choices[0].message.tool_calls[0], names, 'required');
 
 // named.
-const named = await client.chat.completions.create({ model, messages, tools, max_tokens: 300, seed: 2,
+const named = await client.chat.completions.create({ model, messages, tools, max_tokens: 200, seed: 2,
   tool_choice: { type: 'function', function: { name: 'get_weather' } } });
 assert.equal(named.choices[0].finish_reason, 'tool_calls');
 for (const c of named.choices[0].message.tool_calls) checkCall(c, ['get_weather'], 'named');
 
 // parallel: one or more calls, each valid.
 const parallel = await client.chat.completions.create({ model, messages, tools, tool_choice: 'required',
-                                                         parallel_tool_calls: true, max_tokens: 600, seed: 5 });
+                                                         parallel_tool_calls: true, max_tokens: 220, seed: 5 });
 assert.equal(parallel.choices[0].finish_reason, 'tool_calls');
 assert.ok(parallel.choices[0].message.tool_calls.length >= 1);
 for (const c of parallel.choices[0].message.tool_calls) checkCall(c, names, 'parallel');
 
 // streamed: the deltas assemble into the same call as the non-streamed request with that seed.
-const stream = await client.chat.completions.create({ model, messages, tools, max_tokens: 300, seed: 2, stream: true,
+const stream = await client.chat.completions.create({ model, messages, tools, max_tokens: 200, seed: 2, stream: true,
   tool_choice: { type: 'function', function: { name: 'get_weather' } } });
 const calls = [];
 let finish = null;

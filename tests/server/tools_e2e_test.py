@@ -6,8 +6,9 @@ and the same with the Llama-3 tokenizer (random weights, real vocabularies and c
 weights only grammar-forced output can be a valid call, so:
   - tool_choice "required" / named (also streamed) must return tool_calls whose arguments validate
     (jsonschema) against the declared parameters, finish_reason "tool_calls";
-  - a tool-call / tool-result history must reach the prompt: its prompt_tokens equal those of the
-    Jinja2-rendered prompt (tests/chat/jinja2_compare_test.py's renderer) sent as a completion;
+  - a tool-call / tool-result history must reach the prompt: the chat request and a completion of the
+    Jinja2-rendered prompt (tests/chat/jinja2_compare_test.py's renderer) agree on prompt tokens and on
+    the greedy continuation with its logprobs;
   - response_format properties declared zeta, alpha, mid are generated in that order;
   - min_tokens holds EOS back, add_special_tokens adds BOS, chat echo, unsupported fields are 400s
     naming them, a reasoning block becomes reasoning_content (--reasoning-parser qwen3);
@@ -93,7 +94,7 @@ def check_forced_calls(server):
     for parallel in (False, True):
         for seed in range(3):
             body = {"messages": USER, "tools": TOOLS, "tool_choice": "required", "parallel_tool_calls": parallel,
-                    "max_tokens": 400, "seed": seed, "temperature": 1.0}
+                    "max_tokens": 200, "seed": seed, "temperature": 1.0}
             status, r = server.post("/v1/chat/completions", body)
             if status != 200:
                 fail("required: HTTP %d %r" % (status, r))
@@ -106,7 +107,7 @@ def check_forced_calls(server):
                 fail("parallel_tool_calls false gave %d calls" % len(calls))
             if choice["message"]["content"] is not None:
                 fail("required: content should be null, got %r" % choice["message"]["content"])
-    named = {"messages": USER, "tools": TOOLS, "max_tokens": 300, "seed": 7,
+    named = {"messages": USER, "tools": TOOLS, "max_tokens": 200, "seed": 7,
              "tool_choice": {"type": "function", "function": {"name": "get_time"}}}
     status, r = server.post("/v1/chat/completions", named)
     if status != 200 or r["choices"][0]["finish_reason"] != "tool_calls":
@@ -150,11 +151,32 @@ def check_errors(server):
     print("tools_e2e: bad tool_choice / unsupported fields are 400s naming the field")
 
 
-def prompt_tokens_of_text(server, text):
-    status, r = server.post("/v1/completions", {"prompt": text, "max_tokens": 1, "add_special_tokens": False})
+def greedy_fingerprint(server, route, body):
+    """(prompt_tokens, the first 4 greedy tokens with their logprobs): equal fingerprints mean the same prompt
+    tokens (count, and the next-token distribution at its end, which every prompt token feeds on random
+    weights)."""
+    body = dict(body, max_tokens=4, temperature=0, logprobs=True if route == "chat" else 1)
+    if route == "chat":
+        body["top_logprobs"] = 1
+    status, r = server.post("/v1/chat/completions" if route == "chat" else "/v1/completions", body)
     if status != 200:
-        fail("completion of the rendered prompt: %d %r" % (status, r))
-    return r["usage"]["prompt_tokens"]
+        fail("%s fingerprint: %d %r" % (route, status, r))
+    lp = r["choices"][0]["logprobs"]
+    pairs = ([(t["token"], t["logprob"]) for t in lp["content"]] if route == "chat"
+             else list(zip(lp["tokens"], lp["token_logprobs"])))
+    return r["usage"]["prompt_tokens"], pairs
+
+
+def check_same_prompt(server, request, tokenizer_dir, where):
+    """The server's chat prompt for `request` is the Jinja2-rendered text: the chat request and a completion
+    of the Jinja2 text (no BOS added: the template writes it) agree on prompt tokens and greedy continuation."""
+    want_text = rendered(request, tokenizer_dir)
+    chat = greedy_fingerprint(server, "chat", request)
+    text = greedy_fingerprint(server, "completion", {"prompt": want_text, "add_special_tokens": False})
+    if chat[0] != text[0] or [t for t, _ in chat[1]] != [t for t, _ in text[1]] or any(
+            abs(a - b) > 1e-3 for (_, a), (_, b) in zip(chat[1], text[1])):
+        fail("%s: the chat prompt differs from the Jinja2 prompt: chat %r, Jinja2 text %r" % (where, chat, text))
+    return chat[0]
 
 
 def check_history_renders(server, tokenizer_dir):
@@ -164,15 +186,9 @@ def check_history_renders(server, tokenizer_dir):
              "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": 2}"}}]},
         {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "{\"temp\": 21}"}]
     for extra in ({}, {"chat_template_kwargs": {"enable_thinking": False}}):
-        request = dict({"messages": history, "tools": TOOLS, "max_tokens": 1}, **extra)
-        want_text = rendered(request, tokenizer_dir)
-        status, r = server.post("/v1/chat/completions", request)
-        if status != 200:
-            fail("history: %d %r" % (status, r))
-        want = prompt_tokens_of_text(server, want_text)
-        if r["usage"]["prompt_tokens"] != want:
-            fail("history %r: %d prompt tokens, the Jinja2 prompt has %d" % (extra, r["usage"]["prompt_tokens"], want))
-    print("tools_e2e: a tool-call / tool-result history renders as Jinja2 does (%d tokens)" % want)
+        request = dict({"messages": history, "tools": TOOLS}, **extra)
+        n = check_same_prompt(server, request, tokenizer_dir, "history %r" % extra)
+    print("tools_e2e: a tool-call / tool-result history renders as Jinja2 does (%d tokens)" % n)
 
 
 def check_fields(server, end_ids, reasoning):
@@ -202,7 +218,7 @@ def check_fields(server, end_ids, reasoning):
     if not r["choices"][0]["message"]["content"].startswith("Sunny and"):
         fail("chat echo: %r" % r)
     if reasoning:
-        body = {"messages": USER, "max_tokens": 40,
+        body = {"messages": USER, "max_tokens": 40, "seed": 5,
                 "guided_regex": "<think>[a-z]{3,6}</think>\n\n[a-z]{2,5}"}
         _, r = server.post("/v1/chat/completions", body)
         m = r["choices"][0]["message"]
@@ -234,9 +250,10 @@ def run_client(server, npm_prefix, family, tokenizer_dir):
         if line.startswith("ROUNDTRIP "):
             request = json.loads(line[len("ROUNDTRIP "):])
             got = request.pop("prompt_tokens")
-            want = prompt_tokens_of_text(server, rendered(request, tokenizer_dir))
+            want = check_same_prompt(server, request, tokenizer_dir, "the client's round trip")
             if got != want:
                 fail("the client's round trip has %d prompt tokens, its Jinja2 prompt %d" % (got, want))
+            print("tools_e2e: the client's round trip renders as Jinja2 does (%d tokens)" % want)
         else:
             print(line)
 

@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -142,13 +143,19 @@ def check_errors(server):
         status, r = server.post("/v1/chat/completions", dict({"messages": USER, "max_tokens": 2}, **extra))
         if status != 400 or r["error"]["param"] != param:
             fail("%r: expected 400 naming %r, got %d %r" % (extra, param, status, r))
-    status, r = server.post("/v1/completions", {"prompt": "hi", "suffix": "x"})
-    if status != 400 or r["error"]["param"] != "suffix":
-        fail("completions suffix: %d %r" % (status, r))
+    for field, value in (("suffix", "x"), ("prompt_logprobs", 1)):
+        status, r = server.post("/v1/completions", {"prompt": "hi", field: value})
+        if status != 400 or r["error"]["param"] != field:
+            fail("completions %s: %d %r" % (field, status, r))
     status, r = server.post("/v1/chat/completions", {"messages": USER, "max_tokens": 2, "some_new_field": 1})
     if status != 200:
         fail("an unknown field must be a warning, not an error: %d %r" % (status, r))
-    print("tools_e2e: bad tool_choice / unsupported fields are 400s naming the field")
+    deadline = time.time() + 5
+    while not any("some_new_field" in line for line in server.stderr) and time.time() < deadline:
+        time.sleep(0.05)
+    if not any("unknown field" in line and "some_new_field" in line for line in server.stderr):
+        fail("an unknown field must be logged: stderr %r" % "".join(server.stderr)[-2000:])
+    print("tools_e2e: bad tool_choice / unsupported fields are 400s naming the field; unknown ones a logged warning")
 
 
 def greedy_fingerprint(server, route, body):

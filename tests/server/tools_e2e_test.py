@@ -2,7 +2,8 @@
 """Tool calling, reasoning and request fields end to end (issue 18).
 
 Models: `deepinfer synth --arch qwen3 --preset tiny --format hf --tokenizer SHARED/models/tokenizers/qwen3`
-and the same with the Llama-3 tokenizer (random weights, real vocabularies and chat templates). With random
+and the same with the Llama-3 and DeepSeek-V3 tokenizers (random weights, real vocabularies and chat
+templates; parsers hermes, llama3_json and deepseek_v3, detected from the templates). With random
 weights only grammar-forced output can be a valid call, so:
   - tool_choice "required" / named (also streamed) must return tool_calls whose arguments validate
     (jsonschema) against the declared parameters, finish_reason "tool_calls";
@@ -12,8 +13,9 @@ weights only grammar-forced output can be a valid call, so:
   - response_format properties declared zeta, alpha, mid are generated in that order;
   - min_tokens holds EOS back, add_special_tokens adds BOS, chat echo, unsupported fields are 400s
     naming them, a reasoning block becomes reasoning_content (--reasoning-parser qwen3);
+  - tool_choice "none" parses no calls and renders the tools as "auto" does (vLLM's default);
   - the official `openai` npm client runs tools_client.mjs (auto, required, named, parallel, streamed,
-    a round trip) against both models.
+    a round trip whose prompt is checked against Jinja2 as above) against each model.
 usage: tools_e2e_test.py --deepinfer BUILD/deepinfer --shared SHARED [--npm-prefix DIR]
 """
 import argparse
@@ -125,7 +127,18 @@ def check_forced_calls(server):
     if finish != "tool_calls":
         fail("streamed required: finish_reason %r" % finish)
     check_calls(streamed, SCHEMAS.keys(), "streamed required")
-    print("tools_e2e: required / named / streamed / parallel calls validate")
+    # "none": no calls parsed, but the template still gets the tools (vLLM's default), so the prompt is auto's.
+    plain = {"messages": USER, "tools": TOOLS, "max_tokens": 8, "seed": 1}
+    _, r_none = server.post("/v1/chat/completions", dict(plain, tool_choice="none"))
+    _, r_auto = server.post("/v1/chat/completions", dict(plain, tool_choice="auto"))
+    _, r_bare = server.post("/v1/chat/completions", {"messages": USER, "max_tokens": 8, "seed": 1})
+    if r_none["choices"][0]["finish_reason"] == "tool_calls" or r_none["choices"][0]["message"].get("tool_calls"):
+        fail("tool_choice none returned calls: %r" % r_none)
+    if r_none["usage"]["prompt_tokens"] != r_auto["usage"]["prompt_tokens"]:
+        fail("tool_choice none should render the tools as auto does: %r vs %r" % (r_none["usage"], r_auto["usage"]))
+    tools_rendered = r_auto["usage"]["prompt_tokens"] > r_bare["usage"]["prompt_tokens"]
+    print("tools_e2e: required / named / streamed / parallel calls validate; none parses no calls "
+          "(tools %s by this template)" % ("rendered" if tools_rendered else "not rendered"))
 
 
 def check_errors(server):
@@ -279,7 +292,7 @@ def main():
     ap.add_argument("--npm-prefix", default=os.path.expanduser("~/.cache/deepinfer-npm"))
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        for family in ("qwen3", "llama3"):
+        for family in ("qwen3", "llama3", "deepseek_v3"):
             tokenizer_dir = os.path.join(args.shared, "models", "tokenizers", family)
             model = os.path.join(tmp, family)
             r = subprocess.run([args.deepinfer, "synth", "--arch", "qwen3", "--preset", "tiny", "--format", "hf",
@@ -293,7 +306,7 @@ def main():
                 check_forced_calls(server)
                 check_errors(server)
                 check_history_renders(server, tokenizer_dir)
-                ends = [151643, 151645] if family == "qwen3" else [128001, 128009]
+                ends = {"qwen3": [151643, 151645], "llama3": [128001, 128009], "deepseek_v3": [1]}[family]
                 check_fields(server, ends, reasoning=family == "qwen3")
                 if family == "llama3":
                     _, with_bos = server.post("/v1/completions", {"prompt": "hello", "max_tokens": 1})

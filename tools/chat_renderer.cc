@@ -100,7 +100,8 @@ StatusOr<ChatSetup> MakeChatSetup(const std::string& command, const std::string&
   };
   render.bos_token = piece(data.bos_id);
   render.eos_token = piece(data.eos_id);
-  setup.renderer = [tmpl, render](const std::vector<ChatMessage>& messages, const ChatRenderOptions& request) {
+  setup.renderer = [tmpl, render](const std::vector<ChatMessage>& messages,
+                                  const ChatRenderOptions& request) {
     ChatRenderOptions options = request;
     options.bos_token = render.bos_token;
     options.eos_token = render.eos_token;

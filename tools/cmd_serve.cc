@@ -49,7 +49,7 @@ struct ServeOptions {
   std::string model_path;
   std::string tokenizer_path;  // --tokenizer: a .gguf / tokenizer.json / folder; "" = the checkpoint's
   std::string chat_template_file;
-  std::string tool_call_parser;  // --tool-call-parser; "" = detected from the chat template
+  std::string tool_call_parser;            // --tool-call-parser; "" = detected from the chat template
   GenerationDefaults generation_defaults;  // --generation-config, read while the flags are checked
   std::string display_host;  // --host as given (the URL printed); http.host holds the resolved address
   int threads = 0;
@@ -352,8 +352,9 @@ int Serve(ServeOptions o) {
   // --tool-call-parser, else the format the template writes, else none
   // (tool requests then get a 400 naming the flag).
   o.service.chat.tool_parser = !o.tool_call_parser.empty() ? server::FindToolCallParser(o.tool_call_parser)
-                               : !chat->template_text.empty() ? server::DetectToolCallParser(chat->template_text)
-                                                              : nullptr;
+                               : !chat->template_text.empty()
+                                   ? server::DetectToolCallParser(chat->template_text)
+                                   : nullptr;
   const LoadedModelFacts facts = FactsOf(*loaded);
 
   auto engine = Engine::Create(std::move(*loaded), o.engine);

@@ -33,8 +33,8 @@
 #include "grammar/compiled_grammar.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
-#include "grammar/tagged_json.h"
 #include "grammar/mask_cache.h"
+#include "grammar/tagged_json.h"
 #include "grammar/vocabulary.h"
 
 namespace deepinfer::grammar {

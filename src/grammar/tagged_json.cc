@@ -27,7 +27,8 @@ std::string TaggedJsonFormat::CacheKey() const {
 
 StatusOr<Grammar> TaggedJsonToGrammar(const TaggedJsonFormat& format, const JsonSchemaOptions& options) {
   if (format.tags.empty()) return InvalidArgument("tagged JSON: no tags");
-  if (format.min_items < 1 || (format.max_items != Grammar::kUnbounded && format.max_items < format.min_items)) {
+  if (format.min_items < 1 ||
+      (format.max_items != Grammar::kUnbounded && format.max_items < format.min_items)) {
     return InvalidArgument("tagged JSON: need 1 <= min_items <= max_items");
   }
   Grammar g;
@@ -40,9 +41,12 @@ StatusOr<Grammar> TaggedJsonToGrammar(const TaggedJsonFormat& format, const Json
     alternatives.push_back(g.Sequence({g.Literal(t.begin), g.Ref(root), g.Literal(t.end)}));
   }
   const RuleId item = g.DefineRule("item", g.Choice(std::move(alternatives)));
-  const int32_t more_max = format.max_items == Grammar::kUnbounded ? Grammar::kUnbounded : format.max_items - 1;
-  const ExprId more = g.Repeat(g.Sequence({g.Literal(format.separator), g.Ref(item)}), format.min_items - 1, more_max);
-  g.set_root(g.DefineRule("root", g.Sequence({g.Literal(format.prefix), g.Ref(item), more, g.Literal(format.suffix)})));
+  const int32_t more_max =
+      format.max_items == Grammar::kUnbounded ? Grammar::kUnbounded : format.max_items - 1;
+  const ExprId more =
+      g.Repeat(g.Sequence({g.Literal(format.separator), g.Ref(item)}), format.min_items - 1, more_max);
+  g.set_root(g.DefineRule(
+      "root", g.Sequence({g.Literal(format.prefix), g.Ref(item), more, g.Literal(format.suffix)})));
   return g;
 }
 

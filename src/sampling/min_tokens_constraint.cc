@@ -34,8 +34,12 @@ void MinTokensConstraint::Rollback(int n) {
 
 bool MinTokensConstraint::IsComplete() const { return inner_ && inner_->IsComplete(); }
 
-std::vector<int32_t> MinTokensConstraint::ForcedTokens() { return inner_ ? inner_->ForcedTokens() : std::vector<int32_t>{}; }
+std::vector<int32_t> MinTokensConstraint::ForcedTokens() {
+  return inner_ ? inner_->ForcedTokens() : std::vector<int32_t>{};
+}
 
-std::vector<int32_t> MinTokensConstraint::FinishTokens() { return inner_ ? inner_->FinishTokens() : std::vector<int32_t>{}; }
+std::vector<int32_t> MinTokensConstraint::FinishTokens() {
+  return inner_ ? inner_->FinishTokens() : std::vector<int32_t>{};
+}
 
 }  // namespace deepinfer

@@ -18,7 +18,8 @@ namespace deepinfer {
 class MinTokensConstraint final : public TokenConstraint {
  public:
   // `inner` may be null.
-  MinTokensConstraint(std::unique_ptr<TokenConstraint> inner, int32_t min_tokens, std::vector<int32_t> end_ids);
+  MinTokensConstraint(std::unique_ptr<TokenConstraint> inner, int32_t min_tokens,
+                      std::vector<int32_t> end_ids);
 
   void FillAllowedMask(TokenBitmask* mask) override;
   bool Accept(int32_t token) override;

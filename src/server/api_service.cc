@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/log.h"
-#include "server/generation_job.h"
 #include "sampling/min_tokens_constraint.h"
+#include "server/generation_job.h"
 #include "server/metrics_text.h"
 #include "structured/tokenizer_vocabulary.h"
 #include "tokenizer/tokenizer.h"
@@ -259,8 +259,9 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
     if (auto e = PrepareChatOutput(req, options_.chat, &prepared->job, &req.structured)) {
       return SendError(*writer, *e);
     }
-    StatusOr<std::string> text = options_.chat_renderer ? options_.chat_renderer(req.messages, req.chat)
-                                                        : ChatTemplate::Fallback().Render(req.messages, req.chat);
+    StatusOr<std::string> text = options_.chat_renderer
+                                     ? options_.chat_renderer(req.messages, req.chat)
+                                     : ChatTemplate::Fallback().Render(req.messages, req.chat);
     if (!text.ok()) {
       return SendError(*writer, RequestContentError(text.status().WithContext("chat template"), "messages"));
     }
@@ -392,8 +393,8 @@ void ApiService::StartJob(PreparedJob& prepared, const std::shared_ptr<ResponseW
       if (!constraint.ok()) return SendError(*writer, RequestContentError(constraint.status()));
       g.constraint = std::move(*constraint);
       if (prepared.min_tokens > 0) {
-        g.constraint =
-            std::make_unique<MinTokensConstraint>(std::move(g.constraint), prepared.min_tokens, prepared.end_ids);
+        g.constraint = std::make_unique<MinTokensConstraint>(std::move(g.constraint), prepared.min_tokens,
+                                                             prepared.end_ids);
       }
       // A grammar allows end-of-generation only where the output is
       // complete, and then nothing else: with ignore_eos that token must

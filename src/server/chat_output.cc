@@ -17,7 +17,8 @@ size_t PartialSuffix(std::string_view s, std::string_view marker) {
 
 }  // namespace
 
-ChatOutputSplitter::ChatOutputSplitter(ReasoningFormat reasoning, const ToolCallParser* tools, size_t max_calls)
+ChatOutputSplitter::ChatOutputSplitter(ReasoningFormat reasoning, const ToolCallParser* tools,
+                                       size_t max_calls)
     : reasoning_(reasoning), tools_(tools), max_calls_(max_calls) {
   if (reasoning_ == ReasoningFormat::kNone) phase_ = Phase::kContent;
 }

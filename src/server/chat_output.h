@@ -49,9 +49,9 @@ class ChatOutputSplitter {
   const ToolCallParser* const tools_;
   const size_t max_calls_;
   enum class Phase { kStart, kReasoning, kContent } phase_ = Phase::kStart;
-  std::string pending_;     // reasoning phase: text not yet classified (a marker may be forming)
-  std::string content_;     // all content so far (the tool parser's input)
-  size_t emitted_ = 0;      // content_ bytes released as content
+  std::string pending_;  // reasoning phase: text not yet classified (a marker may be forming)
+  std::string content_;  // all content so far (the tool parser's input)
+  size_t emitted_ = 0;   // content_ bytes released as content
   size_t num_calls_ = 0;
   bool skip_newlines_ = false;  // right after </think>: blank lines are not content
 };

@@ -2,8 +2,8 @@
 
 namespace deepinfer::server {
 
-std::optional<ApiError> PrepareChatOutput(const ParsedRequest& req, const ChatFeatures& features, JobOptions* job,
-                                          std::optional<StructuredOutputSpec>* structured) {
+std::optional<ApiError> PrepareChatOutput(const ParsedRequest& req, const ChatFeatures& features,
+                                          JobOptions* job, std::optional<StructuredOutputSpec>* structured) {
   job->reasoning = features.reasoning;
   const ToolChoice& choice = req.tool_choice;
   if (choice.mode == ToolChoice::Mode::kNone || req.tools.empty()) return std::nullopt;
@@ -18,9 +18,10 @@ std::optional<ApiError> PrepareChatOutput(const ParsedRequest& req, const ChatFe
   job->max_tool_calls = req.parallel_tool_calls ? static_cast<size_t>(kMaxParallelCalls) : 1;
   if (choice.mode == ToolChoice::Mode::kAuto) return std::nullopt;
   if (structured->has_value()) {
-    return BadRequest("tool_choice \"required\" or a named function cannot be combined with response_format or "
-                      "guided_* (the call's format is the constraint)",
-                      "tool_choice");
+    return BadRequest(
+        "tool_choice \"required\" or a named function cannot be combined with response_format or "
+        "guided_* (the call's format is the constraint)",
+        "tool_choice");
   }
   std::vector<ToolFunction> allowed;
   for (const ToolFunction& f : req.tools) {
@@ -29,8 +30,8 @@ std::optional<ApiError> PrepareChatOutput(const ParsedRequest& req, const ChatFe
   StructuredOutputSpec spec;
   spec.kind = StructuredOutputSpec::Kind::kTaggedJson;
   // A named function is called once (OpenAI); "required" is one or more.
-  spec.tagged =
-      features.tool_parser->CallFormat(allowed, choice.mode == ToolChoice::Mode::kRequired && req.parallel_tool_calls);
+  spec.tagged = features.tool_parser->CallFormat(
+      allowed, choice.mode == ToolChoice::Mode::kRequired && req.parallel_tool_calls);
   *structured = std::move(spec);
   return std::nullopt;
 }

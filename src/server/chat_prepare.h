@@ -26,8 +26,8 @@ struct ChatFeatures {
 // call, *structured. 400 when the request asks for tool calls the server
 // cannot parse (no parser) or combines a forced call with another
 // constraint (response_format, guided_*).
-std::optional<ApiError> PrepareChatOutput(const ParsedRequest& req, const ChatFeatures& features, JobOptions* job,
-                                          std::optional<StructuredOutputSpec>* structured);
+std::optional<ApiError> PrepareChatOutput(const ParsedRequest& req, const ChatFeatures& features,
+                                          JobOptions* job, std::optional<StructuredOutputSpec>* structured);
 
 // Chat `echo`: the final message's content when it is the assistant's (the
 // reply being continued), else "".

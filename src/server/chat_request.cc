@@ -51,7 +51,8 @@ MaybeError ParseContent(const json& message, ChatMessage* out) {
 MaybeError CheckToolCalls(const json& msg) {
   const json* calls = fields::Find(msg, "tool_calls");
   if (!calls) return std::nullopt;
-  const char* what = "'tool_calls' must be a list of {\"type\": \"function\", \"function\": {\"name\", \"arguments\"}}";
+  const char* what =
+      "'tool_calls' must be a list of {\"type\": \"function\", \"function\": {\"name\", \"arguments\"}}";
   if (!calls->is_array()) return BadRequest(what, "messages");
   for (const json& call : *calls) {
     if (!call.is_object()) return BadRequest(what, "messages");
@@ -81,7 +82,8 @@ MaybeError ParseMessages(const json& body, std::vector<ChatMessage>* out) {
     if (auto e = CheckToolCalls(msg)) return e;
     for (const char* name : {"name", "tool_call_id"}) {
       const json* v = fields::Find(msg, name);
-      if (v && !v->is_string()) return BadRequest(std::string("message '") + name + "' must be a string", "messages");
+      if (v && !v->is_string())
+        return BadRequest(std::string("message '") + name + "' must be a string", "messages");
     }
     cm.fields = nlohmann::ordered_json::object();
     for (auto it = msg.begin(); it != msg.end(); ++it) {
@@ -113,7 +115,8 @@ MaybeError ParseTemplateInputs(const json& body, ParsedRequest* out) {
     chat.documents = *docs;
   }
   if (const json* kwargs = fields::Find(body, "chat_template_kwargs")) {
-    if (!kwargs->is_object()) return BadRequest("'chat_template_kwargs' must be an object", "chat_template_kwargs");
+    if (!kwargs->is_object())
+      return BadRequest("'chat_template_kwargs' must be an object", "chat_template_kwargs");
     for (auto it = kwargs->begin(); it != kwargs->end(); ++it) {
       const std::string& k = it.key();
       if (k == "messages" || k == "tools" || k == "documents" || k == "add_generation_prompt" ||
@@ -134,11 +137,12 @@ std::optional<ApiError> ParseChatRequest(const json& body, const RequestLimits& 
   out->api = ParsedRequest::Api::kChat;
   if (auto e = fields::CheckFieldNames(
           body,
-          {"messages", "max_tokens", "max_completion_tokens", "logprobs", "top_logprobs", "add_generation_prompt",
-           "continue_final_message", "documents", "chat_template_kwargs", "tools", "tool_choice",
-           "parallel_tool_calls", "echo"},
-          {"chat_template", "suffix", "prompt_logprobs", "reasoning_effort", "audio", "modalities", "prediction",
-           "web_search_options", "mm_processor_kwargs", "guided_decoding_backend", "truncate_prompt_tokens"})) {
+          {"messages", "max_tokens", "max_completion_tokens", "logprobs", "top_logprobs",
+           "add_generation_prompt", "continue_final_message", "documents", "chat_template_kwargs", "tools",
+           "tool_choice", "parallel_tool_calls", "echo"},
+          {"chat_template", "suffix", "prompt_logprobs", "reasoning_effort", "audio", "modalities",
+           "prediction", "web_search_options", "mm_processor_kwargs", "guided_decoding_backend",
+           "truncate_prompt_tokens"})) {
     return e;
   }
   if (auto e = ParseMessages(body, &out->messages)) return e;

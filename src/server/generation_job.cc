@@ -148,7 +148,8 @@ void GenerationJob::OnEvent(size_t index, GenerationEvent event) {
       }
       c.result.text += d.content;
       c.result.reasoning += d.reasoning;
-      for (const ParsedToolCall& call : d.calls) c.result.tool_calls.push_back(ToolCallJson(ToolCallId(c), call));
+      for (const ParsedToolCall& call : d.calls)
+        c.result.tool_calls.push_back(ToolCallJson(ToolCallId(c), call));
       if (finish == "stop" && !c.result.tool_calls.empty()) finish = "tool_calls";
       if (options_.want_logprobs) {
         for (TokenLogprob& lp : event.logprobs) c.result.logprobs.push_back(std::move(lp));
@@ -175,8 +176,8 @@ std::string GenerationJob::ToolCallId(const Choice& c) const {
   // Unique per response: the response id's random part, the choice, the call.
   const std::string& id = options_.context.id;
   const size_t dash = id.find('-');
-  return "call_" + (dash == std::string::npos ? id : id.substr(dash + 1)) + "_" + std::to_string(c.result.index) +
-         "_" + std::to_string(c.result.tool_calls.size());
+  return "call_" + (dash == std::string::npos ? id : id.substr(dash + 1)) + "_" +
+         std::to_string(c.result.index) + "_" + std::to_string(c.result.tool_calls.size());
 }
 
 json GenerationJob::ChatDeltaLocked(Choice& c, const ChatOutputDelta& d) {

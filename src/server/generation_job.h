@@ -70,7 +70,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
     bool done = false;
     RequestId id = -1;
     ChoiceResult result;
-    std::unique_ptr<ChatOutputSplitter> splitter;  // chat only
+    std::unique_ptr<ChatOutputSplitter> splitter;              // chat only
     std::chrono::steady_clock::time_point first_token_time{};  // epoch: none yet
   };
 

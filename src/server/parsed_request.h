@@ -93,8 +93,8 @@ bool JsonNestsDeeperThan(std::string_view text, int limit);
 // Each returns nullopt and fills *out on success.
 // Bodies are parsed as ordered_json, so schemas (response_format,
 // guided_json, tool parameters) keep their property order.
-std::optional<ApiError> ParseCompletionRequest(const nlohmann::ordered_json& body, const RequestLimits& limits,
-                                               ParsedRequest* out);
+std::optional<ApiError> ParseCompletionRequest(const nlohmann::ordered_json& body,
+                                               const RequestLimits& limits, ParsedRequest* out);
 std::optional<ApiError> ParseChatRequest(const nlohmann::ordered_json& body, const RequestLimits& limits,
                                          ParsedRequest* out);
 

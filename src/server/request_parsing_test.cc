@@ -238,11 +238,13 @@ TEST(ChatRequest, MessageFieldsKeepTheirOrder) {
                                  {"role": "tool", "tool_call_id": "c1", "name": "f", "content": "ok"}]})");
   ASSERT_EQ(r.messages.size(), 2u);
   std::vector<std::string> keys;
-  for (auto it = r.messages[0].fields.begin(); it != r.messages[0].fields.end(); ++it) keys.push_back(it.key());
+  for (auto it = r.messages[0].fields.begin(); it != r.messages[0].fields.end(); ++it)
+    keys.push_back(it.key());
   EXPECT_EQ(keys, (std::vector<std::string>{"tool_calls", "zeta"}));
   EXPECT_EQ(r.messages[1].fields["tool_call_id"], "c1");
   EXPECT_EQ(r.messages[1].fields["name"], "f");
-  EXPECT_EQ(ChatError(R"({"messages": [{"role": "tool", "tool_call_id": 5, "content": "x"}]})").param, "messages");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "tool", "tool_call_id": 5, "content": "x"}]})").param,
+            "messages");
   EXPECT_EQ(ChatError(R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {}}]}]})").param,
             "messages");
 }
@@ -257,10 +259,12 @@ TEST(ChatRequest, TemplateInputs) {
   EXPECT_TRUE(r.chat.continue_final_message);
   EXPECT_FALSE(r.chat.add_generation_prompt);
   const char* base = R"({"messages": [{"role": "user", "content": "x"}], )";
-  EXPECT_EQ(ChatError(std::string(base) + R"("continue_final_message": true, "add_generation_prompt": true})").param,
+  EXPECT_EQ(ChatError(std::string(base) + R"("continue_final_message": true, "add_generation_prompt": true})")
+                .param,
             "continue_final_message");
   EXPECT_EQ(ChatError(std::string(base) + R"("documents": "d"})").param, "documents");
-  EXPECT_EQ(ChatError(std::string(base) + R"("chat_template_kwargs": {"tools": []}})").param, "chat_template_kwargs");
+  EXPECT_EQ(ChatError(std::string(base) + R"("chat_template_kwargs": {"tools": []}})").param,
+            "chat_template_kwargs");
 }
 
 TEST(ChatRequest, Tools) {
@@ -271,7 +275,7 @@ TEST(ChatRequest, Tools) {
   const std::string base = R"({"messages": [{"role": "user", "content": "x"}], )";
   auto r = Chat(base + tools + "}");
   ASSERT_EQ(r.tools.size(), 2u);
-  EXPECT_EQ(r.tool_choice.mode, ToolChoice::Mode::kAuto);  // the default with tools
+  EXPECT_EQ(r.tool_choice.mode, ToolChoice::Mode::kAuto);                // the default with tools
   EXPECT_EQ(r.tools[0].parameters["properties"].begin().key(), "zeta");  // order as sent
   EXPECT_EQ(r.tools[1].parameters, nlohmann::ordered_json::object());
   EXPECT_TRUE(r.chat.tools.is_array());
@@ -298,7 +302,8 @@ TEST(ChatRequest, Tools) {
 
 TEST(RequestFields, UnsupportedFieldsAreNamed) {
   const std::string base = R"({"messages": [{"role": "user", "content": "x"}], )";
-  for (const char* field : {"suffix", "prompt_logprobs", "reasoning_effort", "use_beam_search", "bad_words"}) {
+  for (const char* field :
+       {"suffix", "prompt_logprobs", "reasoning_effort", "use_beam_search", "bad_words"}) {
     EXPECT_EQ(ChatError(base + "\"" + field + "\": 1}").param, field);
   }
   EXPECT_EQ(ChatError(base + R"("skip_special_tokens": false})").param, "skip_special_tokens");

@@ -15,7 +15,8 @@ MaybeError ParseToolList(const json& body, ParsedRequest* out) {
   for (const json& tool : *tools) {
     if (!tool.is_object()) return BadRequest(what, "tools");
     const json* type = Find(tool, "type");
-    if (!type || *type != "function") return BadRequest(what + std::string(" (type must be \"function\")"), "tools");
+    if (!type || *type != "function")
+      return BadRequest(what + std::string(" (type must be \"function\")"), "tools");
     const json* fn = Find(tool, "function");
     if (!fn || !fn->is_object()) return BadRequest(what, "tools");
     const json* name = Find(*fn, "name");
@@ -71,7 +72,8 @@ MaybeError ParseTools(const json& body, ParsedRequest* out) {
       return BadRequest(what, "tool_choice");
     }
     if (choice.mode != ToolChoice::Mode::kNone && out->tools.empty()) {
-      return BadRequest("'tool_choice' \"" + std::string(tc->is_string() ? tc->get<std::string>() : "function") +
+      return BadRequest("'tool_choice' \"" +
+                            std::string(tc->is_string() ? tc->get<std::string>() : "function") +
                             "\" needs 'tools'",
                         "tool_choice");
     }
@@ -79,8 +81,9 @@ MaybeError ParseTools(const json& body, ParsedRequest* out) {
       bool declared = false;
       for (const ToolFunction& f : out->tools) declared = declared || f.name == choice.name;
       if (!declared) {
-        return BadRequest("'tool_choice' names the function '" + choice.name + "', which 'tools' does not declare",
-                          "tool_choice");
+        return BadRequest(
+            "'tool_choice' names the function '" + choice.name + "', which 'tools' does not declare",
+            "tool_choice");
       }
     }
   }

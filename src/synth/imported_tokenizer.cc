@@ -10,8 +10,9 @@ namespace {
 namespace fs = std::filesystem;
 
 // GGUF names llama.cpp gives byte-level pre-tokenizers, most common first.
-constexpr const char* kGgufPreNames[] = {"llama-bpe", "qwen2",   "deepseek-v3", "deepseek-llm", "deepseek-coder",
-                                         "gpt-2",     "starcoder", "falcon",    "default"};
+constexpr const char* kGgufPreNames[] = {"llama-bpe",    "qwen2",          "deepseek-v3",
+                                         "deepseek-llm", "deepseek-coder", "gpt-2",
+                                         "starcoder",    "falcon",         "default"};
 
 bool IsLlama3Family(const std::string& pre) { return pre == "llama-bpe"; }
 
@@ -20,8 +21,10 @@ bool IsLlama3Family(const std::string& pre) { return pre == "llama-bpe"; }
 constexpr const char* kProbe =
     "Hello world! I'm can't we'll 12345 678 9,000.5 3.14159\n\n  indented\tTAB   spaces  \r\n"
     "fn(x){return x**2;} // comment <tag attr=\"v\"> $100 +-*/ ~^|\n"
-    "\xe4\xbd\xa0\xe5\xa5\xbd\xe4\xb8\x96\xe7\x95\x8c \xe3\x81\x93\xe3\x82\x93\xe3\x81\xab\xe3\x81\xa1\xe3\x81"
-    "\xaf \xe3\x82\xab\xe3\x82\xbf\xe3\x82\xab\xe3\x83\x8a caf\xc3\xa9 na\xc3\xafve \xf0\x9f\x98\x80\xf0\x9f\x91"
+    "\xe4\xbd\xa0\xe5\xa5\xbd\xe4\xb8\x96\xe7\x95\x8c "
+    "\xe3\x81\x93\xe3\x82\x93\xe3\x81\xab\xe3\x81\xa1\xe3\x81"
+    "\xaf \xe3\x82\xab\xe3\x82\xbf\xe3\x82\xab\xe3\x83\x8a caf\xc3\xa9 na\xc3\xafve "
+    "\xf0\x9f\x98\x80\xf0\x9f\x91"
     "\x8d OK...!!! ??? a1b2c3 ABC123def 2026-12-02T10:00:00Z";
 
 StatusOr<std::string> GgufPreName(const Tokenizer& hf) {
@@ -73,8 +76,9 @@ Status WriteImportedTokenizerHf(const ImportedTokenizer& t, const std::string& o
     fs::copy_file(file, to, fs::copy_options::overwrite_existing, ec);
     if (ec) return Internal(to.string() + ": cannot copy from " + file + ": " + ec.message());
     // The source may be read-only (a shared folder); the copy is ours.
-    fs::permissions(to, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read,
-                    ec);
+    fs::permissions(
+        to, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read,
+        ec);
   }
   // A synth directory written before without --tokenizer may hold the other
   // spelling; the loader would take tokenizer.json first.
@@ -92,7 +96,8 @@ Status SetImportedTokenizerGguf(const ImportedTokenizer& t, GgufWriter& w) {
   }
   if (!d.lstrip_ids.empty() || !d.rstrip_ids.empty()) {
     return InvalidArgument(
-        "--tokenizer with --format gguf: added tokens with lstrip/rstrip cannot be stored in GGUF; use --format "
+        "--tokenizer with --format gguf: added tokens with lstrip/rstrip cannot be stored in GGUF; use "
+        "--format "
         "hf");
   }
   DI_ASSIGN_OR_RETURN(std::string pre, GgufPreName(*t.tokenizer));

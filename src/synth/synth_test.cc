@@ -14,8 +14,8 @@
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
 #include "synth/vocab.h"
-#include "tokenizer/tokenizer.h"
 #include "tensor/dequant.h"
+#include "tokenizer/tokenizer.h"
 
 namespace deepinfer {
 namespace {
@@ -384,11 +384,12 @@ TEST(SynthTokenizer, ByteLevelVocabAndMerges) {
 namespace deepinfer {
 namespace {
 
-const char* kTexts[] = {"Hello, world! It's 2026; numbers 1234567 and 3.5e10.",
-                        "def f(x):\n    return x  # comment\n\n\n  trailing   ",
-                        "\xe4\xb8\xad\xe6\x96\x87\xe6\xb5\x8b\xe8\xaf\x95 \xd0\xbf\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82 "
-                        "\xf0\x9f\x98\x80!!",
-                        "<|im_start|>user\nhi<|im_end|><tool_call>{\"a\": 1}</tool_call>"};
+const char* kTexts[] = {
+    "Hello, world! It's 2026; numbers 1234567 and 3.5e10.",
+    "def f(x):\n    return x  # comment\n\n\n  trailing   ",
+    "\xe4\xb8\xad\xe6\x96\x87\xe6\xb5\x8b\xe8\xaf\x95 \xd0\xbf\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82 "
+    "\xf0\x9f\x98\x80!!",
+    "<|im_start|>user\nhi<|im_end|><tool_call>{\"a\": 1}</tool_call>"};
 
 void ExpectSameTokenizer(const std::string& family, SynthFormat format) {
   const std::string dir = std::string(DI_SHARED_DIR) + "/models/tokenizers/" + family;

@@ -25,8 +25,8 @@ namespace deepinfer {
 // One message as the template sees it: a dict with "role", "content" and
 // then every other field of `fields`, in their order.
 struct ChatMessage {
-  std::string role;     // "system", "user", "assistant", "tool", "developer"
-  std::string content;  // text (multi-part contents are joined by the caller)
+  std::string role;              // "system", "user", "assistant", "tool", "developer"
+  std::string content;           // text (multi-part contents are joined by the caller)
   bool content_is_null = false;  // content is None in the template (an assistant turn of only tool calls)
   // The message's other fields as sent (tool_calls, tool_call_id, name,
   // reasoning_content, ...): a JSON object, or null for none. Key order is kept.

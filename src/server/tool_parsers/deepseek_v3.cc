@@ -12,11 +12,25 @@ namespace {
 using namespace tool_parsing;
 
 // "▁" is U+2581, "｜" U+FF5C.
-constexpr std::string_view kCallsBegin = "<\xef\xbd\x9ctool\xe2\x96\x81""calls\xe2\x96\x81""begin\xef\xbd\x9c>";
-constexpr std::string_view kCallsEnd = "<\xef\xbd\x9ctool\xe2\x96\x81""calls\xe2\x96\x81""end\xef\xbd\x9c>";
-constexpr std::string_view kCallBegin = "<\xef\xbd\x9ctool\xe2\x96\x81""call\xe2\x96\x81""begin\xef\xbd\x9c>";
-constexpr std::string_view kCallEnd = "<\xef\xbd\x9ctool\xe2\x96\x81""call\xe2\x96\x81""end\xef\xbd\x9c>";
-constexpr std::string_view kSep = "<\xef\xbd\x9ctool\xe2\x96\x81""sep\xef\xbd\x9c>";
+constexpr std::string_view kCallsBegin =
+    "<\xef\xbd\x9ctool\xe2\x96\x81"
+    "calls\xe2\x96\x81"
+    "begin\xef\xbd\x9c>";
+constexpr std::string_view kCallsEnd =
+    "<\xef\xbd\x9ctool\xe2\x96\x81"
+    "calls\xe2\x96\x81"
+    "end\xef\xbd\x9c>";
+constexpr std::string_view kCallBegin =
+    "<\xef\xbd\x9ctool\xe2\x96\x81"
+    "call\xe2\x96\x81"
+    "begin\xef\xbd\x9c>";
+constexpr std::string_view kCallEnd =
+    "<\xef\xbd\x9ctool\xe2\x96\x81"
+    "call\xe2\x96\x81"
+    "end\xef\xbd\x9c>";
+constexpr std::string_view kSep =
+    "<\xef\xbd\x9ctool\xe2\x96\x81"
+    "sep\xef\xbd\x9c>";
 
 class DeepseekV3Parser final : public ToolCallParser {
  public:

@@ -32,7 +32,8 @@ class HermesParser final : public ToolCallParser {
       const size_t body = at + kBegin.size();
       const size_t end = text.find(kEnd, body);  // an unclosed last call runs to the end
       ParsedToolCall call;
-      if (!ParseCallObject(Trim(text.substr(body, end == std::string_view::npos ? end : end - body)), &call)) {
+      if (!ParseCallObject(Trim(text.substr(body, end == std::string_view::npos ? end : end - body)),
+                           &call)) {
         return {std::string(text), {}};
       }
       result.calls.push_back(std::move(call));
@@ -45,8 +46,8 @@ class HermesParser final : public ToolCallParser {
   grammar::TaggedJsonFormat CallFormat(const std::vector<ToolFunction>& tools, bool parallel) const override {
     grammar::TaggedJsonFormat f;
     for (const ToolFunction& t : tools) {
-      f.tags.push_back({"<tool_call>\n{\"name\": " + JsonString(t.name) + ", \"arguments\": ", ArgumentsSchema(t),
-                        "}\n</tool_call>"});
+      f.tags.push_back({"<tool_call>\n{\"name\": " + JsonString(t.name) + ", \"arguments\": ",
+                        ArgumentsSchema(t), "}\n</tool_call>"});
     }
     f.separator = "\n";
     f.max_items = parallel ? kMaxParallelCalls : 1;

@@ -35,7 +35,10 @@ std::string ToolCallParserNames() {
 const ToolCallParser* DetectToolCallParser(std::string_view source) {
   auto has = [&](std::string_view s) { return source.find(s) != std::string_view::npos; };
   if (has("<tool_call>")) return &HermesToolCallParser();
-  if (has("tool\xe2\x96\x81""calls\xe2\x96\x81""begin")) return &DeepseekV3ToolCallParser();
+  if (has("tool\xe2\x96\x81"
+          "calls\xe2\x96\x81"
+          "begin"))
+    return &DeepseekV3ToolCallParser();
   if (has("[TOOL_CALLS]")) return &MistralToolCallParser();
   if (has("<|start_header_id|>")) return &Llama3JsonToolCallParser();
   return nullptr;
@@ -91,7 +94,8 @@ bool ParseCallObject(std::string_view object_text, ParsedToolCall* out) {
     if (!value.is_object()) return false;
   }
   out->name = name->get<std::string>();
-  out->arguments = value.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace);
+  out->arguments =
+      value.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::ordered_json::error_handler_t::replace);
   return true;
 }
 

@@ -52,7 +52,8 @@ class ToolCallParser {
 
   // The format of one call (or, with `parallel`, one or more) of one of
   // `tools`, for grammar-forced tool choice.
-  virtual grammar::TaggedJsonFormat CallFormat(const std::vector<ToolFunction>& tools, bool parallel) const = 0;
+  virtual grammar::TaggedJsonFormat CallFormat(const std::vector<ToolFunction>& tools,
+                                               bool parallel) const = 0;
 };
 
 // nullptr for an unknown name.

@@ -31,14 +31,17 @@ TEST(ToolCallParsers, Registry) {
   EXPECT_EQ(DetectToolCallParser("{{ '<tool_call>' }}"), &P("hermes"));
   EXPECT_EQ(DetectToolCallParser("<|start_header_id|>"), &P("llama3_json"));
   EXPECT_EQ(DetectToolCallParser("[TOOL_CALLS]"), &P("mistral"));
-  EXPECT_EQ(DetectToolCallParser("<\xef\xbd\x9ctool\xe2\x96\x81""calls\xe2\x96\x81""begin\xef\xbd\x9c>"),
+  EXPECT_EQ(DetectToolCallParser("<\xef\xbd\x9ctool\xe2\x96\x81"
+                                 "calls\xe2\x96\x81"
+                                 "begin\xef\xbd\x9c>"),
             &P("deepseek_v3"));
   EXPECT_EQ(DetectToolCallParser("{{ messages }}"), nullptr);
 }
 
 TEST(ToolCallParsers, Hermes) {
   auto r = P("hermes").Parse(
-      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"n\": 2}}\n"
+      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"n\": "
+      "2}}\n"
       "</tool_call>\n<tool_call>\n{\"name\": \"t\", \"arguments\": {}}\n</tool_call>");
   EXPECT_EQ(r.content, "Let me check.\n");
   ASSERT_EQ(r.calls.size(), 2u);
@@ -46,13 +49,15 @@ TEST(ToolCallParsers, Hermes) {
   EXPECT_EQ(r.calls[0].arguments, R"({"city":"Paris","n":2})");  // key order kept
   EXPECT_EQ(r.calls[1].arguments, "{}");
   EXPECT_TRUE(P("hermes").Parse("plain text").calls.empty());
-  EXPECT_EQ(P("hermes").Parse("<tool_call>{not json</tool_call>").content, "<tool_call>{not json</tool_call>");
+  EXPECT_EQ(P("hermes").Parse("<tool_call>{not json</tool_call>").content,
+            "<tool_call>{not json</tool_call>");
   EXPECT_EQ(P("hermes").CallStart("abc <tool"), 4u);
   EXPECT_EQ(P("hermes").CallStart("abc <tx"), std::string_view::npos);
 }
 
 TEST(ToolCallParsers, Llama3Json) {
-  auto r = P("llama3_json").Parse(R"( {"name": "a", "parameters": {"x": 1}}; {"name": "b", "parameters": {}})");
+  auto r =
+      P("llama3_json").Parse(R"( {"name": "a", "parameters": {"x": 1}}; {"name": "b", "parameters": {}})");
   ASSERT_EQ(r.calls.size(), 2u);
   EXPECT_EQ(r.calls[0].arguments, R"({"x":1})");
   EXPECT_TRUE(r.content.empty());
@@ -68,15 +73,27 @@ TEST(ToolCallParsers, Llama3Json) {
 
 TEST(ToolCallParsers, DeepseekV3AndMistral) {
   const std::string b = "<\xef\xbd\x9ctool\xe2\x96\x81", e = "\xef\xbd\x9c>";
-  const std::string text = "ok" + b + "calls\xe2\x96\x81""begin" + e + b + "call\xe2\x96\x81""begin" + e + "function" + b +
-                           "sep" + e + "get_weather\n```json\n{\"city\": \"Lima\"}\n```" + b + "call\xe2\x96\x81""end" + e +
-                           b + "calls\xe2\x96\x81""end" + e;
+  const std::string text = "ok" + b +
+                           "calls\xe2\x96\x81"
+                           "begin" +
+                           e + b +
+                           "call\xe2\x96\x81"
+                           "begin" +
+                           e + "function" + b + "sep" + e +
+                           "get_weather\n```json\n{\"city\": \"Lima\"}\n```" + b +
+                           "call\xe2\x96\x81"
+                           "end" +
+                           e + b +
+                           "calls\xe2\x96\x81"
+                           "end" +
+                           e;
   auto r = P("deepseek_v3").Parse(text);
   EXPECT_EQ(r.content, "ok");
   ASSERT_EQ(r.calls.size(), 1u);
   EXPECT_EQ(r.calls[0].name, "get_weather");
   EXPECT_EQ(r.calls[0].arguments, R"({"city":"Lima"})");
-  r = P("mistral").Parse(R"(x[TOOL_CALLS][{"name": "a", "arguments": {"k": [1, 2]}}, {"name": "b", "arguments": {}}])");
+  r = P("mistral").Parse(
+      R"(x[TOOL_CALLS][{"name": "a", "arguments": {"k": [1, 2]}}, {"name": "b", "arguments": {}}])");
   EXPECT_EQ(r.content, "x");
   ASSERT_EQ(r.calls.size(), 2u);
   EXPECT_EQ(r.calls[0].arguments, R"({"k":[1,2]})");
@@ -94,7 +111,8 @@ std::vector<ToolFunction> Tools() {
   return {{"get_weather", ojson::parse(R"({"type": "object", "properties": {
               "city": {"type": "string", "enum": ["Paris", "Lima"]}, "days": {"type": "integer", "minimum": 1, "maximum": 7},
               "note": {"type": "string", "maxLength": 3}}, "required": ["city", "days"], "additionalProperties": false})")},
-          {"get_time", ojson::parse(R"({"type": "object", "properties": {"tz": {"type": "string", "maxLength": 4}},
+          {"get_time",
+           ojson::parse(R"({"type": "object", "properties": {"tz": {"type": "string", "maxLength": 4}},
                                       "additionalProperties": false})")}};
 }
 
@@ -104,7 +122,8 @@ void ExpectValid(const ParsedToolCall& call, const std::string& where) {
   if (call.name == "get_time") return;
   ASSERT_EQ(call.name, "get_weather") << where;
   EXPECT_TRUE(args["city"] == "Paris" || args["city"] == "Lima") << where << call.arguments;
-  EXPECT_TRUE(args["days"].is_number_integer() && args["days"] >= 1 && args["days"] <= 7) << where << call.arguments;
+  EXPECT_TRUE(args["days"].is_number_integer() && args["days"] >= 1 && args["days"] <= 7)
+      << where << call.arguments;
   for (auto it = args.begin(); it != args.end(); ++it) {
     EXPECT_TRUE(it.key() == "city" || it.key() == "days" || it.key() == "note") << where << call.arguments;
   }
@@ -162,8 +181,8 @@ TEST(ToolCallParsers, EveryForcedOutputParsesToValidCalls) {
 // The streaming splitter: content before a call streams, the call comes
 // whole at the end; reasoning splits at </think>; chunk boundaries anywhere
 // give the same result as one push.
-ChatOutputDelta Split(ReasoningFormat reasoning, const ToolCallParser* tools, const std::string& text, size_t chunk,
-                    std::vector<std::string>* content_deltas = nullptr) {
+ChatOutputDelta Split(ReasoningFormat reasoning, const ToolCallParser* tools, const std::string& text,
+                      size_t chunk, std::vector<std::string>* content_deltas = nullptr) {
   ChatOutputSplitter s(reasoning, tools, 16);
   ChatOutputDelta all;
   auto add = [&](ChatOutputDelta d) {
@@ -179,7 +198,8 @@ ChatOutputDelta Split(ReasoningFormat reasoning, const ToolCallParser* tools, co
 
 TEST(ChatOutputSplitter, SplitsReasoningContentAndCalls) {
   const std::string text =
-      "<think>plan it</think>\n\nSure.<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>";
+      "<think>plan it</think>\n\nSure.<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": "
+      "1}}\n</tool_call>";
   for (size_t chunk : {1, 2, 3, 7, 1000}) {
     std::vector<std::string> deltas;
     ChatOutputDelta d = Split(ReasoningFormat::kQwen3, &P("hermes"), text, chunk, &deltas);
@@ -187,7 +207,8 @@ TEST(ChatOutputSplitter, SplitsReasoningContentAndCalls) {
     EXPECT_EQ(d.content, "Sure.") << chunk;
     ASSERT_EQ(d.calls.size(), 1u) << chunk;
     EXPECT_EQ(d.calls[0].arguments, R"({"a":1})");
-    for (const std::string& c : deltas) EXPECT_EQ(c.find('<'), std::string::npos) << "held text leaked: " << c;
+    for (const std::string& c : deltas)
+      EXPECT_EQ(c.find('<'), std::string::npos) << "held text leaked: " << c;
   }
   // qwen3 needs the opening tag; deepseek_r1 does not.
   EXPECT_EQ(Split(ReasoningFormat::kQwen3, nullptr, "no think</think>x", 3).content, "no think</think>x");

@@ -259,12 +259,8 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
     if (auto e = PrepareChatOutput(req, options_.chat, &prepared->job, &req.structured)) {
       return SendError(*writer, *e);
     }
-    StatusOr<std::string> text = options_.chat_renderer
-                                     ? options_.chat_renderer(req.messages, req.chat)
-                                     : ChatTemplate::Fallback().Render(req.messages, req.chat);
-    if (!text.ok()) {
-      return SendError(*writer, RequestContentError(text.status().WithContext("chat template"), "messages"));
-    }
+    StatusOr<std::string> text = RenderChatPrompt(options_.chat_renderer, req);
+    if (!text.ok()) return SendError(*writer, RequestContentError(text.status(), "messages"));
     auto ids = TokenizeText(*text, /*chat=*/true, req.add_special_tokens);
     if (!ids.ok()) return SendError(*writer, RequestContentError(ids.status(), "messages"));
     prompts.push_back(std::move(*ids));

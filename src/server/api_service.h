@@ -22,6 +22,7 @@
 #include "grammar/structured_output.h"
 #include "server/api_error.h"
 #include "server/chat_prepare.h"
+#include "server/chat_prompt.h"
 #include "server/generation_job.h"
 #include "server/parsed_request.h"
 #include "server/response_writer.h"
@@ -30,19 +31,11 @@
 
 namespace deepinfer::server {
 
-// Renders chat messages into prompt text (with the generation prompt). Null:
-// the built-in fallback format, "<|role|>\ncontent\n" per message, then
-// "<|assistant|>\n" (what ChatTemplate::Fallback documents).
-// `options` are the request's (tools, documents, kwargs, generation prompt);
-// the renderer adds the special tokens.
-using ChatPromptRenderer =
-    std::function<StatusOr<std::string>(const std::vector<ChatMessage>&, const ChatRenderOptions& options)>;
-
 struct ServiceOptions {
   std::string served_model_name = "deepinfer";
-  std::string api_key;  // non-empty: /v1/* needs "Authorization: Bearer <key>"
-  ChatPromptRenderer chat_renderer;
-  ChatFeatures chat;  // tool-call parser, reasoning parser
+  std::string api_key;               // non-empty: /v1/* needs "Authorization: Bearer <key>"
+  ChatPromptRenderer chat_renderer;  // null: the fallback format
+  ChatFeatures chat;                 // tool-call parser, reasoning parser
   // Worker threads for request preparation (JSON, chat template,
   // tokenization) and for grammar compilation; 0 runs that step on the
   // caller's thread (tests). Bodies over large_body_bytes are prepared on

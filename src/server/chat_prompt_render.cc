@@ -1,6 +1,7 @@
 // chat_prompt_render: a test helper (not installed) that prints the prompt
 // the server renders for a chat request, byte for byte, through the same
-// code: ParseChatRequest -> ChatTemplate::Render with the request's inputs.
+// code: ParseChatRequest -> RenderChatPrompt over a renderer that adds
+// BOS / EOS as serve's does (tools/chat_renderer.cc).
 // tests/chat/jinja2_compare_test.py compares it with Python Jinja2.
 //
 //   chat_prompt_render TEMPLATE_FILE REQUEST_JSON_FILE [BOS [EOS]]
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "server/chat_prompt.h"
 #include "server/parsed_request.h"
 #include "tokenizer/chat_template.h"
 
@@ -25,6 +27,9 @@ std::string ReadAll(const char* path) {
 
 }  // namespace
 
+// A test helper: an exception (out of memory) aborts it, which the test
+// reports as a failed render.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   using namespace deepinfer;
   if (argc < 3) {
@@ -44,10 +49,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "request: %s\n", e->message.c_str());
     return 1;
   }
-  ChatRenderOptions options = req.chat;
-  if (argc > 3) options.bos_token = argv[3];
-  if (argc > 4) options.eos_token = argv[4];
-  auto text = tmpl->Render(req.messages, options);
+  const std::string bos = argc > 3 ? argv[3] : "", eos = argc > 4 ? argv[4] : "";
+  const ChatTemplate& t = *tmpl;
+  const server::ChatPromptRenderer renderer = [&](const std::vector<ChatMessage>& messages,
+                                                  const ChatRenderOptions& request) {
+    ChatRenderOptions options = request;
+    options.bos_token = bos;
+    options.eos_token = eos;
+    return t.Render(messages, options);
+  };
+  auto text = server::RenderChatPrompt(renderer, req);
   if (!text.ok()) {
     std::fprintf(stderr, "render: %s\n", text.status().message().c_str());
     return 1;

@@ -28,6 +28,9 @@ struct PromptInput {
 };
 
 // One entry of `tools` ({"type": "function", "function": {...}}).
+// nlohmann::json's members make the implicit moves noexcept(false); nothing
+// throws there.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct ToolFunction {
   std::string name;
   nlohmann::ordered_json parameters;  // a JSON Schema object ({} when absent), key order as sent
@@ -41,6 +44,9 @@ struct ToolChoice {
   std::string name;  // kNamed
 };
 
+// nlohmann::json's members make the implicit moves noexcept(false); nothing
+// throws there.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct ParsedRequest {
   enum class Api { kCompletion, kChat };
   Api api = Api::kCompletion;

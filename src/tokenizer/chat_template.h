@@ -23,7 +23,9 @@
 namespace deepinfer {
 
 // One message as the template sees it: a dict with "role", "content" and
-// then every other field of `fields`, in their order.
+// then every other field of `fields`, in their order. nlohmann::json's
+// members make the implicit moves noexcept(false); nothing throws there.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct ChatMessage {
   std::string role;              // "system", "user", "assistant", "tool", "developer"
   std::string content;           // text (multi-part contents are joined by the caller)
@@ -34,7 +36,8 @@ struct ChatMessage {
 };
 
 // The variables a render gets besides `messages` (Hugging Face's
-// apply_chat_template arguments).
+// apply_chat_template arguments). Implicit moves: as ChatMessage's.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct ChatRenderOptions {
   bool add_generation_prompt = true;
   // Leave the last message open: the prompt ends right after its content

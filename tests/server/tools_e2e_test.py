@@ -13,6 +13,8 @@ weights only grammar-forced output can be a valid call, so:
   - response_format properties declared zeta, alpha, mid are generated in that order;
   - min_tokens holds EOS back, add_special_tokens adds BOS, chat echo, unsupported fields are 400s
     naming them, a reasoning block becomes reasoning_content (--reasoning-parser qwen3);
+  - the Qwen3 model written as GGUF (template in tokenizer.chat_template) renders the history and
+    forces a valid call the same way;
   - tool_choice "none" parses no calls and renders the tools as "auto" does (vLLM's default);
   - the official `openai` npm client runs tools_client.mjs (auto, required, named, parallel, streamed,
     a round trip whose prompt is checked against Jinja2 as above) against each model.
@@ -318,6 +320,25 @@ def main():
             finally:
                 server.stop()
             print("tools_e2e: %s ok" % family)
+        # GGUF: the tokenizer as tokenizer.ggml.* and the template as tokenizer.chat_template.
+        tokenizer_dir = os.path.join(args.shared, "models", "tokenizers", "qwen3")
+        model = os.path.join(tmp, "qwen3.gguf")
+        r = subprocess.run([args.deepinfer, "synth", "--arch", "qwen3", "--preset", "tiny", "--format", "gguf",
+                            "--seed", "3", "--out", model, "--tokenizer", tokenizer_dir],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            fail("synth --format gguf --tokenizer qwen3: %s" % r.stderr)
+        server = e2e.Server(args.deepinfer, model)
+        try:
+            check_history_renders(server, tokenizer_dir)
+            status, r = server.post("/v1/chat/completions", {"messages": USER, "tools": TOOLS, "max_tokens": 200,
+                                                             "tool_choice": "required", "seed": 4})
+            if status != 200 or r["choices"][0]["finish_reason"] != "tool_calls":
+                fail("gguf required: %d %r" % (status, r))
+            check_calls(r["choices"][0]["message"]["tool_calls"], SCHEMAS.keys(), "gguf required")
+        finally:
+            server.stop()
+        print("tools_e2e: qwen3 GGUF ok")
     print("tools_e2e: ok")
 
 

@@ -15,6 +15,8 @@ packages=(
   python3-jsonschema                    # independent validator for structured-output tests
   python3-jinja2                        # independent chat-template renderer (tests/chat)
   libboost-dev                          # Boost.Beast/Asio: the HTTP server and bench-serve client
+  python3-sentencepiece                 # independent tokenizer for tests/server/endpoints_test.py
+  prometheus                            # promtool: tests/server/metrics_test.py checks /metrics
 )
 
 missing=()

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/stats.h"
 #include "tools/plot_png.h"
 
 namespace deepinfer::tools {
@@ -115,9 +116,9 @@ std::string FormatBenchTable(const BenchReport& r) {
   os << line;
   if (r.kv_cache_memory > 0) {
     const int64_t seq_tokens = r.config.prompt_tokens + r.config.gen_tokens;
-    std::snprintf(line, sizeof(line), "kv cache memory %s holds %lld sequences of %lld tokens at once\n",
+    std::snprintf(line, sizeof(line), "kv cache memory %s holds %lld sequences of %lld tokens at once%s\n",
                   Bytes(r.kv_cache_memory).c_str(), static_cast<long long>(r.max_concurrent_sequences),
-                  static_cast<long long>(seq_tokens));
+                  static_cast<long long>(seq_tokens), r.config.swa_full_kv ? " (--swa-full-kv)" : "");
     os << line;
   }
   return os.str();

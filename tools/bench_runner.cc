@@ -6,6 +6,7 @@
 #include <random>
 #include <sstream>
 
+#include "kv/kv_manager.h"
 #include "runner/step_runner.h"
 
 namespace deepinfer::tools {
@@ -151,13 +152,6 @@ int64_t PrefillSteps(int64_t tokens, int64_t chunk) { return CeilDiv(tokens, chu
 
 }  // namespace
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 int64_t BenchKvBlocks(const BenchConfig& c) { return SharedBlocks(c) + MaxBatch(c) * OwnBlocks(c); }
 
 int64_t BenchKvBytesPerToken(const BenchConfig& c, const ModelConfig& m) {
@@ -169,6 +163,17 @@ int64_t BenchKvBytes(const BenchConfig& c, const ModelConfig& m) {
 }
 
 int64_t MaxConcurrentSequences(const BenchConfig& c, const ModelConfig& m, int64_t kv_cache_memory) {
+  const bool windowed =
+      std::any_of(m.sliding_window.begin(), m.sliding_window.end(), [](int64_t w) { return w > 0; });
+  if (windowed && !c.swa_full_kv) {
+    const int64_t pages = kv_cache_memory / (c.block_size * BenchKvBytesPerToken(c, m) / m.num_layers);
+    const KvManager kv(KvConfig{.num_blocks = 1,
+                                .block_size = static_cast<int32_t>(c.block_size),
+                                .layer_windows = m.sliding_window});
+    // Less the copy-on-write page per layer the admission bound reserves (no forks here).
+    const int64_t per_seq = kv.MaxUnitsForSequence(c.prompt_tokens + c.gen_tokens, 1) - m.num_layers;
+    return pages / per_seq;
+  }
   const int64_t blocks = kv_cache_memory / (c.block_size * BenchKvBytesPerToken(c, m));
   return std::max<int64_t>(0, blocks - SharedBlocks(c)) / OwnBlocks(c);
 }

@@ -38,6 +38,9 @@ struct BenchConfig {
   bool shared_prompt = false;
   uint64_t seed = 1;             // prompt token ids
   DType kv_dtype = DType::kF32;  // element type of the KV cache (--kv-cache-dtype, resolved)
+  // --swa-full-kv: count sliding-window layers as holding every position in
+  // max_concurrent_sequences (the timed run itself always keeps full KV).
+  bool swa_full_kv = false;
 };
 
 // KV blocks the whole run needs (the largest batch), and their bytes.
@@ -47,7 +50,10 @@ int64_t BenchKvBytes(const BenchConfig& config, const ModelConfig& model);
 int64_t BenchKvBytesPerToken(const BenchConfig& config, const ModelConfig& model);
 // How many sequences of P + G tokens fit at once in `kv_cache_memory` bytes
 // of blocks of config.block_size tokens (each sequence holds its own blocks;
-// with shared_prompt the prompt's full blocks are held once).
+// with shared_prompt the prompt's full blocks are held once). For a model with
+// sliding-window layers, unless swa_full_kv, as the engine holds them:
+// single-layer pages, windowed layers at their decode bound
+// (KvManager::MaxUnitsForSequence, docs/kv-cache.md), no prefix sharing.
 int64_t MaxConcurrentSequences(const BenchConfig& config, const ModelConfig& model, int64_t kv_cache_memory);
 
 // Checks the config against the model (context length) and the machine
@@ -66,7 +72,5 @@ struct BenchResult {
 using BenchProgress = std::function<void(const std::string& phase, int64_t done, int64_t total)>;
 
 StatusOr<BenchResult> RunBench(Model& model, const BenchConfig& config, const BenchProgress& progress);
-
-double Median(std::vector<double> v);
 
 }  // namespace deepinfer::tools

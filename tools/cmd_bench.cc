@@ -44,6 +44,7 @@ std::vector<FlagSpec> BenchFlags() {
       {"plot", "FILE.png", "draw the results as a PNG chart", ""},
       {"kv-cache-dtype", "auto|f32|f16|bf16|q8_0", "KV element type", "auto: the faster 16-bit type"},
       {"kv-cache-memory", "BYTES", "also report how many P + G sequences that many KV bytes hold", ""},
+      {"swa-full-kv", "", "count sliding-window layers as keeping every position (the baseline)", ""},
   };
 }
 
@@ -103,6 +104,7 @@ StatusOr<BenchOptions> ParseOptions(const Flags& flags) {
   if (seed < 0) return InvalidArgument("--seed must be >= 0");
   c.seed = static_cast<uint64_t>(seed);
   c.shared_prompt = flags.Has("shared-prompt");
+  c.swa_full_kv = flags.Has("swa-full-kv");
   DI_ASSIGN_OR_RETURN(o.kv_cache_dtype, ParseKvCacheDType(flags.GetString("kv-cache-dtype", "auto")));
   DI_ASSIGN_OR_RETURN(o.kv_cache_memory, flags.GetInt("kv-cache-memory", 0));
   if (o.kv_cache_memory < 0) return InvalidArgument("--kv-cache-memory must be >= 0 bytes");

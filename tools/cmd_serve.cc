@@ -98,6 +98,8 @@ std::vector<FlagSpec> ServeFlags() {
        "auto: the faster 16-bit type"},
       {"block-size", "N", "tokens per KV block", std::to_string(e.block_size)},
       {"no-prefix-cache", "", "do not reuse the KV of shared prompt prefixes", ""},
+      {"swa-full-kv", "",
+       "sliding-window layers keep KV for every token (the baseline; default: only the window)", ""},
       {"no-async-scheduling", "", "plan each step after the previous one finished (for comparison)", ""},
       {"no-jump-forward", "", "sample every token of a constrained request (for comparison)", ""},
       {"batch-invariant", "", "batch-invariant kernels (= DEEPINFER_BATCH_INVARIANT=1)", ""},
@@ -256,6 +258,7 @@ StatusOr<ServeOptions> ParseOptions(const Flags& flags) {
   if (block_size < 1 || block_size > 1024) return InvalidArgument("--block-size must be in [1, 1024]");
   e.block_size = static_cast<int32_t>(block_size);
   e.enable_prefix_cache = !flags.Has("no-prefix-cache");
+  e.swa_full_kv = flags.Has("swa-full-kv");
   e.async_scheduling = !flags.Has("no-async-scheduling");
   e.jump_forward = !flags.Has("no-jump-forward");
   DI_RETURN_IF_ERROR(ParseSpeculativeFlags(flags, &e));

@@ -1,5 +1,6 @@
 // deepinfer synth: writes a random-weight model (see src/synth/synth.h).
 #include <cstdio>
+#include <utility>
 
 #include "synth/synth.h"
 #include "tools/commands.h"
@@ -15,18 +16,22 @@ constexpr const char* kSummary =
     "files); f32, f16 and bf16 only.";
 
 std::vector<FlagSpec> SynthFlags() {
-  return {{"arch", "ARCH", "llama|mistral|qwen2|qwen3|mixtral|qwen2_moe|qwen3_moe|deepseek_v2|deepseek_v3",
-           "llama"},
-          {"preset", "NAME",
-           "tiny|tiny-rope-llama3|tiny-hybrid-swa|llama-110m|tinyllama-1.1b|v2-lite|v3-mini", "tiny"},
-          {"dtype", "f32|f16|bf16|q8_0|q4_0", "weight type", "f32"},
-          {"seed", "S", "seed of the random weights", "0"},
-          {"out", "PATH", "where to write the model", kRequired},
-          {"format", "gguf|hf", "file format", "gguf"},
-          {"tokenizer", "DIR",
-           "a folder with an HF tokenizer.json[.gz] (+ tokenizer_config.json): the model gets its vocabulary "
-           "size, tokenizer and chat template",
-           "a synthetic tokenizer"}};
+  return {
+      {"arch", "ARCH", "llama|mistral|qwen2|qwen3|mixtral|qwen2_moe|qwen3_moe|deepseek_v2|deepseek_v3",
+       "llama"},
+      {"preset", "NAME",
+       "tiny|tiny-rope-llama3|tiny-hybrid-swa|swa-bench|llama-110m|tinyllama-1.1b|v2-lite|v3-mini", "tiny"},
+      {"max-position", "N", "context length (max_position_embeddings)", "the preset's"},
+      {"sliding-window", "W", "window of the sliding layers (every layer slides if the preset has none)",
+       "the preset's"},
+      {"dtype", "f32|f16|bf16|q8_0|q4_0", "weight type", "f32"},
+      {"seed", "S", "seed of the random weights", "0"},
+      {"out", "PATH", "where to write the model", kRequired},
+      {"format", "gguf|hf", "file format", "gguf"},
+      {"tokenizer", "DIR",
+       "a folder with an HF tokenizer.json[.gz] (+ tokenizer_config.json): the model gets its "
+       "vocabulary size, tokenizer and chat template",
+       "a synthetic tokenizer"}};
 }
 
 }  // namespace
@@ -58,6 +63,14 @@ int RunSynth(const Args& args) {
     return Fail("synth", "--format: unknown format '" + format + "' (gguf, hf)", 2);
   }
   o.tokenizer_dir = flags.GetString("tokenizer", "");
+  for (auto [name, field] : {std::pair<const char*, int64_t*>{"max-position", &o.max_position},
+                             std::pair<const char*, int64_t*>{"sliding-window", &o.sliding_window}}) {
+    if (!flags.Has(name)) continue;
+    auto v = flags.GetInt(name, 0);
+    if (!v.ok()) return Fail("synth", v.status().message(), 2);
+    if (*v < 1) return Fail("synth", std::string("--") + name + " must be >= 1", 2);
+    *field = *v;
+  }
   o.progress = o.preset != "tiny" && o.preset != "tiny-rope-llama3";  // big presets take a while
   if (Status st = WriteSynthModel(o); !st.ok()) {
     return Fail("synth", st.message(), st.code() == StatusCode::kInvalidArgument ? 2 : 1);

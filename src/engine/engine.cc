@@ -67,6 +67,19 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model, const Engine
   DI_LOG_INFO("KV cache: %d blocks of %d tokens, %s, %lld bytes per token (%.1f MiB)", num_blocks,
               effective.block_size, DTypeName(kv_dtype), static_cast<long long>(bytes_per_token),
               static_cast<double>(num_blocks) * effective.block_size * bytes_per_token / (1024.0 * 1024.0));
+  const std::vector<int64_t>& windows = model.model->config().sliding_window;
+  const bool windowed = std::any_of(windows.begin(), windows.end(), [](int64_t w) { return w > 0; });
+  if (effective.swa_full_kv && !windowed) {
+    DI_LOG_INFO("--swa-full-kv: the model has no sliding-window layers; its KV is full-attention anyway");
+  }
+  if (windowed && !effective.swa_full_kv) {
+    DI_LOG_INFO(
+        "KV: sliding-window layers keep only their window (per-layer pages; --swa-full-kv keeps all)%s",
+        effective.enable_prefix_cache ? "; prefix caching is off for this model" : "");
+    if (static_cast<int64_t>(num_blocks) * model.model->config().num_layers > INT32_MAX) {
+      return InvalidArgument("KV cache: too many blocks for per-layer pages; lower --kv-cache-memory");
+    }
+  }
   std::unique_ptr<Drafter> drafter;
   if (effective.speculative.method == "ngram") drafter = std::make_unique<NgramDrafter>();
   if (mtp != nullptr) drafter = MakeMtpDrafter(std::move(mtp), effective, num_blocks);
@@ -74,9 +87,33 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model, const Engine
 }
 
 namespace {
+// Window-bounded KV (per-layer tables over one pool of single-layer pages)
+// for models with sliding-window layers, unless --swa-full-kv.
+bool PerLayerKv(const ModelConfig& m, const EngineConfig& c) {
+  const bool windowed =
+      std::any_of(m.sliding_window.begin(), m.sliding_window.end(), [](int64_t w) { return w > 0; });
+  return windowed && !c.swa_full_kv;
+}
+
+// The pool's units: blocks spanning every layer, or in per-layer mode as
+// many single-layer pages (the same bytes).
+int64_t KvUnits(const ModelConfig& m, const EngineConfig& c, int32_t num_blocks) {
+  return PerLayerKv(m, c) ? static_cast<int64_t>(num_blocks) * m.num_layers : num_blocks;
+}
+
 std::unique_ptr<KvCache> MakeKv(const LoadedModel& m, const EngineConfig& c, int32_t num_blocks) {
-  return std::make_unique<KvCache>(m.model->config(), num_blocks, c.block_size,
-                                   ResolveKvCacheDType(c.kv_cache_dtype));
+  const ModelConfig& mc = m.model->config();
+  const DType dtype = ResolveKvCacheDType(c.kv_cache_dtype);
+  if (PerLayerKv(mc, c)) return KvCache::Pages(mc, KvUnits(mc, c, num_blocks), c.block_size, dtype);
+  return std::make_unique<KvCache>(mc, num_blocks, c.block_size, dtype);
+}
+
+KvConfig MakeKvConfig(const LoadedModel& m, const EngineConfig& c, int32_t num_blocks) {
+  const ModelConfig& mc = m.model->config();
+  return KvConfig{.num_blocks = static_cast<int32_t>(KvUnits(mc, c, num_blocks)),
+                  .block_size = c.block_size,
+                  .enable_prefix_cache = c.enable_prefix_cache,
+                  .layer_windows = PerLayerKv(mc, c) ? mc.sliding_window : std::vector<int64_t>{}};
 }
 }  // namespace
 
@@ -86,10 +123,7 @@ EngineImpl::EngineImpl(LoadedModel model, const EngineConfig& config, int32_t nu
       config_(config),
       kv_(MakeKv(loaded_, config, num_blocks)),
       runner_(*loaded_.model, *kv_, config_.jump_forward),
-      scheduler_(std::make_unique<Scheduler>(config.scheduler,
-                                             KvConfig{.num_blocks = num_blocks,
-                                                      .block_size = config.block_size,
-                                                      .enable_prefix_cache = config.enable_prefix_cache})),
+      scheduler_(std::make_unique<Scheduler>(config.scheduler, MakeKvConfig(loaded_, config, num_blocks))),
       calibrator_(std::max(config.scheduler.max_num_speculative_tokens, 1)),
       output_(loaded_.tokenizer.get(),
               [this](RequestId id) {
@@ -219,19 +253,18 @@ void EngineImpl::Abort(RequestId id) {
 }
 
 void EngineImpl::EraseContextLocked(RequestId id) {
-  if (contexts_.erase(id) > 0 && !config_.speculative.method.empty()) {
-    released_.push_back(id);
-    draft_budget_.erase(id);
-  }
+  if (contexts_.erase(id) > 0 && !config_.speculative.method.empty()) released_.push_back(id);
 }
 
 bool EngineImpl::AbortLocked(RequestId id, FinishReason reason, const std::string& error) {
   StatusOr<Request> aborted = scheduler_->Abort(id, reason);
   if (!aborted.ok()) return false;
+  OutputItem item;
+  if (auto ctx = contexts_.find(id); ctx != contexts_.end())
+    item.first_scheduled = ctx->second->first_scheduled;
   EraseContextLocked(id);
   draft_confidence_.erase(id);
   ++requests_finished_total_;
-  OutputItem item;
   item.id = id;
   item.finish_reason = reason;
   item.error = error;
@@ -274,11 +307,16 @@ EngineMetrics EngineImpl::Metrics() const {
     m.kv_blocks_total = kv.num_blocks();
     m.kv_blocks_in_use = kv.pool().num_referenced();
     m.kv_cache_usage_ratio = kv.UsageRatio();
+    for (const KvManager::GroupUsage& g : kv.GroupUsages()) {
+      m.kv_groups.push_back({g.name, g.units_in_use, kv.num_blocks()});
+    }
     m.prompt_tokens_total = s.prompt_tokens;
     m.generation_tokens_total = s.generation_tokens;
     m.prefix_cache_hit_ratio = s.prompt_tokens > 0 ? static_cast<double>(cached_prompt_tokens_total_) /
                                                          static_cast<double>(s.prompt_tokens)
                                                    : 0.0;
+    m.prefix_cache_queries_total = s.prompt_tokens;
+    m.prefix_cache_hits_total = cached_prompt_tokens_total_;
     m.requests_finished_total = requests_finished_total_;
     m.num_preemptions_total = s.num_preemptions;
     m.steps_total = steps_total_;
@@ -288,6 +326,7 @@ EngineMetrics EngineImpl::Metrics() const {
       m.spec_num_drafts_total = spec_verifications_;
       m.spec_accepted_per_position = spec_accepted_per_position_;
       m.spec_draft_length_counts = spec_draft_length_counts_;
+      m.spec_paused_steps_total = spec_paused_steps_;
       for (const DepthCalibration& d : calibrator_.depths()) {
         const double n = static_cast<double>(std::max<int64_t>(d.trials, 1));
         m.spec_predicted_acceptance.push_back(d.predicted_sum / n);
@@ -298,8 +337,16 @@ EngineMetrics EngineImpl::Metrics() const {
   }
   m.executor_idle_seconds_total = executor_.idle_seconds();
   m.executor_busy_seconds_total = executor_.busy_seconds();
-  m.time_to_first_token_seconds = output_.TimeToFirstToken();
-  m.time_per_output_token_seconds = output_.TimePerOutputToken();
+  RequestHistograms h = output_.Histograms();
+  m.time_to_first_token_seconds = std::move(h.time_to_first_token);
+  m.time_per_output_token_seconds = std::move(h.time_per_output_token);
+  m.e2e_request_latency_seconds = std::move(h.e2e_latency);
+  m.request_queue_time_seconds = std::move(h.queue_time);
+  m.request_prefill_time_seconds = std::move(h.prefill_time);
+  m.request_decode_time_seconds = std::move(h.decode_time);
+  m.request_inference_time_seconds = std::move(h.inference_time);
+  m.request_prompt_tokens = std::move(h.prompt_tokens);
+  m.request_generation_tokens = std::move(h.generation_tokens);
   return m;
 }
 

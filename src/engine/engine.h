@@ -70,7 +70,11 @@ struct EngineConfig {
   // it). f32 is the reference; Create resolves kAuto (config() reports the type used).
   KvCacheDType kv_cache_dtype = KvCacheDType::kF32;
   bool enable_prefix_cache = true;  // --no-prefix-cache turns it off
-  bool async_scheduling = true;     // --no-async-scheduling for comparison
+  // --swa-full-kv: sliding-window layers keep KV for every position (the
+  // baseline). Off: a model with sliding-window layers gets per-layer,
+  // window-bounded KV (docs/kv-cache.md), without prefix caching for now.
+  bool swa_full_kv = false;
+  bool async_scheduling = true;  // --no-async-scheduling for comparison
   // Jump-forward for constrained requests (--no-jump-forward for comparison):
   // when the constraint allows a single continuation after a sampled token,
   // its tokens are appended without sampling and computed in one chunk.

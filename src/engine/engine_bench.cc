@@ -7,12 +7,21 @@
 //                [--tokenizer PATH]
 // --spec compares speculation schedules (async only), alternating the modes
 // within each round; without it, async vs sync.
+//
+//   engine_bench --model M --burst 16 --prompt-tokens 3500 --gen-tokens 8
+//                --kv-cache-memory BYTES [--swa-full-kv 1] [--max-num-batched-tokens T]
+// --burst N submits N requests at once into a pool of BYTES and reports the
+// most requests running at once (Metrics polled every millisecond) and the
+// preemptions: the KV capacity of window-bounded vs full sliding-window KV
+// (docs/kv-cache.md).
 // Without --model, a random-weight model of the preset is written to
 // /tmp/engine_bench_<preset>_<dtype>.gguf once and reused.
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -21,6 +30,7 @@
 
 #include "backend/cpu/backend_config.h"
 #include "checkpoint/checkpoint.h"
+#include "core/stats.h"
 #include "engine/engine.h"
 #include "synth/synth.h"
 #include "tensor/dtype.h"
@@ -39,7 +49,73 @@ struct Options {
   std::vector<std::string> spec;  // none | fixed | adaptive
   std::string spec_method = "ngram", tokenizer;
   int spec_tokens = 5, rounds = 1;
+  int burst = 0;
+  int64_t kv_cache_memory = 0, max_num_batched_tokens = 2048;
+  bool swa_full_kv = false;
 };
+
+// --burst: see the header comment.
+int RunBurst(const Options& o) {
+  LoadOptions load;
+  load.num_threads = o.threads;
+  auto loaded = LoadModel(o.model, load);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "engine_bench: %s\n", loaded.status().message().c_str());
+    return 1;
+  }
+  const int64_t vocab = loaded->model->config().vocab_size;
+  EngineConfig config;
+  config.scheduler.max_num_seqs = o.burst;
+  config.scheduler.max_model_len = o.prompt_tokens + o.gen_tokens + 16;
+  config.scheduler.max_num_batched_tokens = o.max_num_batched_tokens;
+  config.kv_cache_memory_bytes = o.kv_cache_memory;
+  config.swa_full_kv = o.swa_full_kv;
+  auto engine = Engine::Create(std::move(*loaded), config);
+  if (!engine.ok()) {
+    std::fprintf(stderr, "engine_bench: %s\n", engine.status().message().c_str());
+    return 1;
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  int finished = 0;
+  std::mt19937 rng(1);
+  std::uniform_int_distribution<int32_t> token(3, static_cast<int32_t>(vocab - 1));
+  const Clock::time_point start = Clock::now();
+  for (int i = 0; i < o.burst; ++i) {
+    GenerationRequest r;
+    for (int t = 0; t < o.prompt_tokens; ++t) r.prompt_tokens.push_back(token(rng));
+    r.max_tokens = o.gen_tokens;
+    r.ignore_eos = true;
+    r.sampling.temperature = 0;
+    auto id = (*engine)->Submit(std::move(r), [&](GenerationEvent ev) {
+      if (ev.finish_reason == FinishReason::kNone) return;
+      std::lock_guard<std::mutex> lock(mu);
+      ++finished;
+      cv.notify_all();
+    });
+    if (!id.ok()) {
+      std::fprintf(stderr, "engine_bench: %s\n", id.status().message().c_str());
+      return 1;
+    }
+  }
+  int64_t max_running = 0, max_in_use = 0;
+  for (;;) {
+    const EngineMetrics m = (*engine)->Metrics();
+    max_running = std::max(max_running, m.num_requests_running);
+    max_in_use = std::max(max_in_use, m.kv_blocks_in_use);
+    std::unique_lock<std::mutex> lock(mu);
+    if (cv.wait_for(lock, std::chrono::milliseconds(1), [&] { return finished == o.burst; })) break;
+  }
+  const EngineMetrics m = (*engine)->Metrics();
+  std::printf(
+      "burst %d x (%d + %d) tokens, kv %lld bytes, %s: max running %lld, preemptions %lld, "
+      "pool %lld units (peak in use %lld), %.1f s\n",
+      o.burst, o.prompt_tokens, o.gen_tokens, static_cast<long long>(o.kv_cache_memory),
+      o.swa_full_kv ? "--swa-full-kv" : "window-bounded", static_cast<long long>(max_running),
+      static_cast<long long>(m.num_preemptions_total), static_cast<long long>(m.kv_blocks_total),
+      static_cast<long long>(max_in_use), std::chrono::duration<double>(Clock::now() - start).count());
+  return 0;
+}
 
 struct RunStats {
   double decode_tok_s = 0, idle_s = 0, busy_s = 0;
@@ -148,6 +224,14 @@ int Main(int argc, char** argv) {
       o.spec_tokens = std::stoi(v);
     } else if (k == "--rounds") {
       o.rounds = std::stoi(v);
+    } else if (k == "--burst") {
+      o.burst = std::stoi(v);
+    } else if (k == "--kv-cache-memory") {
+      o.kv_cache_memory = std::stoll(v);
+    } else if (k == "--max-num-batched-tokens") {
+      o.max_num_batched_tokens = std::stoll(v);
+    } else if (k == "--swa-full-kv") {
+      o.swa_full_kv = v == "1";
     } else if (k == "--concurrency") {
       o.concurrency.clear();
       std::stringstream ss(v);
@@ -177,8 +261,10 @@ int Main(int argc, char** argv) {
     }
   }
   std::printf("model %s, prompt %d, gen %d\n", o.model.c_str(), o.prompt_tokens, o.gen_tokens);
+  if (o.burst > 0) return RunBurst(o);
   if (!o.spec.empty()) {
     for (int c : o.concurrency) {
+      std::map<std::string, std::vector<double>> tok_s;  // per mode, one per round
       for (int round = 0; round < o.rounds; ++round) {
         for (const std::string& mode : o.spec) {
           auto s = RunOnce(o, /*async=*/true, c, mode);
@@ -192,7 +278,17 @@ int Main(int argc, char** argv) {
               c, round, mode.c_str(), s->decode_tok_s, static_cast<long long>(s->steps),
               static_cast<long long>(s->drafts), static_cast<long long>(s->accepted));
           std::fflush(stdout);
+          tok_s[mode].push_back(s->decode_tok_s);
         }
+      }
+      // Medians over the rounds, and each mode against the first one round by
+      // round (the modes alternate inside a round, so load drift cancels).
+      const std::vector<double>& base = tok_s[o.spec.front()];
+      for (const std::string& mode : o.spec) {
+        std::vector<double> ratio;
+        for (size_t r = 0; r < base.size(); ++r) ratio.push_back(tok_s[mode][r] / base[r]);
+        std::printf("concurrency %3d median  spec %-8s decode %8.1f tok/s  vs %s per round: median %.3fx\n",
+                    c, mode.c_str(), Median(tok_s[mode]), o.spec.front().c_str(), Median(ratio));
       }
     }
     return 0;

@@ -27,6 +27,7 @@
 #include "runner/step_runner.h"
 #include "scheduler/scheduler.h"
 #include "spec/acceptance_calibrator.h"
+#include "spec/draft_length_policy.h"
 #include "spec/step_cost_model.h"
 
 namespace deepinfer {
@@ -101,13 +102,23 @@ class EngineImpl final : public Engine {
   // Verification results into calibration and metrics; proposals through the
   // draft-length policy into the scheduler.
   void CommitSpeculationLocked(const StepResult& result) REQUIRES(mu_);
+  void UpdateDraftingPauseLocked(const DraftSchedule& schedule, const StepLoad& load) REQUIRES(mu_);
   AcceptanceCalibrator calibrator_ GUARDED_BY(mu_);
   StepCostModel step_cost_ GUARDED_BY(mu_);
-  // Adaptive schedule: how many drafts each request's next proposal may hold
-  // (one more than the schedule last chose, so a drafter that costs compute
-  // per draft does not draft what will not be verified); absent = the cap.
-  std::unordered_map<RequestId, int32_t> draft_budget_ GUARDED_BY(mu_);
-  double drafter_seconds_per_token_ GUARDED_BY(mu_) = 0.0;  // smoothed, from the runner's timing
+  DrafterCost drafter_cost_ GUARDED_BY(mu_);  // from the runner's timing
+  // Adaptive schedule: the last step's exchange rate, the drafter's stop rule
+  // for the next proposals (it does not chain drafts that will not be verified).
+  float draft_stop_below_confidence_ GUARDED_BY(mu_) = 0.0f;
+  // Adaptive schedule: the drafter is paused (no hidden rows, no catch-up, no
+  // proposals) while speculation is predicted not to pay; see
+  // UpdateDraftingPauseLocked.
+  bool drafting_paused_ GUARDED_BY(mu_) = false;
+  double spec_speedup_ GUARDED_BY(mu_) = 1.0;  // smoothed predicted speedup of the chosen schedules
+  // Per depth, the smoothed calibrated confidence of the proposals (< 0: none
+  // seen yet): while paused, the proposals speculation would see.
+  std::vector<double> typical_confidence_ GUARDED_BY(mu_);
+  int64_t steps_since_pause_change_ GUARDED_BY(mu_) = 0;
+  int64_t spec_paused_steps_ GUARDED_BY(mu_) = 0;
   // Raw confidences of the drafts last handed to the scheduler, per request.
   std::unordered_map<RequestId, std::vector<float>> draft_confidence_ GUARDED_BY(mu_);
   // Some request will verify drafts next: plan after the commit (drafts come

@@ -7,6 +7,7 @@
 // on the executor thread with no lock held.
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <unordered_map>
 
 #include "core/log.h"
@@ -84,16 +85,18 @@ std::optional<LaunchedStep> EngineImpl::PrepareLocked(StepPlan plan) {
   if (plan.empty()) return std::nullopt;
   LaunchedStep step;
   step.contexts.reserve(plan.seqs.size());
+  const auto now = std::chrono::steady_clock::now();
   for (const ScheduledSequence& seq : plan.seqs) {
     auto it = contexts_.find(seq.request_id);
+    if (it != contexts_.end() && it->second->first_scheduled == std::chrono::steady_clock::time_point{}) {
+      it->second->first_scheduled = now;
+    }
     step.contexts.push_back(seq.samples && it != contexts_.end() ? it->second : nullptr);
   }
-  if (config_.speculative.adaptive && !draft_budget_.empty()) {
-    for (const ScheduledSequence& seq : plan.seqs) {
-      const auto b = draft_budget_.find(seq.request_id);
-      step.draft_budget.push_back(b != draft_budget_.end() ? b->second
-                                                           : config_.scheduler.max_num_speculative_tokens);
-    }
+  step.draft = !drafting_paused_;
+  if (config_.speculative.adaptive && draft_stop_below_confidence_ > 0) {
+    step.draft_stop_below_confidence = draft_stop_below_confidence_;
+    step.draft_calibration = std::make_shared<const AcceptanceCalibrator>(calibrator_);
   }
   step.plan = std::move(plan);
   step.released = std::move(released_);
@@ -140,6 +143,7 @@ void EngineImpl::CommitLocked(StepResult& result) {
     OutputItem item;
     item.id = u.request_id;
     item.finish_reason = u.finish_reason;
+    if (ctx != contexts_.end()) item.first_scheduled = ctx->second->first_scheduled;
     if (r != nullptr) {
       item.cached_prompt_tokens = r->num_cached_prompt_tokens;
       if (ctx != contexts_.end() && !ctx->second->cached_tokens_counted) {

@@ -6,6 +6,7 @@
 // (runner/row_sampler.h).
 #include <algorithm>
 
+#include "core/log.h"
 #include "engine/engine_impl.h"
 #include "spec/draft_length_policy.h"
 
@@ -15,6 +16,7 @@ void EngineImpl::CommitSpeculationLocked(const StepResult& result) {
   const int32_t max_draft = config_.scheduler.max_num_speculative_tokens;
   if (spec_accepted_per_position_.empty()) {
     spec_accepted_per_position_.assign(static_cast<size_t>(max_draft), 0);
+    typical_confidence_.assign(static_cast<size_t>(max_draft), -1.0);
     spec_draft_length_counts_.assign(static_cast<size_t>(max_draft) + 1, 0);
   }
   int64_t drafts_in_step = 0;
@@ -33,11 +35,18 @@ void EngineImpl::CommitSpeculationLocked(const StepResult& result) {
       calibrator_.Observe(d, c, d < accepted);
     }
   }
-  if (result.forward_seconds > 0) step_cost_.Observe(result.num_tokens, result.forward_seconds);
-  if (result.proposed_tokens > 0) {
-    const double per_token = result.draft_seconds / static_cast<double>(result.proposed_tokens);
-    drafter_seconds_per_token_ =
-        drafter_seconds_per_token_ == 0.0 ? per_token : 0.9 * drafter_seconds_per_token_ + 0.1 * per_token;
+  // The cost model learns from decode and verification steps only (every
+  // token a logit row that is sampled), the steps whose cost it predicts: a
+  // prompt chunk's tokens cost a fraction of a decode token (no logits, no
+  // sampling, one attention pass per chunk), and mixing them in drags the
+  // fitted marginal token far below a verified draft's.
+  int64_t logit_rows = 0;
+  for (const SampledRow& row : result.rows) logit_rows += 1 + row.num_drafts;
+  if (result.forward_seconds > 0 && result.num_tokens == logit_rows) {
+    step_cost_.Observe(result.num_tokens, result.forward_seconds);
+  }
+  if (result.draft_seconds > 0) {
+    drafter_cost_.Observe(result.proposed_tokens, result.draft_seconds, result.draft_fixed_seconds);
   }
 
   // The fresh proposals of requests that go on.
@@ -56,15 +65,25 @@ void EngineImpl::CommitSpeculationLocked(const StepResult& result) {
   // The next step's load before drafts: about this step's.
   const StepLoad load{.sampling_rows = static_cast<int64_t>(result.rows.size()),
                       .tokens = std::max<int64_t>(result.num_tokens - drafts_in_step, 1)};
-  const std::vector<int32_t> lengths =
-      ChooseDraftLengths(inputs, load, step_cost_, drafter_seconds_per_token_, max_draft,
+  const DraftSchedule schedule =
+      ChooseDraftLengths(inputs, load, step_cost_, drafter_cost_, max_draft,
                          config_.speculative.adaptive ? SpecSchedule::kAdaptive : SpecSchedule::kFixed);
+  const std::vector<int32_t>& lengths = schedule.lengths;
+  for (const DraftLengthInput& in : inputs) {
+    for (size_t d = 0; d < in.confidence.size() && d < typical_confidence_.size(); ++d) {
+      typical_confidence_[d] = typical_confidence_[d] < 0
+                                   ? in.confidence[d]
+                                   : 0.95 * typical_confidence_[d] + 0.05 * in.confidence[d];
+    }
+  }
+  if (!inputs.empty()) draft_stop_below_confidence_ = static_cast<float>(schedule.exchange_rate);
+  if (config_.speculative.adaptive)
+    UpdateDraftingPauseLocked(inputs.empty() ? DraftSchedule{} : schedule, load);
   speculating_ = false;
   for (size_t i = 0; i < proposing.size(); ++i) {
     const SampledRow& row = *proposing[i];
     const auto k = static_cast<size_t>(lengths[i]);
     ++spec_draft_length_counts_[k];
-    draft_budget_[row.request_id] = std::min<int32_t>(lengths[i] + 1, max_draft);
     if (k == 0) continue;
     std::vector<int32_t> drafts(row.proposal.tokens.begin(),
                                 row.proposal.tokens.begin() + static_cast<std::ptrdiff_t>(k));
@@ -72,6 +91,54 @@ void EngineImpl::CommitSpeculationLocked(const StepResult& result) {
     draft_confidence_[row.request_id].assign(
         row.proposal.confidence.begin(), row.proposal.confidence.begin() + static_cast<std::ptrdiff_t>(k));
     speculating_ = true;
+  }
+}
+
+// Pausing: the schedule's predicted speedup (the chosen lengths' tokens per
+// second, drafter included, over a step without speculation) is smoothed
+// over the steps that proposed; below kPauseBelow the drafter is paused -- its
+// catch-up alone costs more than the drafts save, as under a compute-bound
+// load or with drafts that are always rejected -- which also lets async
+// scheduling plan ahead again. While paused there are no proposals, so the
+// same prediction runs on typical ones (per depth, the smoothed calibrated
+// confidence of the proposals seen while drafting); it resumes once that predicts kResumeSpeedup, or after
+// kProbeSteps paused steps to re-measure (the text or the drafts may have changed). The MTP drafter restarts
+// its context at the first position it sees again. kPauseBelow is under 1 so that a drafter that costs next
+// to nothing (ngram) is not paused over a draft-less stretch: the pause would save next to nothing and lose
+// the next good proposals.
+void EngineImpl::UpdateDraftingPauseLocked(const DraftSchedule& schedule, const StepLoad& load) {
+  constexpr double kSmoothing = 0.2;
+  constexpr double kPauseBelow = 0.98;
+  constexpr double kResumeSpeedup = 1.05;
+  constexpr int64_t kMinStepsBeforePause = 8;
+  constexpr int64_t kProbeSteps = 256;
+  ++steps_since_pause_change_;
+  if (!drafting_paused_) {
+    if (schedule.lengths.empty()) return;  // nothing proposed this step: nothing learned
+    spec_speedup_ = (1 - kSmoothing) * spec_speedup_ + kSmoothing * schedule.speedup;
+    if (spec_speedup_ < kPauseBelow && steps_since_pause_change_ >= kMinStepsBeforePause) {
+      drafting_paused_ = true;
+      steps_since_pause_change_ = 0;
+      DI_LOG_DEBUG("speculation paused: predicted speedup %.3f", spec_speedup_);
+    }
+    return;
+  }
+  ++spec_paused_steps_;
+  const int32_t max_draft = config_.scheduler.max_num_speculative_tokens;
+  DraftLengthInput typical;
+  for (double c : typical_confidence_) {
+    if (c < 0 || static_cast<int32_t>(typical.confidence.size()) == max_draft) break;
+    typical.confidence.push_back(c);
+  }
+  const std::vector<DraftLengthInput> inputs(static_cast<size_t>(std::max<int64_t>(load.sampling_rows, 1)),
+                                             typical);
+  const double predicted =
+      ChooseDraftLengths(inputs, load, step_cost_, drafter_cost_, max_draft, SpecSchedule::kAdaptive).speedup;
+  if (predicted >= kResumeSpeedup || steps_since_pause_change_ >= kProbeSteps) {
+    drafting_paused_ = false;
+    steps_since_pause_change_ = 0;
+    spec_speedup_ = std::max(predicted, 1.0);
+    DI_LOG_DEBUG("speculation resumed: predicted speedup %.3f", predicted);
   }
 }
 

@@ -17,6 +17,8 @@
 #include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
 #include "engine/engine_test_util.h"
+#include "model/testing.h"
+#include "synth/synth.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deepinfer {
@@ -300,6 +302,62 @@ TEST(SpeculationMtp, PerDepthAcceptanceMatchesTheCheckpointsTable) {
     trials = accepted;
   }
   EXPECT_EQ(m.kv_blocks_in_use, 0);
+}
+
+// Drafts that are (almost) always rejected -- the random MTP layer of a
+// synthetic DeepSeek-V3 -- cost the drafter's catch-up every step and save
+// nothing: the adaptive schedule pauses the drafter (the output stays that
+// of plain decoding), fixed never does.
+TEST(SpeculationPause, AlwaysRejectedDraftsPauseTheDrafterUnderAdaptiveOnly) {
+  SynthOptions so;
+  so.arch = "deepseek_v3";
+  so.preset = "tiny";
+  so.seed = 77;
+  so.format = SynthFormat::kHf;
+  so.out = testing::PerTestPath(DI_BINARY_DIR, "engine_speculation_test", "deepseek_v3_tiny_hf");
+  ASSERT_TRUE(WriteSynthModel(so).ok());
+  auto run = [&](const char* method, bool adaptive) {
+    LoadOptions o;
+    o.num_threads = 2;
+    auto loaded = LoadModel(so.out, o);
+    EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
+    auto created = Engine::Create(std::move(*loaded), ConfigFor({"pause", method, adaptive, true}));
+    EXPECT_TRUE(created.ok()) << created.status().ToString();
+    Engine& engine = **created;
+    Collector col;
+    std::vector<RequestId> ids;
+    for (int i = 0; i < 4; ++i) {
+      GenerationRequest r;
+      r.prompt_tokens = {1, 17 + i, 99, 250 + i, 3};
+      r.max_tokens = 90;
+      r.ignore_eos = true;
+      r.sampling.temperature = 0;
+      ids.push_back(*engine.Submit(std::move(r), col.Callback()));
+    }
+    col.Wait(4);
+    RunOutput out;
+    for (RequestId id : ids) out.outputs.push_back(col.Get(id));
+    out.metrics = engine.Metrics();
+    EXPECT_EQ(out.metrics.kv_blocks_in_use, 0);
+    return out;
+  };
+  const RunOutput plain = run("", true);
+  const RunOutput adaptive = run("mtp", true);
+  const RunOutput fixed = run("mtp", false);
+  ExpectSame(plain, adaptive, "adaptive");
+  ExpectSame(plain, fixed, "fixed");
+  // Fixed verified drafts all along and most were rejected.
+  EXPECT_GT(fixed.metrics.spec_draft_tokens_total, 500);
+  EXPECT_LT(fixed.metrics.spec_accepted_tokens_total * 5, fixed.metrics.spec_draft_tokens_total);
+  EXPECT_EQ(fixed.metrics.spec_paused_steps_total, 0);
+  // Adaptive paused for most of the run (90 tokens: at most 8 steps before
+  // the pause, plus the first prefill).
+  EXPECT_GT(adaptive.metrics.spec_paused_steps_total, 60);
+  std::printf("paused %lld of %lld steps; drafts verified %lld (fixed: %lld)\n",
+              static_cast<long long>(adaptive.metrics.spec_paused_steps_total),
+              static_cast<long long>(adaptive.metrics.steps_total),
+              static_cast<long long>(adaptive.metrics.spec_draft_tokens_total),
+              static_cast<long long>(fixed.metrics.spec_draft_tokens_total));
 }
 
 TEST(SpeculationConfig, BadSettingsAreRejectedWithTheFlagsName) {

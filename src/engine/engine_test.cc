@@ -92,6 +92,30 @@ void CheckGreedyBatch(bool async) {
   EXPECT_GT(m.executor_busy_seconds_total, 0.0);
   EXPECT_EQ(m.requests_finished_total, 32);
   EXPECT_EQ(m.time_to_first_token_seconds.count, 32);
+  // Every request finished with tokens: once in each per-request histogram.
+  int64_t prompt_tokens = 0, generated = 0;
+  for (int i = 0; i < 32; ++i) {
+    prompt_tokens += static_cast<int64_t>(prompts[i].size());
+    generated += 12 + i % 5;
+  }
+  for (const Histogram* h :
+       {&m.e2e_request_latency_seconds, &m.request_queue_time_seconds, &m.request_prefill_time_seconds,
+        &m.request_decode_time_seconds, &m.request_inference_time_seconds, &m.request_prompt_tokens,
+        &m.request_generation_tokens}) {
+    EXPECT_EQ(h->count, 32);
+    int64_t in_buckets = 0;
+    for (int64_t c : h->counts) in_buckets += c;
+    EXPECT_EQ(in_buckets, 32);
+  }
+  EXPECT_EQ(m.request_prompt_tokens.sum, static_cast<double>(prompt_tokens));
+  EXPECT_EQ(m.request_generation_tokens.sum, static_cast<double>(generated));
+  EXPECT_EQ(m.time_per_output_token_seconds.count, generated - 32);
+  EXPECT_GT(m.request_decode_time_seconds.sum, 0.0);
+  // Per request e2e = queue + prefill + decode + the wait for the final item.
+  EXPECT_GE(m.e2e_request_latency_seconds.sum * (1 + 1e-9), m.request_queue_time_seconds.sum +
+                                                                m.request_prefill_time_seconds.sum +
+                                                                m.request_decode_time_seconds.sum);
+  EXPECT_EQ(m.prefix_cache_queries_total, prompt_tokens);
   ExpectAllBlocksFree(*engine);
 }
 

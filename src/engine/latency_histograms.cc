@@ -22,6 +22,20 @@ Histogram MakeTimePerOutputTokenHistogram() {
                      20.0, 40.0, 80.0});
 }
 
+Histogram MakeRequestLatencyHistogram() {
+  return WithBounds({0.001, 0.005, 0.01,  0.025, 0.05,  0.1,   0.2,    0.3,   0.5,  0.8,
+                     1.0,   1.5,   2.0,   2.5,   5.0,   10.0,  15.0,   20.0,  30.0, 40.0,
+                     50.0,  60.0,  120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0});
+}
+
+Histogram MakeTokenCountHistogram() {
+  std::vector<double> bounds;
+  for (double decade = 1; decade <= 1e6; decade *= 10) {
+    for (double step : {1.0, 2.0, 5.0}) bounds.push_back(decade * step);
+  }
+  return WithBounds(std::move(bounds));
+}
+
 void Observe(Histogram& h, double value, int64_t times) {
   const size_t bucket = static_cast<size_t>(
       std::lower_bound(h.upper_bounds.begin(), h.upper_bounds.end(), value) - h.upper_bounds.begin());

@@ -1,11 +1,16 @@
 #include "engine/output_processor.h"
 
-#include "engine/latency_histograms.h"
+#include <algorithm>
+
 #include "tokenizer/tokenizer.h"
 
 namespace deepinfer {
 
 using Clock = std::chrono::steady_clock;
+
+namespace {
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+}  // namespace
 
 struct OutputProcessor::RequestOutput {
   EventCallback callback;
@@ -13,18 +18,14 @@ struct OutputProcessor::RequestOutput {
   StopStringMatcher stops;
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
-  Clock::time_point submitted{}, last_token{};
+  Clock::time_point submitted{}, first_scheduled{}, first_token{}, last_token{};
   bool done = false;  // a stop string ended it; wait for the engine's final item silently
 
   explicit RequestOutput(std::vector<std::string> stop) : stops(std::move(stop)) {}
 };
 
 OutputProcessor::OutputProcessor(const Tokenizer* tokenizer, std::function<void(RequestId)> on_stop_string)
-    : tokenizer_(tokenizer),
-      on_stop_string_(std::move(on_stop_string)),
-      ttft_(MakeTimeToFirstTokenHistogram()),
-      tpot_(MakeTimePerOutputTokenHistogram()),
-      thread_([this] { Loop(); }) {}
+    : tokenizer_(tokenizer), on_stop_string_(std::move(on_stop_string)), thread_([this] { Loop(); }) {}
 
 OutputProcessor::~OutputProcessor() { Stop(); }
 
@@ -45,14 +46,9 @@ void OutputProcessor::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-Histogram OutputProcessor::TimeToFirstToken() const {
+RequestHistograms OutputProcessor::Histograms() const {
   MutexLock lock(mu_);
-  return ttft_;
-}
-
-Histogram OutputProcessor::TimePerOutputToken() const {
-  MutexLock lock(mu_);
-  return tpot_;
+  return hist_;
 }
 
 void OutputProcessor::Loop() {
@@ -66,6 +62,21 @@ void OutputProcessor::Loop() {
     }
     for (OutputItem& item : batch) Process(item);
   }
+}
+
+void OutputProcessor::ObserveFinished(const RequestOutput& r, Clock::time_point now) {
+  MutexLock lock(mu_);
+  Observe(hist_.e2e_latency, Seconds(now - r.submitted));
+  Observe(hist_.prompt_tokens, static_cast<double>(r.prompt_tokens));
+  Observe(hist_.generation_tokens, static_cast<double>(r.completion_tokens));
+  if (r.first_scheduled == Clock::time_point{}) return;  // never scheduled (aborted while waiting)
+  // Clocks of two threads: the engine's launch can precede the arrival
+  // stamp by a hair; no negative durations.
+  Observe(hist_.queue_time, std::max(0.0, Seconds(r.first_scheduled - r.submitted)));
+  if (r.completion_tokens == 0) return;
+  Observe(hist_.prefill_time, std::max(0.0, Seconds(r.first_token - r.first_scheduled)));
+  Observe(hist_.decode_time, Seconds(r.last_token - r.first_token));
+  Observe(hist_.inference_time, std::max(0.0, Seconds(r.last_token - r.first_scheduled)));
 }
 
 void OutputProcessor::Process(OutputItem& item) {
@@ -82,24 +93,30 @@ void OutputProcessor::Process(OutputItem& item) {
   if (it == requests_.end()) return;
   RequestOutput& r = *it->second;
   const bool final_item = item.finish_reason != FinishReason::kNone;
+  const Clock::time_point now = Clock::now();
+  if (r.first_scheduled == Clock::time_point{}) r.first_scheduled = item.first_scheduled;
   if (r.done) {
-    if (final_item) requests_.erase(it);
+    // A stop string ended the text; the request's life ends with this item.
+    if (final_item) {
+      ObserveFinished(r, now);
+      requests_.erase(it);
+    }
     return;
   }
 
-  const Clock::time_point now = Clock::now();
   if (!item.tokens.empty()) {
     MutexLock lock(mu_);
     if (r.completion_tokens == 0) {
-      Observe(ttft_, std::chrono::duration<double>(now - r.submitted).count());
+      r.first_token = now;
+      Observe(hist_.time_to_first_token, Seconds(now - r.submitted));
     } else {
-      const double per_token =
-          std::chrono::duration<double>(now - r.last_token).count() / static_cast<double>(item.tokens.size());
-      Observe(tpot_, per_token, static_cast<int64_t>(item.tokens.size()));
+      const double per_token = Seconds(now - r.last_token) / static_cast<double>(item.tokens.size());
+      Observe(hist_.time_per_output_token, per_token, static_cast<int64_t>(item.tokens.size()));
     }
   }
   if (!item.tokens.empty()) r.last_token = now;
   r.completion_tokens += static_cast<int64_t>(item.tokens.size());
+  if (final_item) ObserveFinished(r, now);
 
   GenerationEvent ev;
   ev.id = item.id;

@@ -2,7 +2,9 @@
 // client events: incremental detokenization (complete UTF-8 only), stop
 // strings (text held back while it could be the start of one; on a match the
 // text is cut and the request is stopped through `on_stop_string`), the text
-// of a stop token left out, and TTFT / time-per-output-token histograms.
+// of a stop token left out, and the per-request histograms (TTFT, time per
+// output token, e2e / queue / prefill / decode time, token counts;
+// engine_metrics.h says which requests each counts).
 //
 // Items are processed in the order posted; the engine posts a request's
 // kRegister before any update and exactly one final update (finish_reason !=
@@ -24,6 +26,7 @@
 #include "core/mutex.h"
 #include "core/thread_annotations.h"
 #include "engine/engine.h"
+#include "engine/latency_histograms.h"
 #include "engine/stop_strings.h"
 
 namespace deepinfer {
@@ -45,6 +48,9 @@ struct OutputItem {
   FinishReason finish_reason = FinishReason::kNone;
   std::string error;
   int64_t cached_prompt_tokens = 0;
+  // When the engine first launched a step of the request (default: not yet);
+  // the first item that carries one sets the request's queue time.
+  std::chrono::steady_clock::time_point first_scheduled{};
 };
 
 class OutputProcessor {
@@ -58,13 +64,14 @@ class OutputProcessor {
   // Processes everything posted so far, then joins the thread. Idempotent.
   void Stop() EXCLUDES(mu_);
 
-  Histogram TimeToFirstToken() const EXCLUDES(mu_);
-  Histogram TimePerOutputToken() const EXCLUDES(mu_);
+  RequestHistograms Histograms() const EXCLUDES(mu_);
 
  private:
   struct RequestOutput;
   void Loop() EXCLUDES(mu_);
   void Process(OutputItem& item) EXCLUDES(mu_);
+  // The histograms of a request whose final item arrived at `now`.
+  void ObserveFinished(const RequestOutput& r, std::chrono::steady_clock::time_point now) EXCLUDES(mu_);
 
   const Tokenizer* tokenizer_;
   std::function<void(RequestId)> on_stop_string_;
@@ -74,7 +81,7 @@ class OutputProcessor {
   std::condition_variable cv_;
   std::deque<OutputItem> queue_ GUARDED_BY(mu_);
   bool quit_ GUARDED_BY(mu_) = false;
-  Histogram ttft_ GUARDED_BY(mu_), tpot_ GUARDED_BY(mu_);
+  RequestHistograms hist_ GUARDED_BY(mu_);
   std::thread thread_;
 };
 

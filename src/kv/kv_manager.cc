@@ -14,14 +14,34 @@ Status KvConfig::Validate() const {
   if (block_size < 1) {
     return InvalidArgument("kv: block_size must be >= 1, got " + std::to_string(block_size));
   }
+  for (int64_t w : layer_windows) {
+    if (w < 0) return InvalidArgument("kv: a layer window is negative: " + std::to_string(w));
+  }
   return Status::Ok();
 }
 
 KvManager::KvManager(const KvConfig& config, PrefixCache::HashFn hash)
     : block_size_(config.block_size),
       pool_(config.num_blocks),
-      cache_(config.block_size, config.enable_prefix_cache, std::move(hash)) {
+      cache_(config.block_size, config.enable_prefix_cache && config.layer_windows.empty(), std::move(hash)),
+      windows_(config.layer_windows) {
   DI_CHECK(config.Validate().ok());
+  if (windows_.empty()) return;
+  std::vector<int64_t> distinct;
+  for (int64_t w : windows_) {
+    DI_CHECK(w >= 0);
+    if (std::find(distinct.begin(), distinct.end(), w) == distinct.end()) distinct.push_back(w);
+  }
+  std::sort(distinct.begin(), distinct.end());
+  group_window_ = distinct;
+  group_layers_.assign(distinct.size(), 0);
+  group_in_use_.assign(distinct.size(), 0);
+  for (int64_t w : windows_) {
+    const auto g = static_cast<int32_t>(std::find(distinct.begin(), distinct.end(), w) - distinct.begin());
+    group_of_layer_.push_back(g);
+    ++group_layers_[static_cast<size_t>(g)];
+  }
+  page_group_.assign(static_cast<size_t>(config.num_blocks), -1);
 }
 
 KvManager::SequenceKv& KvManager::Get(SeqId seq) {
@@ -46,6 +66,12 @@ bool KvManager::NeedsCopyBeforeWrite(BlockId block) const {
 
 int32_t KvManager::NumBlocksNeeded(SeqId seq, int64_t num_new_tokens, const PrefixMatch* start) const {
   DI_CHECK(num_new_tokens >= 0);
+  if (per_layer()) {
+    DI_CHECK_MSG(start == nullptr || start->num_tokens == 0, "per-layer mode has no prefix reuse");
+    auto it = seqs_.find(seq);
+    const int64_t net = LayerNeeded(it == seqs_.end() ? nullptr : &it->second, num_new_tokens);
+    return static_cast<int32_t>(std::max<int64_t>(net, 0));
+  }
   int64_t have_tokens = 0;
   const std::vector<BlockId>* held = nullptr;
   if (auto it = seqs_.find(seq); it != seqs_.end()) {
@@ -66,6 +92,11 @@ int32_t KvManager::NumBlocksNeeded(SeqId seq, int64_t num_new_tokens, const Pref
 }
 
 bool KvManager::CanAllocate(SeqId seq, int64_t num_new_tokens, const PrefixMatch* start) const {
+  if (per_layer()) {
+    DI_CHECK_MSG(start == nullptr || start->num_tokens == 0, "per-layer mode has no prefix reuse");
+    auto it = seqs_.find(seq);
+    return LayerNeeded(it == seqs_.end() ? nullptr : &it->second, num_new_tokens) <= NumAvailableBlocks();
+  }
   int64_t available = NumAvailableBlocks();
   // Adopting idle cached blocks takes them out of the evictable set.
   if (start != nullptr && !HasSequence(seq)) {
@@ -131,6 +162,10 @@ Status KvManager::Allocate(SeqId seq, int64_t num_new_tokens, const PrefixMatch*
     s.cached_chain = start->full_chain;
     cache_.RecordQuery(start->query_tokens, start->num_tokens);
   }
+  if (per_layer()) {
+    LayerAllocate(s, num_new_tokens);
+    return Status::Ok();
+  }
   if (num_new_tokens == 0) {
     return Status::Ok();
   }
@@ -171,6 +206,10 @@ void KvManager::CacheFullBlocks(SeqId seq, std::span<const int32_t> computed_tok
 void KvManager::Rollback(SeqId seq, int64_t num_tokens) {
   SequenceKv& s = Get(seq);
   DI_CHECK(num_tokens >= 0 && num_tokens <= s.num_tokens);
+  if (per_layer()) {
+    LayerRollback(s, num_tokens);
+    return;
+  }
   s.num_tokens -= num_tokens;
   const int64_t keep = BlocksFor(s.num_tokens);
   while (static_cast<int64_t>(s.blocks.size()) > keep) {
@@ -193,6 +232,11 @@ Status KvManager::Fork(SeqId parent, SeqId child) {
   SequenceKv copy = Get(parent);
   for (BlockId b : copy.blocks) {
     pool_.AddRef(b);
+  }
+  for (const auto& table : copy.layers) {
+    for (BlockId b : table) {
+      if (b != kNoBlock) pool_.AddRef(b);
+    }
   }
   seqs_.emplace(child, std::move(copy));
   return Status::Ok();
@@ -217,6 +261,11 @@ void KvManager::Free(SeqId seq, std::span<const int32_t> computed_tokens) {
   for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it) {
     ReleaseBlock(*it);
   }
+  for (const auto& table : s.layers) {
+    for (BlockId b : table) {
+      if (b != kNoBlock) LayerRelease(b);
+    }
+  }
   seqs_.erase(seq);
 }
 
@@ -235,6 +284,10 @@ double KvManager::UsageRatio() const {
 }
 
 void KvManager::CheckInvariants() const {
+  if (per_layer()) {
+    LayerCheckInvariants();
+    return;
+  }
   std::vector<int32_t> refs(static_cast<size_t>(pool_.num_blocks()), 0);
   for (const auto& [id, s] : seqs_) {
     DI_CHECK_MSG(static_cast<int64_t>(s.blocks.size()) == BlocksFor(s.num_tokens),
@@ -260,6 +313,151 @@ void KvManager::CheckInvariants() const {
   }
   DI_CHECK(idle == cache_.num_idle());
   DI_CHECK(pool_.num_retained() == cache_.num_idle());
+}
+
+const std::vector<std::vector<BlockId>>& KvManager::LayerBlockTables(SeqId seq) const {
+  DI_CHECK(per_layer());
+  return Get(seq).layers;
+}
+
+int64_t KvManager::MaxUnitsForSequence(int64_t num_tokens, int64_t max_claim) const {
+  // + 1: a copy-on-write block (legacy) / page (per-layer) for a shared last block.
+  if (!per_layer()) return BlocksFor(num_tokens) + 1;
+  int64_t units = 0;
+  for (int64_t w : windows_) {
+    const int64_t full = BlocksFor(num_tokens);
+    units += (w > 0 ? std::min(full, BlocksFor(w - 1 + max_claim) + 1) : full) + 1;
+  }
+  return units;
+}
+
+std::vector<KvManager::GroupUsage> KvManager::GroupUsages() const {
+  if (!per_layer()) {
+    return {GroupUsage{"all", 0, 0, pool_.num_referenced()}};
+  }
+  std::vector<GroupUsage> out;
+  const int64_t windowed =
+      std::count_if(group_window_.begin(), group_window_.end(), [](int64_t w) { return w > 0; });
+  for (size_t g = 0; g < group_window_.size(); ++g) {
+    const int64_t w = group_window_[g];
+    std::string name = w == 0 ? "full" : windowed > 1 ? "swa_" + std::to_string(w) : "swa";
+    out.push_back(GroupUsage{std::move(name), group_layers_[g], w, group_in_use_[g]});
+  }
+  return out;
+}
+
+// Per-layer mode. Pages released by the window (all positions below the
+// claim start s - W + 1) are credited before the new ones are counted: the
+// claim releases them first.
+int64_t KvManager::LayerNeeded(const SequenceKv* s, int64_t num_new_tokens) const {
+  if (num_new_tokens == 0) return 0;
+  const int64_t have = s != nullptr ? s->num_tokens : 0;
+  const int64_t grow = BlocksFor(have + num_new_tokens) - BlocksFor(have);
+  int64_t need = 0;
+  for (size_t l = 0; l < windows_.size(); ++l) {
+    need += grow;
+    if (s == nullptr || s->layers.empty()) continue;
+    const std::vector<BlockId>& table = s->layers[l];
+    if (have % block_size_ != 0 && pool_.RefCount(table.back()) > 1)
+      ++need;  // private copy of a forked block
+    const int64_t releasable = Releasable(windows_[l], have);
+    for (int64_t b = s->released[l]; b < releasable; ++b) {
+      const BlockId page = table[static_cast<size_t>(b)];
+      if (page != kNoBlock && pool_.RefCount(page) == 1) --need;
+    }
+  }
+  return need;
+}
+
+BlockId KvManager::LayerAllocatePage(size_t layer) {
+  std::optional<BlockId> page = pool_.Allocate();
+  DI_CHECK_MSG(page.has_value(), "KV pool exhausted after a successful capacity check");
+  const int32_t g = group_of_layer_[layer];
+  page_group_[static_cast<size_t>(*page)] = g;
+  ++group_in_use_[static_cast<size_t>(g)];
+  return *page;
+}
+
+void KvManager::LayerRelease(BlockId page) {
+  if (!pool_.Release(page)) return;
+  pool_.Free(page);  // no prefix cache in this mode
+  --group_in_use_[static_cast<size_t>(page_group_[static_cast<size_t>(page)])];
+}
+
+void KvManager::LayerAllocate(SequenceKv& s, int64_t num_new_tokens) {
+  if (s.layers.empty()) {
+    s.layers.assign(windows_.size(), {});
+    s.released.assign(windows_.size(), 0);
+  }
+  if (num_new_tokens == 0) return;
+  const int64_t have = s.num_tokens;
+  for (size_t l = 0; l < windows_.size(); ++l) {
+    std::vector<BlockId>& table = s.layers[l];
+    const int64_t releasable = Releasable(windows_[l], have);
+    for (int64_t b = s.released[l]; b < releasable; ++b) {
+      BlockId& page = table[static_cast<size_t>(b)];
+      if (page != kNoBlock) LayerRelease(page);
+      page = kNoBlock;
+    }
+    s.released[l] = std::max(s.released[l], releasable);
+    if (have % block_size_ != 0 && pool_.RefCount(table.back()) > 1) {
+      const BlockId shared = table.back();
+      const BlockId copy = LayerAllocatePage(l);
+      pending_copies_.push_back(BlockCopy{shared, copy});
+      table.back() = copy;
+      LayerRelease(shared);
+    }
+  }
+  s.num_tokens += num_new_tokens;
+  const int64_t blocks = BlocksFor(s.num_tokens);
+  for (size_t l = 0; l < windows_.size(); ++l) {
+    while (static_cast<int64_t>(s.layers[l].size()) < blocks) s.layers[l].push_back(LayerAllocatePage(l));
+  }
+}
+
+void KvManager::LayerRollback(SequenceKv& s, int64_t num_tokens) {
+  s.num_tokens -= num_tokens;
+  const int64_t keep = BlocksFor(s.num_tokens);
+  for (size_t l = 0; l < s.layers.size(); ++l) {
+    // Queries resume at s.num_tokens: what they read must still be resident.
+    DI_CHECK_MSG(s.released[l] <= Releasable(windows_[l], s.num_tokens),
+                 "rollback past the start of the latest claim of a windowed layer");
+    std::vector<BlockId>& table = s.layers[l];
+    while (static_cast<int64_t>(table.size()) > keep) {
+      DI_CHECK(table.back() != kNoBlock);
+      LayerRelease(table.back());
+      table.pop_back();
+    }
+  }
+}
+
+void KvManager::LayerCheckInvariants() const {
+  std::vector<int32_t> refs(static_cast<size_t>(pool_.num_blocks()), 0);
+  for (const auto& [id, s] : seqs_) {
+    DI_CHECK(s.blocks.empty());
+    DI_CHECK(s.layers.size() == windows_.size() && s.released.size() == windows_.size());
+    for (size_t l = 0; l < s.layers.size(); ++l) {
+      const std::vector<BlockId>& table = s.layers[l];
+      DI_CHECK_MSG(static_cast<int64_t>(table.size()) == BlocksFor(s.num_tokens),
+                   "table size != token count");
+      DI_CHECK(s.released[l] <= Releasable(windows_[l], s.num_tokens));
+      for (size_t b = 0; b < table.size(); ++b) {
+        if (static_cast<int64_t>(b) < s.released[l]) {
+          DI_CHECK_MSG(table[b] == kNoBlock, "a released window slot still names a page");
+          continue;
+        }
+        DI_CHECK(table[b] >= 0 && table[b] < pool_.num_blocks());
+        ++refs[static_cast<size_t>(table[b])];
+      }
+    }
+  }
+  std::vector<int64_t> in_use(group_in_use_.size(), 0);
+  for (BlockId b = 0; b < pool_.num_blocks(); ++b) {
+    DI_CHECK_MSG(refs[b] == pool_.RefCount(b), "pool ref count differs from the block tables");
+    DI_CHECK_MSG((refs[b] == 0) == pool_.IsFree(b), "an unreferenced page is not free");
+    if (refs[b] > 0) ++in_use[static_cast<size_t>(page_group_[static_cast<size_t>(b)])];
+  }
+  DI_CHECK_MSG(in_use == group_in_use_, "per-group page counts differ from the tables");
 }
 
 }  // namespace deepinfer

@@ -21,15 +21,25 @@
 // are "available". UsageRatio counts only blocks referenced by sequences, so
 // idle cached blocks do not count as used (deepinfer_kv_cache_usage_ratio).
 //
+// Per-layer (hybrid sliding-window) mode: KvConfig::layer_windows set. The
+// pool's unit is then one layer's block (a "page"), every KV layer has its
+// own table (LayerBlockTables), and a claim takes one page per layer per new
+// block, so all layers draw from one fungible pool. A layer with window W > 0
+// reads, from a query at position q, only keys > q - W; queries are only
+// ever computed at positions >= the start s of the latest claim (Rollback
+// never goes back past it), so each Allocate first releases that layer's
+// blocks whose positions all lie below s - W + 1 and leaves kNoBlock in their
+// slots (p / block_size indexing still holds). A windowed layer therefore
+// holds at most ceil((W - 1 + claim) / block_size) + 1 blocks of a sequence,
+// claim = the positions of the step (the chunk, or 1 + drafts). Prefix
+// caching is off in this mode (MatchPrefix finds nothing): released window
+// blocks make a cached prefix unusable for windowed layers until bounded
+// replay exists (docs/kv-cache.md).
+//
 // Extension points (later issues; the shape above is chosen so they fit):
-//   - Hybrid sliding-window models: one KvGroup per layer group (full
-//     attention; SWA with window W), each a BlockPool + PrefixCache + tables
-//     like this class. A coordinator does Allocate/Rollback/Free across groups
-//     all-or-nothing and intersects their prefix matches. An SWA group, after
-//     each Allocate, releases the blocks whose positions all lie below
-//     num_tokens - (W + lookback) and puts kNoBlock in their table slots, so
-//     indexing by p / block_size still holds and memory stays window-bounded;
-//     its prefix match needs only the last W + replay tokens resident.
+//   - Prefix reuse for hybrid models: keep full-attention pages of a prefix
+//     and the windowed pages of a bounded suffix, replay the rest of the
+//     window through the model on a hit.
 //   - Tiered KV (memory -> disk): EvictLru becomes "demote": the entry keeps
 //     its chain key and the block's bytes go to a slower tier instead of being
 //     dropped. Match then also returns blocks to load, delivered to the runner
@@ -45,6 +55,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -59,6 +70,9 @@ struct KvConfig {
   int32_t num_blocks = 0;
   int32_t block_size = 16;
   bool enable_prefix_cache = true;
+  // Per-layer mode (see above) when non-empty: one window per KV layer (0 =
+  // full attention); num_blocks then counts single-layer pages.
+  std::vector<int64_t> layer_windows;
 
   // InvalidArgument naming the field when num_blocks < 1 or block_size < 1.
   Status Validate() const;
@@ -125,6 +139,26 @@ class KvManager {
   const std::vector<BlockId>& BlockTable(SeqId seq) const;
   int64_t NumTokens(SeqId seq) const;
 
+  // Per-layer mode: one table per KV layer (kNoBlock where a window's blocks
+  // were released). REQUIRES: per_layer() and HasSequence(seq).
+  const std::vector<std::vector<BlockId>>& LayerBlockTables(SeqId seq) const;
+  bool per_layer() const { return !windows_.empty(); }
+  // Pool units (blocks, or pages in per-layer mode) one sequence of
+  // num_tokens positions can need at most when it is alone, its last step
+  // claiming at most max_claim positions (admission: the pool must hold it).
+  int64_t MaxUnitsForSequence(int64_t num_tokens, int64_t max_claim) const;
+
+  // Layer groups (full attention; each distinct window) and the pool units
+  // their sequences reference. Legacy mode has one group "all". A unit shared
+  // by forks counts once.
+  struct GroupUsage {
+    std::string name;  // "full", "swa" (or "swa_W" when windows differ), "all"
+    int64_t num_layers;
+    int64_t window;
+    int64_t units_in_use;
+  };
+  std::vector<GroupUsage> GroupUsages() const;
+
   // Blocks referenced by live sequences / pool size.
   double UsageRatio() const;
   // Free blocks plus idle cached blocks.
@@ -141,12 +175,28 @@ class KvManager {
     int64_t num_tokens = 0;
     std::vector<ChainLink> cached_chain;  // prefix-cache links of blocks[0, size)
     bool caching_stopped = false;         // a hash collision broke the chain
+    // Per-layer mode: tables per KV layer, and per layer the number of
+    // leading slots released (kNoBlock).
+    std::vector<std::vector<BlockId>> layers;
+    std::vector<int64_t> released;
   };
 
   int64_t BlocksFor(int64_t num_tokens) const { return (num_tokens + block_size_ - 1) / block_size_; }
   bool NeedsCopyBeforeWrite(BlockId block) const;
   BlockId AllocateBlock();
   void ReleaseBlock(BlockId block);
+  // Per-layer mode counterparts of the public operations.
+  int64_t LayerNeeded(const SequenceKv* s, int64_t num_new_tokens) const;
+  void LayerAllocate(SequenceKv& s, int64_t num_new_tokens);
+  void LayerRollback(SequenceKv& s, int64_t num_tokens);
+  void LayerRelease(BlockId page);
+  BlockId LayerAllocatePage(size_t layer);
+  void LayerCheckInvariants() const;
+  // Leading blocks of a layer with window w that no query at a position >=
+  // s reads.
+  int64_t Releasable(int64_t w, int64_t s) const {
+    return w > 0 && s - w + 1 > 0 ? (s - w + 1) / block_size_ : 0;
+  }
   SequenceKv& Get(SeqId seq);
   const SequenceKv& Get(SeqId seq) const;
 
@@ -155,6 +205,12 @@ class KvManager {
   PrefixCache cache_;
   std::unordered_map<SeqId, SequenceKv> seqs_;
   std::vector<BlockCopy> pending_copies_;
+  std::vector<int64_t> windows_;         // per KV layer; empty = legacy mode
+  std::vector<int32_t> group_of_layer_;  // index into group_names_ etc.
+  std::vector<int64_t> group_window_;
+  std::vector<int64_t> group_layers_;
+  std::vector<int32_t> page_group_;    // per page: the group of the layer that allocated it
+  std::vector<int64_t> group_in_use_;  // referenced pages per group
 };
 
 }  // namespace deepinfer

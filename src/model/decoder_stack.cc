@@ -60,7 +60,8 @@ class DecoderStackModel : public Model {
 };
 
 Status DecoderStackModel::CheckShapes(const ForwardBatch& batch, const KvCache& kv) const {
-  if (kv.num_layers() != config_.num_layers) {
+  // With per-layer tables the cache is one layer of pages (CheckBatch).
+  if (!batch.PerLayerTables() && kv.num_layers() != config_.num_layers) {
     return InvalidArgument("KV cache has " + std::to_string(kv.num_layers()) + " layers; the model has " +
                            std::to_string(config_.num_layers));
   }
@@ -77,7 +78,7 @@ Status DecoderStackModel::CheckShapes(const ForwardBatch& batch, const KvCache& 
     all_windowed &= w > 0;
     max_window = std::max(max_window, w);
   }
-  return CheckBatch(batch, config_.vocab_size, kv, all_windowed ? max_window : 0);
+  return CheckBatch(batch, config_.vocab_size, kv, all_windowed ? max_window : 0, &config_.sliding_window);
 }
 
 Status DecoderStackModel::ForwardWithHidden(const ForwardBatch& batch, KvCache& kv, float* logits_out,

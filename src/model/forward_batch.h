@@ -10,6 +10,12 @@
 // slot p % block_size). Before Forward, the caller makes sure the table
 // covers positions [0, start_pos + tokens.size()). Forward writes K/V for the
 // new tokens, then attends over positions [0, start_pos + n) (or the window).
+//
+// Per-layer tables (hybrid sliding-window KV, docs/kv-cache.md): when
+// layer_block_tables is set (then on every sequence of the batch), the cache
+// is one layer of single-layer blocks ("pages") and KV layer l keeps its
+// positions in layer_block_tables[l]. A windowed layer's table may hold
+// kNoBlock (-1) for blocks wholly older than any of its queries reads.
 #pragma once
 
 #include <cstdint>
@@ -24,11 +30,13 @@ struct SequenceChunk {
   // Which of this chunk's rows produce logits: kLast (the usual prefill/decode
   // case), kAll (score, speculative verification), kNone (mid-prompt chunk).
   enum class Logits { kNone, kLast, kAll } logits = Logits::kLast;
+  std::vector<std::vector<int32_t>> layer_block_tables;  // per KV layer, instead of block_table
 };
 
 struct ForwardBatch {
   std::vector<SequenceChunk> seqs;
 
+  bool PerLayerTables() const { return !seqs.empty() && !seqs.front().layer_block_tables.empty(); }
   int64_t NumTokens() const {
     int64_t n = 0;
     for (const auto& s : seqs) n += static_cast<int64_t>(s.tokens.size());

@@ -43,6 +43,7 @@ void GqaAttentionForward(const ModelConfig& c, const GqaAttentionWeights& w, con
 
   // Every new token's K/V must be in the cache before any token of its chunk attends.
   const int64_t bs = kv.block_size();
+  const int64_t cache_layer = CacheLayerOf(batch, kv_layer);
   ops::ParallelForCost(pool, n_tokens, n_tokens * (qd + kvd) * 8, [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; ++t) {
       float* qt = &s.q[static_cast<size_t>(t * qd)];
@@ -58,21 +59,22 @@ void GqaAttentionForward(const ModelConfig& c, const GqaAttentionWeights& w, con
       const int64_t pos = plan.positions[static_cast<size_t>(t)];
       rope.Apply(qt, nh, hd, pos);
       rope.Apply(kt, nkv, hd, pos);
-      const int32_t block = BlockTableOf(batch, plan, t)[static_cast<size_t>(pos / bs)];
-      kv.WriteK(kv_layer, block, pos % bs, kt);
-      kv.WriteV(kv_layer, block, pos % bs, &s.v[static_cast<size_t>(t * kvd)]);
+      const int32_t block = BlockTableOf(batch, plan, t, kv_layer)[static_cast<size_t>(pos / bs)];
+      kv.WriteK(cache_layer, block, pos % bs, kt);
+      kv.WriteV(cache_layer, block, pos % bs, &s.v[static_cast<size_t>(t * kvd)]);
     }
   });
 
   ops::AttentionParams p;
-  p.layer = kv_layer;
+  p.layer = cache_layer;
   p.num_heads = nh;
   p.num_kv_heads = nkv;
   p.head_dim = hd;
   p.window = window;
   p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
   std::vector<const std::vector<int32_t>*> tables(static_cast<size_t>(n_tokens));
-  for (int64_t t = 0; t < n_tokens; ++t) tables[static_cast<size_t>(t)] = &BlockTableOf(batch, plan, t);
+  for (int64_t t = 0; t < n_tokens; ++t)
+    tables[static_cast<size_t>(t)] = &BlockTableOf(batch, plan, t, kv_layer);
   ops::PagedAttention(s.q.data(), n_tokens, plan.positions.data(), tables, kv, p, pool, s.attn.data());
   ops::MatMul(w.o, s.attn.data(), n_tokens, bias(w.o_bias), out, pool);
 }

@@ -79,6 +79,12 @@ KvCache::KvCache(const ModelConfig& config, int64_t num_blocks, int64_t block_si
     : KvCache(config.num_layers, num_blocks, block_size, config.cache_k_dim(), config.cache_v_dim(),
               CacheHeads(config), dtype) {}
 
+std::unique_ptr<KvCache> KvCache::Pages(const ModelConfig& config, int64_t num_pages, int64_t block_size,
+                                        DType dtype) {
+  return std::make_unique<KvCache>(1, num_pages, block_size, config.cache_k_dim(), config.cache_v_dim(),
+                                   CacheHeads(config), dtype);
+}
+
 KvCache::KvCache(int64_t num_layers, int64_t num_blocks, int64_t block_size, int64_t k_dim, int64_t v_dim,
                  int64_t heads, DType dtype)
     : num_layers_(num_layers),

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/status.h"
@@ -42,6 +43,10 @@ class KvCache {
   // the head widths multiples of 32).
   KvCache(int64_t num_layers, int64_t num_blocks, int64_t block_size, int64_t k_dim, int64_t v_dim,
           int64_t heads = 1, DType dtype = DType::kF32);
+  // One layer of num_pages single-layer blocks ("pages") of this model's
+  // rows: the pool of per-layer block tables (forward_batch.h).
+  static std::unique_ptr<KvCache> Pages(const ModelConfig& config, int64_t num_pages, int64_t block_size,
+                                        DType dtype);
   DType dtype() const { return dtype_; }
   int64_t v_dim() const { return v_dim_; }
   int64_t num_layers() const { return num_layers_; }

@@ -166,17 +166,18 @@ void MlaAttention::Forward(const ForwardBatch& batch, const TokenPlan& plan, con
     ops::SharedInputMatMul({{&w_.q, nullptr, q_.data()}, {&w_.kv_a, nullptr, kva_.data()}}, xn, n, pool);
   }
   const int64_t bs = kv.block_size();
+  const int64_t cache_layer = CacheLayerOf(batch, kv_layer);
   for (int64_t t = 0; t < n; ++t) {
     float* r = &kva_[static_cast<size_t>(t * kvw)];
     const int64_t pos = plan.positions[static_cast<size_t>(t)];
     ops::RmsNorm(r, w_.kv_a_norm.data(), lora, c_.rms_norm_eps, r);
     rope_->Apply(r + lora, 1, rd, pos);
     rope_->Apply(&q_[static_cast<size_t>(t * nh * qk + nope)], nh, qk, pos);
-    const int32_t block = BlockTableOf(batch, plan, t)[static_cast<size_t>(pos / bs)];
-    kv.WriteK(kv_layer, block, pos % bs, r);
+    const int32_t block = BlockTableOf(batch, plan, t, kv_layer)[static_cast<size_t>(pos / bs)];
+    kv.WriteK(cache_layer, block, pos % bs, r);
   }
   attn_.resize(static_cast<size_t>(n * nh * vd));
-  const ops::MlaAttentionParams p{.layer = kv_layer,
+  const ops::MlaAttentionParams p{.layer = cache_layer,
                                   .num_heads = nh,
                                   .nope = nope,
                                   .rope = rd,
@@ -186,7 +187,7 @@ void MlaAttention::Forward(const ForwardBatch& batch, const TokenPlan& plan, con
                                   .scale = rope_->softmax_scale(),
                                   .absorb = absorb_};
   std::vector<const std::vector<int32_t>*> tables(static_cast<size_t>(n));
-  for (int64_t t = 0; t < n; ++t) tables[static_cast<size_t>(t)] = &BlockTableOf(batch, plan, t);
+  for (int64_t t = 0; t < n; ++t) tables[static_cast<size_t>(t)] = &BlockTableOf(batch, plan, t, kv_layer);
   ops::MlaAttention(q_.data(), n, plan.positions.data(), tables, kv, w_.w_ukv.data(), p, pool, attn_.data());
   ops::MatMul(w_.o, attn_.data(), n, nullptr, out, pool);
 }

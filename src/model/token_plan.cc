@@ -27,13 +27,46 @@ void TokenPlan::Build(const ForwardBatch& batch) {
   }
 }
 
-Status CheckBatch(const ForwardBatch& batch, int64_t vocab_size, const KvCache& kv, int64_t read_window) {
+namespace {
+
+// Table entries from the block holding first_read up to `needed` must name blocks of the cache.
+Status CheckTable(const std::string& where, const std::vector<int32_t>& table, int64_t needed,
+                  int64_t first_read, const KvCache& kv) {
+  if (static_cast<int64_t>(table.size()) < needed) {
+    return InvalidArgument(where + "block table has " + std::to_string(table.size()) +
+                           " blocks; the chunk's positions need " + std::to_string(needed));
+  }
+  for (int64_t b = first_read / kv.block_size(); b < needed; ++b) {
+    const int32_t id = table[static_cast<size_t>(b)];
+    if (id < 0 || id >= kv.num_blocks()) {
+      return InvalidArgument(where + "block table entry " + std::to_string(b) + " = " + std::to_string(id) +
+                             " is out of range [0, " + std::to_string(kv.num_blocks()) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+int64_t FirstRead(int64_t start_pos, int64_t window) {
+  return window > 0 ? std::max<int64_t>(0, start_pos - window + 1) : 0;
+}
+
+}  // namespace
+
+Status CheckBatch(const ForwardBatch& batch, int64_t vocab_size, const KvCache& kv, int64_t read_window,
+                  const std::vector<int64_t>* layer_windows) {
   const int64_t bs = kv.block_size();
+  const bool per_layer = batch.PerLayerTables();
+  if (per_layer && (layer_windows == nullptr || kv.num_layers() != 1)) {
+    return InvalidArgument("per-layer block tables need the layer windows and a one-layer (paged) KV cache");
+  }
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
     const SequenceChunk& seq = batch.seqs[s];
     const std::string where = "sequence " + std::to_string(s) + ": ";
     if (seq.start_pos < 0) {
       return InvalidArgument(where + "negative start_pos");
+    }
+    if (seq.layer_block_tables.empty() == per_layer) {
+      return InvalidArgument(where + "either every sequence of a batch has per-layer block tables or none");
     }
     for (size_t i = 0; i < seq.tokens.size(); ++i) {
       if (seq.tokens[i] < 0 || seq.tokens[i] >= vocab_size) {
@@ -47,18 +80,19 @@ Status CheckBatch(const ForwardBatch& batch, int64_t vocab_size, const KvCache& 
     }
     const int64_t end = seq.start_pos + static_cast<int64_t>(seq.tokens.size());
     const int64_t needed = (end + bs - 1) / bs;
-    if (static_cast<int64_t>(seq.block_table.size()) < needed) {
-      return InvalidArgument(where + "block table has " + std::to_string(seq.block_table.size()) +
-                             " blocks; positions [0, " + std::to_string(end) + ") need " +
-                             std::to_string(needed));
+    if (!per_layer) {
+      DI_RETURN_IF_ERROR(
+          CheckTable(where, seq.block_table, needed, FirstRead(seq.start_pos, read_window), kv));
+      continue;
     }
-    const int64_t first_read = read_window > 0 ? std::max<int64_t>(0, seq.start_pos - read_window + 1) : 0;
-    for (int64_t b = first_read / bs; b < needed; ++b) {
-      const int32_t id = seq.block_table[static_cast<size_t>(b)];
-      if (id < 0 || id >= kv.num_blocks()) {
-        return InvalidArgument(where + "block table entry " + std::to_string(b) + " = " + std::to_string(id) +
-                               " is out of range [0, " + std::to_string(kv.num_blocks()) + ")");
-      }
+    if (seq.layer_block_tables.size() != layer_windows->size()) {
+      return InvalidArgument(where + "has " + std::to_string(seq.layer_block_tables.size()) +
+                             " per-layer block tables; the model has " +
+                             std::to_string(layer_windows->size()) + " KV layers");
+    }
+    for (size_t l = 0; l < layer_windows->size(); ++l) {
+      DI_RETURN_IF_ERROR(CheckTable(where + "layer " + std::to_string(l) + ": ", seq.layer_block_tables[l],
+                                    needed, FirstRead(seq.start_pos, (*layer_windows)[l]), kv));
     }
   }
   return Status::Ok();

@@ -26,11 +26,24 @@ struct TokenPlan {
 // position a chunk writes, with in-range block ids. InvalidArgument naming
 // the sequence otherwise. read_window > 0 when every layer is windowed (the
 // largest window): blocks wholly older than any layer reads are not checked.
-Status CheckBatch(const ForwardBatch& batch, int64_t vocab_size, const KvCache& kv, int64_t read_window = 0);
+// A batch with per-layer tables (forward_batch.h) needs `layer_windows` (one
+// per KV layer) and a one-layer cache, and each layer's table is checked
+// against its own window.
+Status CheckBatch(const ForwardBatch& batch, int64_t vocab_size, const KvCache& kv, int64_t read_window = 0,
+                  const std::vector<int64_t>* layer_windows = nullptr);
 
-// The block table of the sequence that token t belongs to.
-inline const std::vector<int32_t>& BlockTableOf(const ForwardBatch& batch, const TokenPlan& plan, int64_t t) {
-  return batch.seqs[static_cast<size_t>(plan.seq_of[static_cast<size_t>(t)])].block_table;
+// The block table token t reads and writes in KV layer `layer`: its
+// sequence's table for that layer when the batch has per-layer tables.
+inline const std::vector<int32_t>& BlockTableOf(const ForwardBatch& batch, const TokenPlan& plan, int64_t t,
+                                                int64_t layer) {
+  const SequenceChunk& s = batch.seqs[static_cast<size_t>(plan.seq_of[static_cast<size_t>(t)])];
+  return s.layer_block_tables.empty() ? s.block_table : s.layer_block_tables[static_cast<size_t>(layer)];
+}
+
+// The cache layer that KV layer `layer` is stored in: 0 with per-layer tables
+// (the cache is then one layer of pages, and the tables say where).
+inline int64_t CacheLayerOf(const ForwardBatch& batch, int64_t layer) {
+  return batch.PerLayerTables() ? 0 : layer;
 }
 
 }  // namespace deepinfer

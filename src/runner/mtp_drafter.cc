@@ -1,6 +1,7 @@
 #include "runner/mtp_drafter.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -81,6 +82,8 @@ void MtpDrafter::Release(std::span<const int64_t> request_ids) {
 }
 
 std::vector<DraftProposal> MtpDrafter::ProposeStep(std::span<const DraftInput> inputs) {
+  const auto start = std::chrono::steady_clock::now();
+  catch_up_seconds_ = 0.0;
   std::vector<DraftProposal> out(inputs.size());
   // One state per input (references into the map stay valid as it grows).
   std::vector<Sequence*> state(inputs.size());
@@ -146,24 +149,35 @@ std::vector<DraftProposal> MtpDrafter::ProposeStep(std::span<const DraftInput> i
     s.pending.erase(s.pending.begin(), s.pending.begin() + ready * hidden_);
     s.next.clear();
   }
+  catch_up_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   // 3. Chain: depth d's draft from depth d-1's (g, draft), batched per depth.
+  std::vector<float> prefix_confidence(proposing.size(), 1.0f);  // per proposing entry
   for (int32_t depth = 0; !proposing.empty(); ++depth) {
     std::vector<size_t> still;
+    std::vector<float> still_prefix;
     for (size_t r = 0; r < proposing.size(); ++r) {
       const size_t i = proposing[r];
       const float* row = logits_.data() + r * static_cast<size_t>(vocab_);
       const int32_t best = ArgMax(row, vocab_);
       out[i].tokens.push_back(best);
-      out[i].confidence.push_back(TopProbability(row, vocab_, best));
-      if (depth + 1 < inputs[i].max_tokens) still.push_back(i);  // in proposing order
+      const float confidence = TopProbability(row, vocab_, best);
+      out[i].confidence.push_back(confidence);
+      prefix_confidence[r] *= inputs[i].calibration != nullptr
+                                  ? static_cast<float>(inputs[i].calibration->Calibrated(depth, confidence))
+                                  : confidence;
+      if (depth + 1 < inputs[i].max_tokens && prefix_confidence[r] >= inputs[i].stop_below_confidence) {
+        still.push_back(i);  // in proposing order
+        still_prefix.push_back(prefix_confidence[r]);
+      }
     }
     if (still.empty()) break;
     ForwardBatch chain;
     hidden_in_.clear();
-    for (size_t r = 0; r < proposing.size(); ++r) {
+    for (size_t r = 0, next = 0; r < proposing.size(); ++r) {
       const size_t i = proposing[r];
-      if (depth + 1 >= inputs[i].max_tokens) continue;
+      if (next == still.size() || still[next] != i) continue;
+      ++next;
       const Sequence& s = *state[i];
       SequenceChunk c;
       c.tokens = {out[i].tokens.back()};
@@ -183,6 +197,7 @@ std::vector<DraftProposal> MtpDrafter::ProposeStep(std::span<const DraftInput> i
     }
     g_.swap(g_next_);
     proposing = std::move(still);
+    prefix_confidence = std::move(still_prefix);
   }
   return out;
 }

@@ -42,6 +42,7 @@ class MtpDrafter final : public Drafter {
   bool NeedsSequence() const override { return false; }  // its KV holds the history
   std::vector<DraftProposal> ProposeStep(std::span<const DraftInput> inputs) override;
   void Release(std::span<const int64_t> request_ids) override;
+  double last_fixed_seconds() const override { return catch_up_seconds_; }
 
   // Blocks held by requests (tests: Release returns them all).
   int64_t blocks_in_use() const { return num_blocks_ - static_cast<int64_t>(free_blocks_.size()); }
@@ -68,6 +69,7 @@ class MtpDrafter final : public Drafter {
   const int64_t num_blocks_, block_size_, hidden_, vocab_;
   std::vector<int32_t> free_blocks_;
   std::unordered_map<int64_t, Sequence> seqs_;
+  double catch_up_seconds_ = 0.0;  // of the last ProposeStep
   std::vector<float> hidden_in_, logits_, g_,
       g_next_;  // one MTP forward's buffers; g_next_: a chain step's g
 };

@@ -93,6 +93,57 @@ TEST(MtpDrafter, ChainedDraftsReproduceTheCheckpointsReference) {
   EXPECT_EQ(d.blocks_in_use(), 0);
 }
 
+// The stop rule: chaining ends at the first draft whose calibrated prefix
+// confidence is below the threshold (that draft is still proposed), and the
+// drafts proposed are a prefix of the unstopped chain.
+TEST(MtpDrafter, StopsChainingBelowTheCalibratedPrefixConfidence) {
+  Fixture f;
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  int32_t next = 0;
+  const std::vector<float> h = f.Hidden(prompt, &next);
+  std::vector<int32_t> seq = prompt;
+  seq.push_back(next);
+  MtpDrafter full_drafter = f.NewDrafter();
+  const DraftInput all = Input(7, 0, seq, 5, h.data(), seq, 5);
+  const DraftProposal full = full_drafter.ProposeStep({&all, 1})[0];
+  ASSERT_EQ(full.tokens.size(), 5u);
+  // A calibration that has seen each of these drafts accepted 200 times.
+  AcceptanceCalibrator calibration(5);
+  for (int i = 0; i < 200; ++i) {
+    for (int32_t depth = 0; depth < 5; ++depth) calibration.Observe(depth, full.confidence[depth], true);
+  }
+  std::vector<double> prefix;
+  double p = 1.0;
+  for (int32_t depth = 0; depth < 5; ++depth) {
+    p *= calibration.Calibrated(depth, full.confidence[static_cast<size_t>(depth)]);
+    prefix.push_back(p);
+  }
+  // All accepted: calibrated ~1 everywhere, so nothing stops at 0.5.
+  for (double v : prefix) EXPECT_GT(v, 0.9);
+  for (const float threshold : {0.5f, 2.0f}) {
+    MtpDrafter d = f.NewDrafter();
+    DraftInput in = all;
+    in.stop_below_confidence = threshold;
+    in.calibration = &calibration;
+    const DraftProposal got = d.ProposeStep({&in, 1})[0];
+    const size_t want = threshold < 1.0f ? 5u : 1u;  // above 1: only the draft the catch-up gives
+    ASSERT_EQ(got.tokens.size(), want) << threshold;
+    EXPECT_TRUE(std::equal(got.tokens.begin(), got.tokens.end(), full.tokens.begin()));
+  }
+  // Uncalibrated: the raw prefix product decides; stop between two of them.
+  std::vector<double> raw_prefix;
+  p = 1.0;
+  for (float c : full.confidence) raw_prefix.push_back(p *= c);
+  const auto threshold = static_cast<float>((raw_prefix[1] + raw_prefix[2]) / 2);
+  ASSERT_GT(raw_prefix[1], raw_prefix[2]);
+  MtpDrafter d = f.NewDrafter();
+  DraftInput in = all;
+  in.stop_below_confidence = threshold;
+  const DraftProposal got = d.ProposeStep({&in, 1})[0];
+  EXPECT_EQ(got.tokens.size(), 3u);  // drafts 0, 1 above; draft 2 is the first below
+  EXPECT_TRUE(std::equal(got.tokens.begin(), got.tokens.end(), full.tokens.begin()));
+}
+
 // A request decoded step by step — a prompt in two chunks, then steps that
 // verify drafts of which only some are accepted — gets at every step the
 // drafts a fresh drafter computes from the whole history in one go.

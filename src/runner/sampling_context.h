@@ -12,6 +12,7 @@
 // its reads.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 
@@ -38,6 +39,9 @@ struct SamplingContext {
   // A constrained request steers to a shortest valid ending when it runs out.
   int64_t output_budget = 0;
   bool cached_tokens_counted = false;  // engine thread: prefix hit added to metrics
+  // Engine thread: when a step of the request was first launched (the end
+  // of its queue time; default until then).
+  std::chrono::steady_clock::time_point first_scheduled{};
 };
 
 }  // namespace deepinfer

@@ -47,7 +47,7 @@ StepResult StepRunner::Run(LaunchedStep& step) {
       for (size_t i : to_fill) sampler_.FillMask(*step.contexts[i], &masks[i]);
     });
   }
-  const bool want_hidden = drafter_ != nullptr && drafter_->NeedsHidden();
+  const bool want_hidden = drafter_ != nullptr && step.draft && drafter_->NeedsHidden();
   if (want_hidden) hidden_.resize(static_cast<size_t>(batch.NumTokens() * model_.config().hidden_size));
   const Clock::time_point forward_start = Clock::now();
   result.status =
@@ -85,7 +85,11 @@ StepResult StepRunner::Run(LaunchedStep& step) {
     row_of_seq[i] = static_cast<int64_t>(result.rows.size());
     result.rows.push_back(std::move(sampled));
   }
-  if (drafter_ != nullptr) Draft(step, row_of_seq, result);
+  if (drafter_ != nullptr && step.draft) {
+    Draft(step, row_of_seq, result);
+  } else if (drafter_ != nullptr && !step.released.empty()) {
+    drafter_->Release(step.released);
+  }
   return result;
 }
 
@@ -135,8 +139,9 @@ void StepRunner::Draft(const LaunchedStep& step, const std::vector<int64_t>& row
         draft_tokens_.insert(draft_tokens_.end(), row->tokens.begin(), row->tokens.end());
         sp.sequence_end = draft_tokens_.size();
       }
-      in.max_tokens =
-          step.draft_budget.empty() ? max_draft_tokens_ : std::min(step.draft_budget[i], max_draft_tokens_);
+      in.max_tokens = max_draft_tokens_;
+      in.stop_below_confidence = step.draft_stop_below_confidence;
+      in.calibration = step.draft_calibration.get();
     }
     inputs.push_back(in);
     input_row.push_back(r);
@@ -150,6 +155,7 @@ void StepRunner::Draft(const LaunchedStep& step, const std::vector<int64_t>& row
   const Clock::time_point draft_start = Clock::now();
   std::vector<DraftProposal> proposals = drafter_->ProposeStep(inputs);
   result.draft_seconds = Seconds(Clock::now() - draft_start);
+  result.draft_fixed_seconds = std::min(drafter_->last_fixed_seconds(), result.draft_seconds);
   for (size_t j = 0; j < inputs.size() && j < proposals.size(); ++j) {
     if (input_row[j] < 0 || inputs[j].max_tokens == 0) continue;
     DraftProposal& p = proposals[j];

@@ -25,6 +25,7 @@
 #include "runner/sampling_context.h"
 #include "runner/task_worker.h"
 #include "scheduler/step_plan.h"
+#include "spec/acceptance_calibrator.h"
 #include "spec/drafter.h"
 
 namespace deepinfer {
@@ -35,9 +36,14 @@ struct LaunchedStep {
   std::vector<std::shared_ptr<SamplingContext>> contexts;
   // Requests that ended since the previous launch (the drafter drops their state).
   std::vector<RequestId> released;
-  // Per plan.seqs entry: at most this many drafts to propose after the row
-  // (the schedule's budget); empty = the runner's max_draft_tokens for all.
-  std::vector<int32_t> draft_budget;
+  // false: the schedule paused speculation; the drafter gets no hidden rows
+  // and proposes nothing (it only drops the released requests).
+  bool draft = true;
+  // The drafter's stop rule for this step's proposals
+  // (DraftInput::stop_below_confidence and calibration; a snapshot, as the
+  // engine's calibrator keeps learning while the step runs).
+  float draft_stop_below_confidence = 0.0f;
+  std::shared_ptr<const AcceptanceCalibrator> draft_calibration;
 };
 
 struct StepResult {
@@ -48,6 +54,7 @@ struct StepResult {
   int64_t num_tokens = 0;                  // tokens the forward pass computed
   double forward_seconds = 0.0;            // its wall time (the speculation cost model's sample)
   double draft_seconds = 0.0;              // the drafter's wall time after sampling
+  double draft_fixed_seconds = 0.0;        // of which independent of the drafts proposed
   int64_t proposed_tokens = 0;             // drafts it proposed
 };
 

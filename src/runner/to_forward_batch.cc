@@ -16,6 +16,7 @@ ForwardBatch ToForwardBatch(const StepPlan& plan) {
     chunk.tokens = s.tokens;
     chunk.start_pos = s.start_pos;
     chunk.block_table = s.block_table;
+    chunk.layer_block_tables = s.layer_block_tables;
     if (!s.samples) {
       chunk.logits = SequenceChunk::Logits::kNone;
     } else if (s.num_draft_tokens > 0) {

@@ -61,7 +61,8 @@ Status Scheduler::AddRequest(RequestParams params) {
   }
   // The whole sequence plus one copy-on-write block must fit in the pool, or
   // preemption could never make room for it.
-  const int64_t blocks = (total + kv_.block_size() - 1) / kv_.block_size() + 1;
+  // (Per-layer KV: pages, with windowed layers at their bound for one-token steps.)
+  const int64_t blocks = kv_.MaxUnitsForSequence(total, 1);
   if (blocks > kv_.num_blocks()) {
     return InvalidArgument(name + ": needs " + std::to_string(blocks) + " KV blocks but the pool has " +
                            std::to_string(kv_.num_blocks()));
@@ -269,7 +270,11 @@ StepPlan Scheduler::BuildPlan(PlanState* state) {
     }
     s.tokens.insert(s.tokens.end(), r.draft_tokens.begin(), r.draft_tokens.begin() + pick.num_drafts);
     s.samples = s.start_pos + base == r.NumTokens();
-    s.block_table = kv_.BlockTable(r.id);
+    if (kv_.per_layer()) {
+      s.layer_block_tables = kv_.LayerBlockTables(r.id);
+    } else {
+      s.block_table = kv_.BlockTable(r.id);
+    }
 
     r.num_computed_tokens += pick.num_tokens;
     DI_CHECK(kv_.NumTokens(r.id) == r.num_computed_tokens);

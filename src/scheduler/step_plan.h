@@ -28,6 +28,9 @@ struct ScheduledSequence {
   int32_t num_draft_tokens = 0;      // tokens[size - num_draft_tokens, size) are drafts
   bool samples = false;              // reaches the end of the sequence: sample the next token(s)
   std::vector<BlockId> block_table;  // covers [0, start_pos + tokens.size())
+  // Instead of block_table when the KV is per layer (hybrid sliding window):
+  // one table per KV layer, kNoBlock where a window released a block.
+  std::vector<std::vector<BlockId>> layer_block_tables;
 };
 
 struct StepPlan {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -19,7 +20,6 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr int kMaxJsonDepth = 128;
 // Grammar compiles and large bodies are background work: their workers run
 // at a lower CPU priority, so a short request's first token is not queued
 // behind them for a core.
@@ -113,31 +113,53 @@ ApiService::~ApiService() {
 
 // The answer a request gets from its method, path and Authorization alone,
 // if that already decides it: no route (404), a missing or wrong API key
-// (401), a method the route does not take (405). Generation routes are
-// checked for readiness later, with the body.
+// (401, /v1/* only, as in vLLM), a method the route does not take (405).
+// Generation routes are checked for readiness later, with the body.
 std::optional<ApiError> ApiService::CheckBeforeBody(const HttpRequestView& request) const {
   const std::string path = PathOf(request.target);
   const bool get = request.method == "GET" || request.method == "HEAD";
   const bool post = request.method == "POST";
-  if (path == "/health" || path == "/metrics") {
-    if (!get) return MakeError(405, "invalid_request_error", "use GET " + path);
-    return std::nullopt;
+  struct Route {
+    const char* path;
+    bool post;  // else GET (and HEAD)
+  };
+  static constexpr Route kRoutes[] = {
+      {"/health", false},        {"/metrics", false},
+      {"/version", false},       {"/tokenize", true},
+      {"/detokenize", true},     {"/v1/models", false},
+      {"/v1/completions", true}, {"/v1/chat/completions", true},
+      {"/v1/responses", true},
+  };
+  static constexpr Route kModelById = {"/v1/models/", false};
+  const Route* route = nullptr;
+  for (const Route& r : kRoutes) {
+    if (path == r.path) route = &r;
   }
-  const bool is_api = path == "/v1/models" || path == "/v1/completions" || path == "/v1/chat/completions";
-  if (!is_api) {
+  if (route == nullptr && path.starts_with(kModelById.path) && path.size() > std::strlen(kModelById.path)) {
+    route = &kModelById;
+  }
+  if (route == nullptr) {
     return MakeError(404, "invalid_request_error", "no route for " + request.method + " " + path,
                      "not_found");
   }
-  if (!options_.api_key.empty() && request.authorization != "Bearer " + options_.api_key) {
+  if (path.starts_with("/v1/") && !options_.api_key.empty() &&
+      request.authorization != "Bearer " + options_.api_key) {
     return MakeError(401, "authentication_error", "missing or invalid API key (Authorization: Bearer KEY)",
                      "invalid_api_key");
   }
-  if (path == "/v1/models") {
-    if (!get) return MakeError(405, "invalid_request_error", "use GET /v1/models");
-    return std::nullopt;
-  }
-  if (!post) return MakeError(405, "invalid_request_error", "use POST " + path);
+  if (!route->post && !get) return MakeError(405, "invalid_request_error", "use GET " + path);
+  if (route->post && !post) return MakeError(405, "invalid_request_error", "use POST " + path);
   return std::nullopt;
+}
+
+void ApiService::RunPrepared(size_t body_bytes, std::function<void()> task,
+                             const std::shared_ptr<ResponseWriter>& writer) {
+  const bool large = static_cast<int64_t>(body_bytes) > options_.large_body_bytes;
+  TaskPool* pool = large && large_prepare_pool_ ? large_prepare_pool_.get() : prepare_pool_.get();
+  if (pool == nullptr) return task();
+  if (!pool->Post(std::move(task))) {
+    SendError(*writer, MakeError(429, "rate_limit_error", "too many requests are waiting to be prepared"));
+  }
 }
 
 void ApiService::Handle(const HttpRequestView& request, const std::shared_ptr<ResponseWriter>& writer) {
@@ -151,31 +173,36 @@ void ApiService::Handle(const HttpRequestView& request, const std::shared_ptr<Re
     return writer->SendResponse(200, "text/plain; version=0.0.4; charset=utf-8",
                                 RenderPrometheusMetrics(engine_.Metrics()));
   }
+  if (path == "/version") return HandleVersion(writer);
   if (path == "/v1/models") return HandleModels(writer);
+  if (path.starts_with("/v1/models/")) return HandleModel(path.substr(std::strlen("/v1/models/")), writer);
+  // Parsing, the chat template and tokenization run on the prepare workers,
+  // never on the caller's (an HTTP I/O) thread.
+  auto body = std::make_shared<std::string>(request.body);
+  if (path == "/tokenize") {
+    return RunPrepared(
+        body->size(), [this, body, writer] { HandleTokenize(*body, writer); }, writer);
+  }
+  if (path == "/detokenize") {
+    return RunPrepared(
+        body->size(), [this, body, writer] { HandleDetokenize(*body, writer); }, writer);
+  }
   if (shutting_down_ || !ready_) {
     return SendError(*writer,
                      MakeError(503, "service_unavailable", "the server is not ready or is shutting down"));
   }
+  if (path == "/v1/responses") {
+    return RunPrepared(
+        body->size(), [this, body, writer] { HandleResponses(*body, writer); }, writer);
+  }
   const ParsedRequest::Api api =
       path == "/v1/completions" ? ParsedRequest::Api::kCompletion : ParsedRequest::Api::kChat;
-  const bool large = static_cast<int64_t>(request.body.size()) > options_.large_body_bytes;
-  TaskPool* pool = large && large_prepare_pool_ ? large_prepare_pool_.get() : prepare_pool_.get();
-  if (pool == nullptr) return HandleGeneration(api, request.body, writer);
-  // Parsing, the chat template and tokenization run on the prepare workers,
-  // never on the caller's (an HTTP I/O) thread.
-  auto body = std::make_shared<std::string>(request.body);
-  if (!pool->Post([this, api, body, writer] { HandleGeneration(api, *body, writer); })) {
-    SendError(*writer, MakeError(429, "rate_limit_error", "too many requests are waiting to be prepared"));
-  }
+  RunPrepared(
+      body->size(), [this, api, body, writer] { HandleGeneration(api, *body, writer); }, writer);
 }
 
 void ApiService::HandleModels(const std::shared_ptr<ResponseWriter>& writer) {
-  json model = {{"id", options_.served_model_name},
-                {"object", "model"},
-                {"created", 0},
-                {"owned_by", "deepinfer"},
-                {"max_model_len", engine_.config().scheduler.max_model_len},
-                {"vocab_size", engine_.model_config().vocab_size}};
+  json model = ModelCard();  // info_routes.cc
   writer->SendResponse(200, "application/json",
                        Dump(json{{"object", "list"}, {"data", json::array({model})}}));
 }

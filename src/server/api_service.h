@@ -1,8 +1,14 @@
 // ApiService: the OpenAI-compatible API over an Engine, independent of the
 // transport. Routes one HTTP request (method, path, Authorization, body) to
-// /health, /metrics, /v1/models, /v1/completions or /v1/chat/completions,
-// validates and tokenizes it, submits the engine requests and answers through
-// a ResponseWriter (see docs/serving.md for the fields and status codes).
+// /health, /metrics, /version, /tokenize, /detokenize, /v1/models[/{id}],
+// /v1/completions, /v1/chat/completions or /v1/responses, validates and
+// tokenizes it, submits the engine requests and answers through a
+// ResponseWriter (see docs/serving.md for the fields and status codes).
+// Only /v1/* needs the API key (as in vLLM).
+//
+// One file per group of routes: api_service.cc (routing, generation),
+// info_routes.cc (/version, /v1/models), tokenize_routes.cc (/tokenize,
+// /detokenize), responses_api.cc (/v1/responses over the chat path).
 //
 // Thread-safety: Handle may be called from several I/O threads at once.
 // `engine` must outlive the service.
@@ -16,6 +22,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "core/status.h"
 #include "engine/engine.h"
@@ -64,6 +72,9 @@ struct HttpRequestView {
   std::string body;
 };
 
+// A request body nesting deeper is refused before it is parsed.
+inline constexpr int kMaxJsonDepth = 128;
+
 // The fallback chat format (see ChatPromptRenderer).
 std::string RenderFallbackChat(const std::vector<ChatMessage>& messages);
 
@@ -85,6 +96,23 @@ class ApiService {
   void BeginShutdown() { shutting_down_ = true; }
 
  private:
+  // Runs `task` on a prepare worker (large bodies on their own), or inline
+  // without workers; 429 when the queue is full.
+  void RunPrepared(size_t body_bytes, std::function<void()> task,
+                   const std::shared_ptr<ResponseWriter>& writer);
+  // The routes beside generation (info_routes.cc, tokenize_routes.cc,
+  // responses_api.cc).
+  void HandleModel(const std::string& raw_id, const std::shared_ptr<ResponseWriter>& writer);
+  void HandleVersion(const std::shared_ptr<ResponseWriter>& writer);
+  nlohmann::json ModelCard() const;  // the one entry of /v1/models
+  void HandleTokenize(const std::string& body, const std::shared_ptr<ResponseWriter>& writer);
+  void HandleDetokenize(const std::string& body, const std::shared_ptr<ResponseWriter>& writer);
+  void HandleResponses(const std::string& body, const std::shared_ptr<ResponseWriter>& writer);
+  // The chat request's messages as prompt text (the chat template, or the fallback).
+  StatusOr<std::string> RenderChat(const ParsedRequest& req) const;
+  // The body as JSON, or the 400 it gets (nesting too deep, not JSON).
+  std::optional<ApiError> ParseBody(const std::string& body, nlohmann::json* out) const;
+
   void HandleGeneration(ParsedRequest::Api api, const std::string& body,
                         const std::shared_ptr<ResponseWriter>& writer);
   // A request parsed, tokenized and validated; its constraints are made

@@ -126,12 +126,29 @@ std::string RenderPrometheusMetrics(const EngineMetrics& m) {
   Sample(out, "deepinfer_kv_cache_usage_ratio", "gauge",
          "KV blocks referenced by live requests / pool (cached idle prefix blocks not counted).",
          m.kv_cache_usage_ratio);
-  Sample(out, "deepinfer_kv_cache_blocks_total", "gauge", "KV blocks in the pool.",
+  // A gauge: no "_total" suffix, which Prometheus reserves for counters.
+  // Unlabeled: the whole pool; {group=...}: per layer group (one shared pool,
+  // so every group's total is the pool; EngineMetrics::KvGroup).
+  Sample(out, "deepinfer_kv_cache_num_blocks", "gauge", "KV blocks in the pool.",
          static_cast<double>(m.kv_blocks_total));
+  for (const auto& g : m.kv_groups) {
+    out +=
+        "deepinfer_kv_cache_num_blocks{group=\"" + g.name + "\"} " + std::to_string(g.blocks_total) + "\n";
+  }
   Sample(out, "deepinfer_kv_cache_blocks_in_use", "gauge", "KV blocks referenced by live requests.",
          static_cast<double>(m.kv_blocks_in_use));
+  for (const auto& g : m.kv_groups) {
+    out += "deepinfer_kv_cache_blocks_in_use{group=\"" + g.name + "\"} " + std::to_string(g.blocks_in_use) +
+           "\n";
+  }
   Sample(out, "deepinfer_prefix_cache_hit_ratio", "gauge", "Cached prompt tokens / prompt tokens admitted.",
          m.prefix_cache_hit_ratio);
+  Sample(out, "deepinfer_prefix_cache_queries_total", "counter",
+         "Prompt tokens looked up in the prefix cache (once per request, at its first admission).",
+         static_cast<double>(m.prefix_cache_queries_total));
+  Sample(out, "deepinfer_prefix_cache_hits_total", "counter",
+         "Prompt tokens found in the prefix cache (once per request, at its first admission).",
+         static_cast<double>(m.prefix_cache_hits_total));
   Sample(out, "deepinfer_prompt_tokens_total", "counter", "Prompt tokens admitted.",
          static_cast<double>(m.prompt_tokens_total));
   Sample(out, "deepinfer_generation_tokens_total", "counter", "Tokens generated.",
@@ -151,6 +168,25 @@ std::string RenderPrometheusMetrics(const EngineMetrics& m) {
                 m.time_to_first_token_seconds);
   HistogramText(out, "deepinfer_time_per_output_token_seconds", "Time between output tokens of a request.",
                 m.time_per_output_token_seconds);
+  HistogramText(out, "deepinfer_e2e_request_latency_seconds",
+                "Time from arrival to finish, per finished request.", m.e2e_request_latency_seconds);
+  HistogramText(out, "deepinfer_request_queue_time_seconds",
+                "Time from arrival to the first scheduled step, per finished request that was scheduled.",
+                m.request_queue_time_seconds);
+  HistogramText(
+      out, "deepinfer_request_prefill_time_seconds",
+      "Time from the first scheduled step to the first output token, per finished request with one.",
+      m.request_prefill_time_seconds);
+  HistogramText(out, "deepinfer_request_decode_time_seconds",
+                "Time from the first to the last output token, per finished request with one.",
+                m.request_decode_time_seconds);
+  HistogramText(out, "deepinfer_request_inference_time_seconds",
+                "Time from the first scheduled step to the last output token (prefill + decode).",
+                m.request_inference_time_seconds);
+  HistogramText(out, "deepinfer_request_prompt_tokens", "Prompt tokens per finished request.",
+                m.request_prompt_tokens);
+  HistogramText(out, "deepinfer_request_generation_tokens", "Generated tokens per finished request.",
+                m.request_generation_tokens);
   return out;
 }
 

@@ -4,23 +4,32 @@
 
 namespace deepinfer {
 
-std::vector<int32_t> ChooseDraftLengths(const std::vector<DraftLengthInput>& inputs, const StepLoad& load,
-                                        const StepCostModel& cost, double drafter_seconds_per_token,
-                                        int32_t max_draft, SpecSchedule schedule) {
-  std::vector<int32_t> lengths(inputs.size(), 0);
+void DrafterCost::Observe(int64_t proposed, double seconds, double fixed) {
+  fixed = std::clamp(fixed, 0.0, std::max(seconds, 0.0));
+  fixed_seconds = fixed_seconds == 0.0 ? fixed : (1 - kSmoothing) * fixed_seconds + kSmoothing * fixed;
+  drafts.Observe(proposed, seconds - fixed);
+}
+
+DraftSchedule ChooseDraftLengths(const std::vector<DraftLengthInput>& inputs, const StepLoad& load,
+                                 const StepCostModel& cost, const DrafterCost& drafter_cost,
+                                 int32_t max_draft, SpecSchedule schedule) {
+  DraftSchedule out;
+  std::vector<int32_t>& lengths = out.lengths;
+  lengths.assign(inputs.size(), 0);
   auto cap = [&](const DraftLengthInput& in) {
     return static_cast<int32_t>(
         std::min<size_t>(in.confidence.size(), static_cast<size_t>(std::max(max_draft, 0))));
   };
   if (schedule == SpecSchedule::kFixed) {
     for (size_t r = 0; r < inputs.size(); ++r) lengths[r] = cap(inputs[r]);
-    return lengths;
+    return out;
   }
-  const double marginal = cost.per_token_seconds() + std::max(drafter_seconds_per_token, 0.0);
+  const double marginal = cost.per_token_seconds() + drafter_cost.marginal_seconds();
   const double rows = static_cast<double>(std::max<int64_t>(load.sampling_rows, 1));
   const double base_tokens = static_cast<double>(std::max<int64_t>(load.tokens, 1));
-  for (int round = 0; round < 3; ++round) {
-    double expected = rows;
+  // The expected tokens and predicted seconds of the step with `lengths`.
+  auto evaluate = [&](double& expected, double& seconds) {
+    expected = rows;
     double drafts = 0;
     for (size_t r = 0; r < inputs.size(); ++r) {
       double prefix = 1.0;
@@ -30,9 +39,14 @@ std::vector<int32_t> ChooseDraftLengths(const std::vector<DraftLengthInput>& inp
       }
       drafts += lengths[r];
     }
-    const double seconds = cost.Predict(base_tokens + drafts) + drafter_seconds_per_token * drafts;
-    if (seconds <= 0) return lengths;  // no cost known yet: nothing to trade against
+    seconds = cost.Predict(base_tokens + drafts) + drafter_cost.Predict(drafts);
+  };
+  for (int round = 0; round < 3; ++round) {
+    double expected = 0, seconds = 0;
+    evaluate(expected, seconds);
+    if (seconds <= 0) return out;  // no cost known yet: nothing to trade against
     const double lambda = expected / seconds * marginal;
+    out.exchange_rate = lambda;
     for (size_t r = 0; r < inputs.size(); ++r) {
       double prefix = 1.0;
       double gain = 0.0;
@@ -49,7 +63,11 @@ std::vector<int32_t> ChooseDraftLengths(const std::vector<DraftLengthInput>& inp
       lengths[r] = best;
     }
   }
-  return lengths;
+  double expected = 0, seconds = 0;
+  evaluate(expected, seconds);
+  const double plain_seconds = cost.Predict(base_tokens);
+  if (seconds > 0 && plain_seconds > 0) out.speedup = (expected / seconds) / (rows / plain_seconds);
+  return out;
 }
 
 }  // namespace deepinfer

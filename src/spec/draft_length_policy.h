@@ -5,10 +5,13 @@
 // verifying j drafts yields 1 + S_j tokens in expectation, where S_j is the
 // sum over i <= j of the prefix acceptance P_i = c_1 * ... * c_i of its
 // calibrated conditional confidences; each verified draft costs the step
-// per_token + drafter seconds. With E the expected tokens and T the predicted
-// seconds of the step, a draft is worth verifying when its P_i exceeds the
-// step's exchange rate lambda = E / T * (per_token + drafter): the request
-// takes the j maximizing S_j - lambda * j. At low load (T dominated by the
+// the target's per_token seconds plus the drafter's marginal seconds per
+// draft. With E the expected tokens and T the predicted seconds of the step
+// (target forward plus drafting), a draft is worth verifying when its P_i
+// exceeds the step's exchange rate lambda = E / T * marginal: the request
+// takes the j maximizing S_j - lambda * j. lambda is also the drafter's stop
+// rule for the next step: chaining past a prefix confidence below it buys
+// drafts that will not be verified. At low load (T dominated by the
 // fixed cost) lambda is small and drafts run deep where confidence is high;
 // as the batch grows T becomes per-token bound, lambda approaches 1 and
 // speculation fades out by itself. Three rounds re-estimate lambda from the
@@ -35,9 +38,32 @@ struct StepLoad {
   int64_t tokens = 0;         // tokens of the next step before drafts
 };
 
-// Per input, the number of drafts to verify (<= its proposal and max_draft).
-std::vector<int32_t> ChooseDraftLengths(const std::vector<DraftLengthInput>& inputs, const StepLoad& load,
-                                        const StepCostModel& cost, double drafter_seconds_per_token,
-                                        int32_t max_draft, SpecSchedule schedule);
+// The drafter's seconds per step: a part that does not depend on the drafts
+// (Drafter::last_fixed_seconds, smoothed) and a fit of the rest against the
+// drafts proposed, whose slope is the marginal draft.
+struct DrafterCost {
+  static constexpr double kSmoothing = 0.1;  // weight of the newest fixed-seconds sample
+
+  StepCostModel drafts{/*cold_tokens_per_fixed=*/1.0};
+  double fixed_seconds = 0.0;
+
+  void Observe(int64_t proposed, double seconds, double fixed);
+  double marginal_seconds() const { return drafts.per_token_seconds(); }
+  double Predict(double proposed) const { return fixed_seconds + drafts.Predict(proposed); }
+};
+
+struct DraftSchedule {
+  std::vector<int32_t> lengths;  // per input: drafts to verify (<= its proposal and max_draft)
+  double exchange_rate = 0.0;    // lambda (0 under kFixed, or before any cost is known)
+  // Predicted tokens per second of the step with these lengths, drafter
+  // included, over a step without speculation (no drafts, no drafter): below
+  // 1, speculation costs more than it saves. 1 under kFixed or before any cost is known.
+  double speedup = 1.0;
+};
+
+// cost: the target's forward; drafter_cost: the drafter's.
+DraftSchedule ChooseDraftLengths(const std::vector<DraftLengthInput>& inputs, const StepLoad& load,
+                                 const StepCostModel& cost, const DrafterCost& drafter_cost,
+                                 int32_t max_draft, SpecSchedule schedule);
 
 }  // namespace deepinfer

@@ -22,6 +22,8 @@
 #include <span>
 #include <vector>
 
+#include "spec/acceptance_calibrator.h"
+
 namespace deepinfer {
 
 struct DraftProposal {
@@ -46,6 +48,13 @@ struct DraftInput {
   // known sequence (prompt, outputs, this step's samples). Empty otherwise.
   std::span<const int32_t> sequence;
   int32_t max_tokens = 0;  // > 0: propose at most this many drafts
+  // A drafter whose drafts cost time may stop once the product of its
+  // calibrated confidences so far (calibration->Calibrated(depth, raw); the
+  // raw ones without a calibration) falls below this: the schedule would not
+  // verify the drafts after it (the step's exchange rate,
+  // draft_length_policy.h). Proposing more is still valid.
+  float stop_below_confidence = 0.0f;
+  const AcceptanceCalibrator* calibration = nullptr;
 };
 
 class Drafter {
@@ -61,6 +70,12 @@ class Drafter {
   virtual std::vector<DraftProposal> ProposeStep(std::span<const DraftInput> inputs) = 0;
   // The requests have ended: drop whatever the drafter keeps for them.
   virtual void Release(std::span<const int64_t> request_ids) { (void)request_ids; }
+  // Seconds of the last ProposeStep that did not depend on how many drafts
+  // it proposed (the MTP catch-up). The schedule fits the marginal cost of a
+  // draft to the rest: timed together, catch-up work grows with the tokens
+  // accepted, which grows with the drafts proposed, and the fit would charge
+  // it to the drafts.
+  virtual double last_fixed_seconds() const { return 0.0; }
 };
 
 }  // namespace deepinfer

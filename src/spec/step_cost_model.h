@@ -6,9 +6,14 @@
 // tokens) extra verified tokens are nearly free; once it is compute-bound
 // they cost as much as the tokens they may save.
 //
-// Before two different token counts were seen, per_token is assumed to be
-// fixed / kColdTokensPerFixed (a decode step on a CPU is dominated by
-// reading the weights).
+// The cold assumption: per_token = fixed / cold_tokens_per_fixed, with
+// kColdTokensPerFixed for a model step (a decode step on a CPU is dominated
+// by reading the weights) and 1 for a drafter's model (a chained draft costs
+// about what its fixed part does). It holds alone for the first kMinSteps
+// steps and is the prior the fit shrinks toward afterwards: a fit through
+// few distinct token counts on a shared machine can be anything (one slow
+// 5-token step among 1-token ones once made per_token 40x a token's real
+// cost, and so turned speculation off).
 //
 // Thread-safety: none (the engine loop thread, under the engine's lock).
 #pragma once
@@ -21,6 +26,15 @@ class StepCostModel {
  public:
   static constexpr double kForget = 0.98;
   static constexpr double kColdTokensPerFixed = 64.0;
+  static constexpr double kMinSteps = 8.0;  // (forgetting-weighted)
+  // Once warm, a step is taken as at most this many times its prediction.
+  static constexpr double kMaxOverPrediction = 3.0;
+  // The cold slope's weight in the fit, in units of sum of squared token
+  // deviations (one step 4 tokens off the mean).
+  static constexpr double kPriorSpread = 16.0;
+
+  explicit StepCostModel(double cold_tokens_per_fixed = kColdTokensPerFixed)
+      : cold_tokens_per_fixed_(cold_tokens_per_fixed) {}
 
   void Observe(int64_t tokens, double seconds);
   double fixed_seconds() const;
@@ -28,6 +42,7 @@ class StepCostModel {
   double Predict(double tokens) const { return fixed_seconds() + per_token_seconds() * tokens; }
 
  private:
+  double cold_tokens_per_fixed_;
   // Weighted sums for the regression seconds = a + b * tokens.
   double w_ = 0, sx_ = 0, sy_ = 0, sxx_ = 0, sxy_ = 0;
 };

@@ -276,9 +276,13 @@ StatusOr<SynthSpec> ResolveSynthSpec(const std::string& arch, const std::string&
         "' (llama, mistral, qwen2, qwen3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3)");
   }
   const bool deepseek_big = deepseek && (preset == "v2-lite" || preset == "v3-mini");
-  if (deepseek && preset != "tiny" && preset != "tiny-hybrid-swa" && !deepseek_big) {
+  const bool swa_bench = preset == "swa-bench";
+  if (swa_bench && arch != "qwen3" && arch != "deepseek_v3") {
+    return InvalidArgument("--preset swa-bench needs --arch qwen3 or deepseek_v3");
+  }
+  if (deepseek && preset != "tiny" && preset != "tiny-hybrid-swa" && !deepseek_big && !swa_bench) {
     return InvalidArgument("--preset: the " + arch +
-                           " synth has the presets tiny, tiny-hybrid-swa, v2-lite, v3-mini");
+                           " synth has the presets tiny, tiny-hybrid-swa, swa-bench (v3), v2-lite, v3-mini");
   }
   if (moe && !deepseek && preset != "tiny") {
     return InvalidArgument("--preset: the " + arch + " synth has only the 'tiny' preset");
@@ -286,6 +290,11 @@ StatusOr<SynthSpec> ResolveSynthSpec(const std::string& arch, const std::string&
   s.arch = arch;
   if (deepseek_big) {
     // Shapes for benchmarks; dims are set in the deepseek branch below.
+  } else if (swa_bench) {
+    // Hybrid sliding-window benchmark shape (docs/kv-cache.md): layers 3 and
+    // 7 attend fully, the other 6 slide over 128 positions.
+    s.hidden = 512, s.layers = 8, s.heads = 8, s.kv_heads = 4, s.head_dim = 64, s.ffn = 1536;
+    s.vocab = 32000, s.context = 8192;
   } else if (preset == "tiny" || preset == "tiny-rope-llama3" || preset == "tiny-hybrid-swa") {
     s.hidden = 64, s.layers = 3, s.heads = 4, s.kv_heads = 2, s.head_dim = 16, s.ffn = 160;
     s.vocab = 512, s.context = 512;
@@ -297,8 +306,9 @@ StatusOr<SynthSpec> ResolveSynthSpec(const std::string& arch, const std::string&
     s.hidden = 2048, s.layers = 22, s.heads = 32, s.kv_heads = 4, s.head_dim = 64, s.ffn = 5632;
     s.vocab = 32000, s.context = 2048;
   } else {
-    return InvalidArgument("--preset: unknown preset '" + preset +
-                           "' (tiny, tiny-rope-llama3, tiny-hybrid-swa, llama-110m, tinyllama-1.1b)");
+    return InvalidArgument(
+        "--preset: unknown preset '" + preset +
+        "' (tiny, tiny-rope-llama3, tiny-hybrid-swa, swa-bench, llama-110m, tinyllama-1.1b)");
   }
   if (arch == "mistral") {
     // Every layer slides, as transformers' MistralConfig has one window for
@@ -310,6 +320,7 @@ StatusOr<SynthSpec> ResolveSynthSpec(const std::string& arch, const std::string&
   } else if (arch == "qwen3") {
     s.qk_norm = true, s.neox_rope = true, s.rope_theta = 1e6, s.rms_eps = 1e-6, s.tie_embeddings = true;
     if (preset.rfind("tiny", 0) == 0) s.head_dim = 32;  // != hidden / heads on purpose
+    if (swa_bench) s.tie_embeddings = false;
   } else if (arch == "mixtral") {
     // Mixtral renormalizes its top-2 weights; every layer is sparse.
     s.experts = 8, s.experts_per_token = 2, s.expert_ffn = 64, s.ffn = 64, s.norm_topk_prob = true;
@@ -346,6 +357,12 @@ StatusOr<SynthSpec> ResolveSynthSpec(const std::string& arch, const std::string&
       s.head_dim = 96, s.experts = 32, s.experts_per_token = 4, s.expert_ffn = 256, s.shared_experts = 1;
       s.n_group = 4, s.topk_group = 2;
       s.yarn = SynthSpec::Yarn{4, 1, 1, 1024};
+    } else if (swa_bench) {  // MLA with a 160-wide latent row (q8_0 KV fits: 5 blocks of 32)
+      s.hidden = 512, s.layers = 8, s.heads = 8, s.kv_heads = 8, s.ffn = 1536, s.vocab = 32000;
+      s.context = 8192, s.q_lora = 192, s.kv_lora = 128, s.qk_nope = 32, s.qk_rope = 32, s.v_head = 64;
+      s.head_dim = 64, s.experts = 8, s.experts_per_token = 2, s.expert_ffn = 256, s.shared_experts = 1;
+      s.n_group = 4, s.topk_group = 2;
+      s.yarn = SynthSpec::Yarn{4, 1, 1, 2048};
     }
   }
   if (preset == "tiny-hybrid-swa") {
@@ -360,11 +377,35 @@ StatusOr<SynthSpec> ResolveSynthSpec(const std::string& arch, const std::string&
     s.sliding_window = 16;
     s.sliding_layers = {true, false, true};
   }
+  if (swa_bench) {
+    s.sliding_window = 128;
+    s.sliding_layers = {true, true, true, false, true, true, true, false};
+  }
   return s;
+}
+
+Status ApplySynthOverrides(const SynthOptions& o, SynthSpec& s) {
+  if (o.max_position < 0) return InvalidArgument("--max-position must be >= 1");
+  if (o.sliding_window < 0) return InvalidArgument("--sliding-window must be >= 1");
+  if (o.max_position > 0) {
+    if (s.yarn && o.max_position < s.yarn->original_context) {
+      return InvalidArgument("--max-position " + std::to_string(o.max_position) +
+                             " is below the preset's YaRN original context " +
+                             std::to_string(s.yarn->original_context));
+    }
+    s.context = o.max_position;
+  }
+  if (o.sliding_window > 0) {
+    s.sliding_window = o.sliding_window;
+    // A preset without sliding layers slides every layer (as Mistral does).
+    if (s.sliding_layers.empty()) s.sliding_layers.assign(static_cast<size_t>(s.layers), true);
+  }
+  return Status::Ok();
 }
 
 Status WriteSynthModel(const SynthOptions& o) {
   DI_ASSIGN_OR_RETURN(SynthSpec spec, ResolveSynthSpec(o.arch, o.preset));
+  DI_RETURN_IF_ERROR(ApplySynthOverrides(o, spec));
   if (o.out.empty()) return InvalidArgument("--out: missing output path");
   std::optional<synth_internal::ImportedTokenizer> imported;
   if (!o.tokenizer_dir.empty()) {

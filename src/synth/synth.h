@@ -72,6 +72,9 @@ struct SynthSpec {
 // deepseek_v3 tiny: q_lora 48, sigmoid + e_score_correction_bias, groups
 // 4/2, renormalized x2.5, YaRN (factor 4, original 64), one MTP layer.
 // tiny-hybrid-swa (deepseek): window 16 on layers 0 and 2 via layer_types.
+// swa-bench (qwen3, deepseek_v3): 8 layers of which 6 slide with window
+// 128 (layers 3 and 7 full), hidden 512, 8 heads / 4 KV heads of 64 (MLA
+// for DeepSeek: latent 128 + rope 32), ffn 1536, vocab 32000, context 8192.
 // v2-lite (DeepSeek-V2-Lite's dims, 15.7B) and v3-mini (hidden 1024, 8
 // layers, 32 experts, ~0.3B): benchmark shapes with the arch's routing.
 StatusOr<SynthSpec> ResolveSynthSpec(const std::string& arch, const std::string& preset);
@@ -91,7 +94,16 @@ struct SynthOptions {
   // tokenizer.ggml.* keys and chat template (GGUF) go into the output
   // (synth/imported_tokenizer.h).
   std::string tokenizer_dir;
+  // Overrides for every preset (0 = the preset's): --max-position sets the
+  // context; --sliding-window W sets the window of the sliding layers (every
+  // layer slides when the preset has none).
+  int64_t max_position = 0;
+  int64_t sliding_window = 0;
 };
+
+// Applies opts' overrides to a resolved spec. InvalidArgument for negative
+// values or a context below the preset's YaRN original context.
+Status ApplySynthOverrides(const SynthOptions& opts, SynthSpec& spec);
 
 // Writes the model. Errors: InvalidArgument (bad arch/preset/dtype for the
 // format), Internal (I/O), each naming the path or flag.

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -336,6 +337,52 @@ TEST(Synth, RejectsBadOptions) {
   o.arch = "llama";
   o.preset = "huge";
   EXPECT_NE(WriteSynthModel(o).message().find("huge"), std::string::npos);
+}
+
+TEST(Synth, SwaBenchPresetHasTheIssuesShape) {
+  for (const char* arch : {"qwen3", "deepseek_v3"}) {
+    auto s = ResolveSynthSpec(arch, "swa-bench");
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ(s->layers, 8);
+    EXPECT_EQ(std::count(s->sliding_layers.begin(), s->sliding_layers.end(), true), 6);
+    EXPECT_EQ(s->sliding_window, 128);
+    EXPECT_EQ(s->hidden, 512);
+    EXPECT_EQ(s->heads, 8);
+    EXPECT_EQ(s->vocab, 32000);
+    EXPECT_EQ(s->context, 8192);
+  }
+  EXPECT_EQ(ResolveSynthSpec("qwen3", "swa-bench")->kv_heads, 4);
+  EXPECT_GT(ResolveSynthSpec("deepseek_v3", "swa-bench")->kv_lora, 0);  // MLA
+  EXPECT_EQ(ResolveSynthSpec("llama", "swa-bench").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Synth, MaxPositionAndSlidingWindowOverrides) {
+  SynthOptions o;
+  o.max_position = 4096;
+  o.sliding_window = 40;
+  SynthSpec hybrid = *ResolveSynthSpec("qwen3", "tiny-hybrid-swa");
+  ASSERT_TRUE(ApplySynthOverrides(o, hybrid).ok());
+  EXPECT_EQ(hybrid.context, 4096);
+  EXPECT_EQ(hybrid.sliding_window, 40);
+  EXPECT_EQ(hybrid.sliding_layers, (std::vector<bool>{true, false, true}));  // the pattern stays
+  SynthSpec plain = *ResolveSynthSpec("llama", "tiny");
+  ASSERT_TRUE(ApplySynthOverrides(o, plain).ok());
+  EXPECT_EQ(plain.sliding_layers, (std::vector<bool>{true, true, true}));  // no pattern: every layer
+  // Written and read back: the HF config carries both.
+  o.arch = "qwen3";
+  o.preset = "tiny-hybrid-swa";
+  o.format = SynthFormat::kHf;
+  o.out = MakeTempDir("synth_overrides") + "/hf";
+  ASSERT_TRUE(WriteSynthModel(o).ok());
+  const auto config = ReadJson(o.out + "/config.json");
+  EXPECT_EQ(config["max_position_embeddings"], 4096);
+  EXPECT_EQ(config["sliding_window"], 40);
+  o.max_position = -1;
+  EXPECT_EQ(WriteSynthModel(o).code(), StatusCode::kInvalidArgument);
+  SynthSpec yarn = *ResolveSynthSpec("deepseek_v3", "tiny");
+  SynthOptions small;
+  small.max_position = 8;  // below YaRN's original context 64
+  EXPECT_EQ(ApplySynthOverrides(small, yarn).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(SynthTokenizer, ByteLevelVocabAndMerges) {

@@ -1,0 +1,17 @@
+// Small order statistics for benchmarks' reports.
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+namespace deepinfer {
+
+// The median (the mean of the two middle values for an even count); 0 for none.
+inline double Median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+}  // namespace deepinfer

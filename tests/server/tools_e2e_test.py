@@ -7,8 +7,8 @@ templates; parsers hermes, llama3_json and deepseek_v3, detected from the templa
 weights only grammar-forced output can be a valid call, so:
   - tool_choice "required" / named (also streamed) must return tool_calls whose arguments validate
     (jsonschema) against the declared parameters, finish_reason "tool_calls";
-  - a tool-call / tool-result history must reach the prompt: the chat request and a completion of the
-    Jinja2-rendered prompt (tests/chat/jinja2_compare_test.py's renderer) agree on prompt tokens and on
+  - a tool-call / tool-result history must reach the prompt: /tokenize's messages form returns exactly
+    the Jinja2-rendered text, and the chat request and a completion of the Jinja2-rendered prompt (tests/chat/jinja2_compare_test.py's renderer) agree on prompt tokens and on
     the greedy continuation with its logprobs;
   - response_format properties declared zeta, alpha, mid are generated in that order;
   - min_tokens holds EOS back, add_special_tokens adds BOS, chat echo, unsupported fields are 400s
@@ -190,9 +190,14 @@ def greedy_fingerprint(server, route, body):
 
 
 def check_same_prompt(server, request, tokenizer_dir, where):
-    """The server's chat prompt for `request` is the Jinja2-rendered text: the chat request and a completion
-    of the Jinja2 text (no BOS added: the template writes it) agree on prompt tokens and greedy continuation."""
+    """The server's chat prompt for `request` is the Jinja2-rendered text: /tokenize returns those bytes, and
+    the chat request and a completion of the Jinja2 text (no BOS added: the template writes it) agree on
+    prompt tokens and greedy continuation."""
     want_text = rendered(request, tokenizer_dir)
+    # Byte for byte: /tokenize's messages form returns the rendered prompt (the chat route's renderer).
+    status, r = server.post("/tokenize", {k: v for k, v in request.items() if k != "max_tokens"})
+    if status != 200 or r.get("prompt") != want_text:
+        fail("%s: /tokenize renders %r, Jinja2 %r" % (where, r.get("prompt", r), want_text))
     chat = greedy_fingerprint(server, "chat", request)
     text = greedy_fingerprint(server, "completion", {"prompt": want_text, "add_special_tokens": False})
     if chat[0] != text[0] or [t for t, _ in chat[1]] != [t for t, _ in text[1]] or any(
@@ -210,7 +215,7 @@ def check_history_renders(server, tokenizer_dir):
     for extra in ({}, {"chat_template_kwargs": {"enable_thinking": False}}):
         request = dict({"messages": history, "tools": TOOLS}, **extra)
         n = check_same_prompt(server, request, tokenizer_dir, "history %r" % extra)
-    print("tools_e2e: a tool-call / tool-result history renders as Jinja2 does (%d tokens)" % n)
+    print("tools_e2e: a tool-call / tool-result history renders byte-identical to Jinja2 (/tokenize; %d tokens, same greedy logprobs)" % n)
 
 
 def check_fields(server, end_ids, reasoning):
@@ -275,7 +280,7 @@ def run_client(server, npm_prefix, family, tokenizer_dir):
             want = check_same_prompt(server, request, tokenizer_dir, "the client's round trip")
             if got != want:
                 fail("the client's round trip has %d prompt tokens, its Jinja2 prompt %d" % (got, want))
-            print("tools_e2e: the client's round trip renders as Jinja2 does (%d tokens)" % want)
+            print("tools_e2e: the client's round trip renders byte-identical to Jinja2 (/tokenize; %d tokens, same greedy logprobs)" % want)
         else:
             print(line)
 

@@ -307,6 +307,14 @@ def main():
                                capture_output=True, text=True)
             if r.returncode != 0:
                 fail("synth --tokenizer %s: %s" % (family, r.stderr))
+            if family == "qwen3":
+                for flag in ("--tool-call-parser", "--reasoning-parser"):
+                    t0 = time.time()
+                    r = subprocess.run([args.deepinfer, "serve", model, flag, "bogus"], capture_output=True, text=True)
+                    lines = r.stderr.strip().splitlines()
+                    if r.returncode != 2 or len(lines) != 1 or flag not in lines[0] or time.time() - t0 > 1.0:
+                        fail("serve %s bogus: rc %d, %r (%.2f s)" % (flag, r.returncode, r.stderr, time.time() - t0))
+                print("tools_e2e: unknown --tool-call-parser / --reasoning-parser: one line, exit 2, < 1 s")
             extra = ["--reasoning-parser", "qwen3"] if family == "qwen3" else []
             server = e2e.Server(args.deepinfer, model, extra)
             try:

@@ -13,6 +13,7 @@ packages=(
   zlib1g-dev                            # tokenizer.json.gz
   python3 python3-numpy                 # independent NumPy reference in tests/reference
   python3-jsonschema                    # independent validator for structured-output tests
+  python3-jinja2                        # independent chat-template renderer (tests/chat)
   libboost-dev                          # Boost.Beast/Asio: the HTTP server and bench-serve client
   python3-sentencepiece                 # independent tokenizer for tests/server/endpoints_test.py
   prometheus                            # promtool: tests/server/metrics_test.py checks /metrics

@@ -82,6 +82,7 @@ StatusOr<ChatSetup> MakeChatSetup(const std::string& command, const std::string&
       setup.source = "fallback (the checkpoint's is not supported)";
     } else {
       tmpl = std::make_shared<ChatTemplate>(std::move(parsed).value());
+      setup.template_text = *source;
       setup.source = origin == "the checkpoint" ? "the checkpoint's" : "--chat-template " + origin;
     }
   } else {
@@ -99,8 +100,12 @@ StatusOr<ChatSetup> MakeChatSetup(const std::string& command, const std::string&
   };
   render.bos_token = piece(data.bos_id);
   render.eos_token = piece(data.eos_id);
-  setup.renderer = [tmpl, render](const std::vector<ChatMessage>& messages) {
-    return tmpl->Render(messages, render);
+  setup.renderer = [tmpl, render](const std::vector<ChatMessage>& messages,
+                                  const ChatRenderOptions& request) {
+    ChatRenderOptions options = request;
+    options.bos_token = render.bos_token;
+    options.eos_token = render.eos_token;
+    return tmpl->Render(messages, options);
   };
   return setup;
 }

@@ -19,8 +19,9 @@
 namespace deepinfer::tools {
 
 struct ChatSetup {
-  server::ChatPromptRenderer renderer;  // adds the generation prompt
+  server::ChatPromptRenderer renderer;  // adds the special tokens to the request's options
   std::string source;                   // for the start-up summary: "the checkpoint", a file, "fallback ..."
+  std::string template_text;            // the Jinja source in use; "" for the fallback format
 };
 
 // `command` prefixes the notices ("serve", "generate").

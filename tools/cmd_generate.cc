@@ -268,7 +268,7 @@ int RunGenerate(const Args& args) {
     std::vector<ChatMessage> messages(1);
     messages[0].role = "user";
     messages[0].content = options->prompt;
-    auto rendered = chat->renderer(messages);
+    auto rendered = chat->renderer(messages, ChatRenderOptions{});
     if (!rendered.ok()) return Fail("generate", rendered.status().WithContext("chat template").message());
     options->prompt = std::move(*rendered);
   }

@@ -49,6 +49,7 @@ struct ServeOptions {
   std::string model_path;
   std::string tokenizer_path;  // --tokenizer: a .gguf / tokenizer.json / folder; "" = the checkpoint's
   std::string chat_template_file;
+  std::string tool_call_parser;            // --tool-call-parser; "" = detected from the chat template
   GenerationDefaults generation_defaults;  // --generation-config, read while the flags are checked
   std::string display_host;  // --host as given (the URL printed); http.host holds the resolved address
   int threads = 0;
@@ -70,6 +71,9 @@ std::vector<FlagSpec> ServeFlags() {
       {"tokenizer", "PATH", "tokenizer from elsewhere: a .gguf, a tokenizer.json[.gz] or a folder with one",
        "the checkpoint's"},
       {"chat-template", "FILE", "Jinja2 chat template file", "the checkpoint's, else the fallback format"},
+      {"tool-call-parser", "hermes|llama3_json|deepseek_v3|mistral",
+       "how tool calls are read from the model's output", "detected from the chat template, else none"},
+      {"reasoning-parser", "deepseek_r1|qwen3", "split <think>...</think> into reasoning_content", "none"},
       {"host", "HOST", "address or host name to listen on (localhost resolves)", h.host},
       {"port", "N", "TCP port; 0 picks a free one", std::to_string(h.port)},
       {"api-key", "KEY", "require \"Authorization: Bearer KEY\" on /v1/*", "$DEEPINFER_API_KEY, else none"},
@@ -208,6 +212,17 @@ StatusOr<ServeOptions> ParseOptions(const Flags& flags) {
                       ReadGenerationDefaults(flags.GetString("generation-config", "auto"), o.model_path));
   o.service.default_sampling = o.generation_defaults.sampling;
   o.chat_template_file = flags.GetString("chat-template");
+  o.tool_call_parser = flags.GetString("tool-call-parser");
+  if (!o.tool_call_parser.empty() && server::FindToolCallParser(o.tool_call_parser) == nullptr) {
+    return InvalidArgument("--tool-call-parser: unknown parser '" + o.tool_call_parser + "' (" +
+                           server::ToolCallParserNames() + ")");
+  }
+  const std::string reasoning = flags.GetString("reasoning-parser");
+  const auto reasoning_format = server::ReasoningFormatFromName(reasoning);
+  if (!reasoning_format) {
+    return InvalidArgument("--reasoning-parser: unknown parser '" + reasoning + "' (deepseek_r1, qwen3)");
+  }
+  o.service.chat.reasoning = *reasoning_format;
   DI_ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
   if (threads < 0 || threads > 1024) return InvalidArgument("--threads must be in [0, 1024]");
   o.threads = static_cast<int>(threads);
@@ -337,6 +352,12 @@ int Serve(ServeOptions o) {
   auto chat = MakeChatSetup("serve", o.chat_template_file, *loaded);
   if (!chat.ok()) return Fail("serve", chat.status().message());
   o.service.chat_renderer = std::move(chat->renderer);
+  // --tool-call-parser, else the format the template writes, else none
+  // (tool requests then get a 400 naming the flag).
+  o.service.chat.tool_parser = !o.tool_call_parser.empty() ? server::FindToolCallParser(o.tool_call_parser)
+                               : !chat->template_text.empty()
+                                   ? server::DetectToolCallParser(chat->template_text)
+                                   : nullptr;
   const LoadedModelFacts facts = FactsOf(*loaded);
 
   auto engine = Engine::Create(std::move(*loaded), o.engine);

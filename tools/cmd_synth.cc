@@ -27,7 +27,11 @@ std::vector<FlagSpec> SynthFlags() {
       {"dtype", "f32|f16|bf16|q8_0|q4_0", "weight type", "f32"},
       {"seed", "S", "seed of the random weights", "0"},
       {"out", "PATH", "where to write the model", kRequired},
-      {"format", "gguf|hf", "file format", "gguf"}};
+      {"format", "gguf|hf", "file format", "gguf"},
+      {"tokenizer", "DIR",
+       "a folder with an HF tokenizer.json[.gz] (+ tokenizer_config.json): the model gets its "
+       "vocabulary size, tokenizer and chat template",
+       "a synthetic tokenizer"}};
 }
 
 }  // namespace
@@ -58,6 +62,7 @@ int RunSynth(const Args& args) {
   } else {
     return Fail("synth", "--format: unknown format '" + format + "' (gguf, hf)", 2);
   }
+  o.tokenizer_dir = flags.GetString("tokenizer", "");
   for (auto [name, field] : {std::pair<const char*, int64_t*>{"max-position", &o.max_position},
                              std::pair<const char*, int64_t*>{"sliding-window", &o.sliding_window}}) {
     if (!flags.Has(name)) continue;

@@ -148,8 +148,11 @@ TEST_P(SpeculationLossless, GreedyAndSeededOutputsEqualPlainDecodingAloneAndInAB
       const RunOutput plain = RunEngine({"plain", "", false, mode.async, mode.mtp_model}, n, sampled);
       const RunOutput spec = RunEngine(mode, n, sampled);
       ExpectSame(plain, spec, what);
-      if (!mode.adaptive || n == 1) {
-        // Speculation really ran: drafts were verified and some accepted.
+      // Speculation really ran: drafts were verified and some accepted --
+      // unless the adaptive schedule judged it a loss on this machine (under
+      // sanitizers the drafter's cost relative to the step differs) and paused.
+      const bool paused = mode.adaptive && spec.metrics.spec_paused_steps_total > 0;
+      if ((!mode.adaptive || n == 1) && !paused) {
         EXPECT_GT(spec.metrics.spec_draft_tokens_total, 0) << what;
         EXPECT_GT(spec.metrics.spec_accepted_tokens_total, 0) << what;
       }

@@ -158,6 +158,12 @@ GrammarCompiler::Result GrammarCompiler::CompileJsonSchema(std::string_view sche
   });
 }
 
+GrammarCompiler::Result GrammarCompiler::CompileTaggedJson(const TaggedJsonFormat& format,
+                                                           const JsonSchemaOptions& options) {
+  std::string key = "tagged:" + options.CacheKey() + ":" + format.CacheKey();
+  return CompileCached(key, [&] { return TaggedJsonToGrammar(format, options); });
+}
+
 GrammarCompiler::Result GrammarCompiler::CompileJsonObject(const JsonSchemaOptions& options) {
   return CompileJsonSchema(R"({"type":"object"})", options);
 }

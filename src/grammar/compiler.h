@@ -34,6 +34,7 @@
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
 #include "grammar/mask_cache.h"
+#include "grammar/tagged_json.h"
 #include "grammar/vocabulary.h"
 
 namespace deepinfer::grammar {
@@ -65,6 +66,7 @@ class GrammarCompiler {
   Result CompileGbnf(std::string_view text);
   Result CompileLark(std::string_view text);
   Result CompileChoice(const std::vector<std::string>& choices);
+  Result CompileTaggedJson(const TaggedJsonFormat& format, const JsonSchemaOptions& options = {});
   // Uncached: an IR built by the caller (`relaxed`: what it leaves out of
   // its source, CompiledGrammar::relaxed).
   Result CompileGrammar(const Grammar& grammar, std::vector<RelaxedAssertion> relaxed = {});

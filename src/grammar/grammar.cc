@@ -39,6 +39,25 @@ ExprId Grammar::Add(Expr e) {
   return static_cast<ExprId>(exprs_.size() - 1);
 }
 
+RuleId Grammar::Import(const Grammar& other, const std::string& prefix) {
+  const auto expr_base = static_cast<ExprId>(exprs_.size());
+  const auto rule_base = static_cast<RuleId>(rule_names_.size());
+  const auto automaton_base = static_cast<int32_t>(automata_.size());
+  for (const Expr& e : other.exprs_) {
+    Expr copy = e;
+    for (ExprId& c : copy.children) c += expr_base;
+    if (copy.kind == ExprKind::kRuleRef) copy.rule += rule_base;
+    if (copy.kind == ExprKind::kAutomaton) copy.rule += automaton_base;
+    exprs_.push_back(std::move(copy));
+  }
+  for (const ByteAutomaton& a : other.automata_) automata_.push_back(a);
+  for (size_t r = 0; r < other.rule_names_.size(); ++r) {
+    rule_names_.push_back(prefix + other.rule_names_[r]);
+    rule_bodies_.push_back(other.rule_bodies_[r] + expr_base);
+  }
+  return other.root_ < 0 ? -1 : other.root_ + rule_base;
+}
+
 ExprId Grammar::Empty() { return Add(MakeExpr(ExprKind::kEmpty)); }
 ExprId Grammar::Nothing() { return Add(MakeExpr(ExprKind::kNothing)); }
 

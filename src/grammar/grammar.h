@@ -103,6 +103,11 @@ class Grammar {
   const std::string& rule_name(RuleId r) const { return rule_names_[r]; }
   ExprId rule_body(RuleId r) const { return rule_bodies_[r]; }
 
+  // Copies every rule, expression and automaton of `other` into this
+  // grammar (rule names prefixed by `prefix`) and returns the copy of its
+  // root: how a grammar embeds another (a JSON Schema inside a tool call).
+  RuleId Import(const Grammar& other, const std::string& prefix);
+
   // EBNF-like dump for debugging and error messages; also a stable cache key.
   std::string ToString() const;
 

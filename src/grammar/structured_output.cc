@@ -49,6 +49,9 @@ class StructuredOutputImpl : public StructuredOutput {
       case Kind::kChoice:
         compiled = compiler_.CompileChoice(spec.choices);
         break;
+      case Kind::kTaggedJson:
+        compiled = compiler_.CompileTaggedJson(spec.tagged, json);
+        break;
     }
     if (!compiled.ok()) return compiled.status();
     MadeConstraint made;

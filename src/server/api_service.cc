@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/log.h"
+#include "sampling/min_tokens_constraint.h"
 #include "server/generation_job.h"
 #include "server/metrics_text.h"
 #include "structured/tokenizer_vocabulary.h"
@@ -206,7 +207,8 @@ void ApiService::HandleModels(const std::shared_ptr<ResponseWriter>& writer) {
                        Dump(json{{"object", "list"}, {"data", json::array({model})}}));
 }
 
-StatusOr<std::vector<int32_t>> ApiService::TokenizeText(const std::string& text, bool chat) const {
+StatusOr<std::vector<int32_t>> ApiService::TokenizeText(const std::string& text, bool chat,
+                                                        std::optional<bool> add_special_tokens) const {
   // No token stands for more than max_bytes_per_token_ bytes, so a longer
   // text is over the limit whatever it encodes to: refused before the
   // tokenizer spends seconds on it.
@@ -226,6 +228,7 @@ StatusOr<std::vector<int32_t>> ApiService::TokenizeText(const std::string& text,
       if (!piece.empty() && text.rfind(piece, 0) == 0) add_special = false;
     }
   }
+  if (add_special_tokens) add_special = *add_special_tokens;
   std::vector<int32_t> ids = tok.Encode(text, add_special, /*parse_special=*/true);
   if (ids.empty()) return InvalidArgument("the prompt encodes to no tokens");
   return ids;
@@ -256,7 +259,8 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
     return SendError(*writer,
                      BadRequest("the request body nests deeper than " + std::to_string(kMaxJsonDepth)));
   }
-  json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  // Ordered: schemas keep their property order (generated in that order).
+  nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) return SendError(*writer, BadRequest("the request body is not valid JSON"));
 
   RequestLimits limits;
@@ -277,24 +281,24 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
   // Prompts -> token ids (and the echo text per prompt).
   std::vector<std::vector<int32_t>> prompts;
   std::vector<std::string> prompt_texts;
+  auto prepared = std::make_shared<PreparedJob>();
   if (api == ParsedRequest::Api::kChat) {
-    StatusOr<std::string> text = options_.chat_renderer
-                                     ? options_.chat_renderer(req.messages)
-                                     : StatusOr<std::string>(RenderFallbackChat(req.messages));
-    if (!text.ok()) {
-      return SendError(*writer, RequestContentError(text.status().WithContext("chat template"), "messages"));
+    if (auto e = PrepareChatOutput(req, options_.chat, &prepared->job, &req.structured)) {
+      return SendError(*writer, *e);
     }
-    auto ids = TokenizeText(*text, /*chat=*/true);
+    StatusOr<std::string> text = RenderChatPrompt(options_.chat_renderer, req);
+    if (!text.ok()) return SendError(*writer, RequestContentError(text.status(), "messages"));
+    auto ids = TokenizeText(*text, /*chat=*/true, req.add_special_tokens);
     if (!ids.ok()) return SendError(*writer, RequestContentError(ids.status(), "messages"));
     prompts.push_back(std::move(*ids));
-    prompt_texts.push_back("");
+    prompt_texts.push_back(ChatEchoText(req));
   } else {
     for (PromptInput& p : req.prompts) {
       if (p.is_tokens) {
         prompt_texts.push_back(req.echo ? engine_.tokenizer().Decode(p.tokens) : "");
         prompts.push_back(std::move(p.tokens));
       } else {
-        auto ids = TokenizeText(p.text, /*chat=*/false);
+        auto ids = TokenizeText(p.text, /*chat=*/false, req.add_special_tokens);
         if (!ids.ok()) return SendError(*writer, RequestContentError(ids.status(), "prompt"));
         prompts.push_back(std::move(*ids));
         prompt_texts.push_back(req.echo ? p.text : "");
@@ -303,7 +307,14 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
   }
 
   const int64_t max_model_len = engine_.config().scheduler.max_model_len;
-  auto prepared = std::make_shared<PreparedJob>();
+  if (req.min_tokens > 0) {
+    prepared->min_tokens = req.min_tokens;
+    const Tokenizer& tok = engine_.tokenizer();
+    for (int32_t id = 0; id < tok.vocab_size(); ++id) {
+      if (tok.IsEndOfGeneration(id)) prepared->end_ids.push_back(id);
+    }
+    prepared->end_ids.insert(prepared->end_ids.end(), req.stop_token_ids.begin(), req.stop_token_ids.end());
+  }
   if (req.structured) {
     auto so = GetStructuredOutput();
     if (!so.ok()) return SendError(*writer, ApiErrorFromStatus(so.status()));
@@ -372,6 +383,11 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
   job.want_logprobs = req.logprobs >= 0;
   job.n = req.n;
   if (!req.echo) job.echo_text.clear();
+  if (req.min_tokens > 0 && !prepared->structured) {
+    for (GenerationRequest& g : requests) {
+      g.constraint = std::make_unique<MinTokensConstraint>(nullptr, req.min_tokens, prepared->end_ids);
+    }
+  }
   if (options_.log_requests) {
     char params[192];
     std::snprintf(params, sizeof params, "max_tokens %lld, temperature %g, top_p %g, top_k %lld%s%s",
@@ -399,6 +415,10 @@ void ApiService::StartJob(PreparedJob& prepared, const std::shared_ptr<ResponseW
       auto constraint = prepared.structured->MakeConstraint(prepared.spec);
       if (!constraint.ok()) return SendError(*writer, RequestContentError(constraint.status()));
       g.constraint = std::move(*constraint);
+      if (prepared.min_tokens > 0) {
+        g.constraint = std::make_unique<MinTokensConstraint>(std::move(g.constraint), prepared.min_tokens,
+                                                             prepared.end_ids);
+      }
       // A grammar allows end-of-generation only where the output is
       // complete, and then nothing else: with ignore_eos that token must
       // still end the request (finish_reason "stop"), or the next step

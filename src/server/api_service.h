@@ -29,6 +29,8 @@
 #include "engine/engine.h"
 #include "grammar/structured_output.h"
 #include "server/api_error.h"
+#include "server/chat_prepare.h"
+#include "server/chat_prompt.h"
 #include "server/generation_job.h"
 #include "server/parsed_request.h"
 #include "server/response_writer.h"
@@ -37,15 +39,11 @@
 
 namespace deepinfer::server {
 
-// Renders chat messages into prompt text (with the generation prompt). Null:
-// the built-in fallback format, "<|role|>\ncontent\n" per message, then
-// "<|assistant|>\n" (what ChatTemplate::Fallback documents).
-using ChatPromptRenderer = std::function<StatusOr<std::string>(const std::vector<ChatMessage>&)>;
-
 struct ServiceOptions {
   std::string served_model_name = "deepinfer";
-  std::string api_key;  // non-empty: /v1/* needs "Authorization: Bearer <key>"
-  ChatPromptRenderer chat_renderer;
+  std::string api_key;               // non-empty: /v1/* needs "Authorization: Bearer <key>"
+  ChatPromptRenderer chat_renderer;  // null: the fallback format
+  ChatFeatures chat;                 // tool-call parser, reasoning parser
   // Worker threads for request preparation (JSON, chat template,
   // tokenization) and for grammar compilation; 0 runs that step on the
   // caller's thread (tests). Bodies over large_body_bytes are prepared on
@@ -125,10 +123,15 @@ class ApiService {
     StructuredOutput* structured = nullptr;  // null: no constraint
     StructuredOutputSpec spec;
     bool ignore_eos = false;
+    int32_t min_tokens = 0;
+    std::vector<int32_t> end_ids;  // what min_tokens holds back: EOS, end ids, stop_token_ids
   };
   void StartJob(PreparedJob& prepared, const std::shared_ptr<ResponseWriter>& writer);
   void HandleModels(const std::shared_ptr<ResponseWriter>& writer);
-  StatusOr<std::vector<int32_t>> TokenizeText(const std::string& text, bool chat) const;
+  // add_special: nullopt = the API's default (completions yes, chat no:
+  // the template writes BOS).
+  StatusOr<std::vector<int32_t>> TokenizeText(const std::string& text, bool chat,
+                                              std::optional<bool> add_special = std::nullopt) const;
   StatusOr<StructuredOutput*> GetStructuredOutput();
   std::string NextId(ParsedRequest::Api api);
 

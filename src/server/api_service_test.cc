@@ -253,7 +253,8 @@ TEST_F(ApiServiceTest, ChatUsesTheFallbackTemplateAndStreamsDeltas) {
 
 TEST_F(ApiServiceTest, ChatDefaultsMaxTokensToTheRestOfTheContext) {
   ServiceOptions options;
-  options.chat_renderer = [](const std::vector<ChatMessage>& m) -> StatusOr<std::string> {
+  options.chat_renderer = [](const std::vector<ChatMessage>& m,
+                             const ChatRenderOptions&) -> StatusOr<std::string> {
     return "[" + m[0].content + "]";
   };
   ApiService custom(*engine_, options);

@@ -63,6 +63,10 @@ std::optional<ApiError> ParseCompletionRequest(const json& body, const RequestLi
                                                ParsedRequest* out) {
   if (!body.is_object()) return BadRequest("the request body must be a JSON object");
   out->api = ParsedRequest::Api::kCompletion;
+  if (auto e = fields::CheckFieldNames(body, {"prompt", "max_tokens", "logprobs", "echo", "best_of"},
+                                       {"suffix", "prompt_logprobs", "truncate_prompt_tokens"})) {
+    return e;
+  }
   if (auto e = ParsePrompts(body, limits.vocab_size, &out->prompts)) return e;
   if (auto e = fields::ParseCommonFields(body, limits, out)) return e;
   int64_t max_tokens = -1;

@@ -22,6 +22,10 @@ std::optional<ApiError> GenerationJob::Start(std::vector<GenerationRequest> requ
       c.result.index = static_cast<int32_t>(i);
       c.result.want_logprobs = options_.want_logprobs;
       if (i < options_.echo_text.size()) c.result.text = options_.echo_text[i];
+      if (options_.context.api == ParsedRequest::Api::kChat) {
+        c.splitter = std::make_unique<ChatOutputSplitter>(options_.reasoning, options_.tool_parser,
+                                                          options_.max_tool_calls);
+      }
     }
   }
   auto self = shared_from_this();
@@ -109,10 +113,22 @@ void GenerationJob::OnEvent(size_t index, GenerationEvent event) {
       // Chat sends the role in the first chunk even with no text yet, and the
       // finish reason in a chunk of its own (an empty delta), as OpenAI does.
       if (is_chat) {
-        if (c.first || has_tokens || !text.empty() || !logprobs.is_null()) {
-          EmitLocked(SseEvent(ChatChunkJson(options_.context, c.result.index, ChatDelta(c.first, text),
+        // The echo is content as sent; the generated text goes through the splitter.
+        std::string echo;
+        if (c.first && index < options_.echo_text.size()) echo = options_.echo_text[index];
+        ChatOutputDelta d = c.splitter->Push(text.substr(echo.size()));
+        if (final_event) {
+          ChatOutputDelta rest = c.splitter->Finish();
+          d.reasoning += rest.reasoning;
+          d.content += rest.content;
+          for (ParsedToolCall& call : rest.calls) d.calls.push_back(std::move(call));
+        }
+        d.content = echo + d.content;
+        if (c.first || has_tokens || !d.empty() || !logprobs.is_null()) {
+          EmitLocked(SseEvent(ChatChunkJson(options_.context, c.result.index, ChatDeltaLocked(c, d),
                                             std::move(logprobs), "")));
         }
+        if (finish == "stop" && !c.result.tool_calls.empty()) finish = "tool_calls";
         if (!finish.empty()) {
           EmitLocked(
               SseEvent(ChatChunkJson(options_.context, c.result.index, json::object(), nullptr, finish)));
@@ -122,6 +138,22 @@ void GenerationJob::OnEvent(size_t index, GenerationEvent event) {
             CompletionChunkJson(options_.context, c.result.index, text, std::move(logprobs), finish)));
       }
       c.first = false;
+    } else if (c.splitter) {
+      ChatOutputDelta d = c.splitter->Push(event.text);
+      if (final_event) {
+        ChatOutputDelta rest = c.splitter->Finish();
+        d.reasoning += rest.reasoning;
+        d.content += rest.content;
+        for (ParsedToolCall& call : rest.calls) d.calls.push_back(std::move(call));
+      }
+      c.result.text += d.content;
+      c.result.reasoning += d.reasoning;
+      for (const ParsedToolCall& call : d.calls)
+        c.result.tool_calls.push_back(ToolCallJson(ToolCallId(c), call));
+      if (finish == "stop" && !c.result.tool_calls.empty()) finish = "tool_calls";
+      if (options_.want_logprobs) {
+        for (TokenLogprob& lp : event.logprobs) c.result.logprobs.push_back(std::move(lp));
+      }
     } else {
       c.result.text += event.text;
       if (options_.want_logprobs) {
@@ -138,6 +170,33 @@ void GenerationJob::OnEvent(size_t index, GenerationEvent event) {
     }
   }
   for (RequestId r : to_abort) engine_.Abort(r);
+}
+
+std::string GenerationJob::ToolCallId(const Choice& c) const {
+  // Unique per response: the response id's random part, the choice, the call.
+  const std::string& id = options_.context.id;
+  const size_t dash = id.find('-');
+  return "call_" + (dash == std::string::npos ? id : id.substr(dash + 1)) + "_" +
+         std::to_string(c.result.index) + "_" + std::to_string(c.result.tool_calls.size());
+}
+
+json GenerationJob::ChatDeltaLocked(Choice& c, const ChatOutputDelta& d) {
+  json delta = json::object();
+  if (c.first) delta["role"] = "assistant";
+  // "" when nothing else: tokens that add no text yet still get a chunk.
+  if (!d.content.empty() || (d.reasoning.empty() && d.calls.empty())) delta["content"] = d.content;
+  if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
+  if (!d.calls.empty()) {
+    json calls = json::array();
+    for (const ParsedToolCall& call : d.calls) {
+      const auto k = static_cast<int64_t>(c.result.tool_calls.size());
+      json entry = ToolCallJson(ToolCallId(c), call, k);
+      c.result.tool_calls.push_back(entry);
+      calls.push_back(std::move(entry));
+    }
+    delta["tool_calls"] = std::move(calls);
+  }
+  return delta;
 }
 
 void GenerationJob::LogChoiceLocked(const Choice& c, const std::string& finish) const {

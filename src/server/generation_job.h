@@ -20,6 +20,7 @@
 
 #include "engine/engine.h"
 #include "server/api_error.h"
+#include "server/chat_output.h"
 #include "server/response_json.h"
 #include "server/response_writer.h"
 
@@ -31,8 +32,14 @@ struct JobOptions {
   bool include_usage = false;
   bool want_logprobs = false;
   int32_t n = 1;  // choices per prompt
-  // Per choice: text shown before the generated text (completions `echo`).
+  // Per choice: text shown before the generated text (completions `echo`;
+  // chat `echo`: the final assistant message's content).
   std::vector<std::string> echo_text;
+  // Chat: how the generated text splits into reasoning, content and tool
+  // calls (ChatOutputSplitter); tool_parser null = no tool calls parsed.
+  ReasoningFormat reasoning = ReasoningFormat::kNone;
+  const ToolCallParser* tool_parser = nullptr;
+  size_t max_tool_calls = 0;
   // Non-empty (serve --enable-log-requests): each finished choice logs one
   // line on stderr with its id, token counts, these sampling parameters,
   // finish reason and timings.
@@ -63,8 +70,14 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
     bool done = false;
     RequestId id = -1;
     ChoiceResult result;
+    std::unique_ptr<ChatOutputSplitter> splitter;              // chat only
     std::chrono::steady_clock::time_point first_token_time{};  // epoch: none yet
   };
+
+  // The chat delta of `d` for choice `c` (tool calls numbered on from those
+  // already sent); adds the calls to c.result.tool_calls.
+  json ChatDeltaLocked(Choice& c, const ChatOutputDelta& d);
+  std::string ToolCallId(const Choice& c) const;
 
   // Each returns with mu_ held by the caller.
   void EmitLocked(std::string data);

@@ -27,16 +27,49 @@ struct PromptInput {
   std::vector<int32_t> tokens;  // is_tokens
 };
 
+// One entry of `tools` ({"type": "function", "function": {...}}).
+// nlohmann::json's members make the implicit moves noexcept(false); nothing
+// throws there.
+// NOLINTNEXTLINE(bugprone-exception-escape)
+struct ToolFunction {
+  std::string name;
+  nlohmann::ordered_json parameters;  // a JSON Schema object ({} when absent), key order as sent
+};
+
+// tool_choice: "auto" (default with tools), "none" (default without),
+// "required", or {"type": "function", "function": {"name": NAME}}.
+struct ToolChoice {
+  enum class Mode { kNone, kAuto, kRequired, kNamed };
+  Mode mode = Mode::kNone;
+  std::string name;  // kNamed
+};
+
+// nlohmann::json's members make the implicit moves noexcept(false); nothing
+// throws there.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct ParsedRequest {
   enum class Api { kCompletion, kChat };
   Api api = Api::kCompletion;
   std::string model;                  // as sent ("" if absent)
   std::vector<PromptInput> prompts;   // completions: one or more
   std::vector<ChatMessage> messages;  // chat
+  // Chat: what the template gets besides the messages (tools, documents,
+  // chat_template_kwargs, add_generation_prompt, continue_final_message);
+  // ApiService's renderer adds the special tokens.
+  ChatRenderOptions chat;
+  std::vector<ToolFunction> tools;  // chat `tools`
+  ToolChoice tool_choice;
+  bool parallel_tool_calls = true;
+  // Tokens before end-of-generation (EOS, stop_token_ids) may end the
+  // request; stop strings still apply. 0 = none.
+  int32_t min_tokens = 0;
+  // Add the tokenizer's BOS/EOS when tokenizing the prompt. Unset: yes for
+  // completions, no for chat (the template writes its own; vLLM's defaults).
+  std::optional<bool> add_special_tokens;
   int32_t n = 1;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
-  bool echo = false;           // completions only
+  bool echo = false;           // completions: the prompt; chat: a final assistant message's content
   // -1: none. Completions: `logprobs` (top count). Chat: `top_logprobs` when
   // `logprobs` is true (0 if top_logprobs is absent).
   int32_t logprobs = -1;
@@ -64,9 +97,11 @@ struct RequestLimits {
 bool JsonNestsDeeperThan(std::string_view text, int limit);
 
 // Each returns nullopt and fills *out on success.
-std::optional<ApiError> ParseCompletionRequest(const nlohmann::json& body, const RequestLimits& limits,
-                                               ParsedRequest* out);
-std::optional<ApiError> ParseChatRequest(const nlohmann::json& body, const RequestLimits& limits,
+// Bodies are parsed as ordered_json, so schemas (response_format,
+// guided_json, tool parameters) keep their property order.
+std::optional<ApiError> ParseCompletionRequest(const nlohmann::ordered_json& body,
+                                               const RequestLimits& limits, ParsedRequest* out);
+std::optional<ApiError> ParseChatRequest(const nlohmann::ordered_json& body, const RequestLimits& limits,
                                          ParsedRequest* out);
 
 }  // namespace deepinfer::server

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/log.h"
+
 namespace deepinfer::server::fields {
 namespace {
 
@@ -208,8 +210,98 @@ MaybeError String(const json& body, const char* name, std::string* out) {
   return std::nullopt;
 }
 
+// An unsupported field sent with the value that asks for what this server
+// does anyway (clients often send vLLM's defaults explicitly).
+static bool IsBehaviourWeHave(const std::string& key, const json& v) {
+  if (key == "skip_special_tokens" || key == "spaces_between_special_tokens") return v == true;
+  if (key == "use_beam_search" || key == "include_stop_str_in_output" ||
+      key == "return_tokens_as_token_ids") {
+    return v == false;
+  }
+  if (key == "length_penalty") return v.is_number() && v.get<double>() == 1.0;
+  if (key == "bad_words" || key == "allowed_token_ids" || key == "logits_processors")
+    return v.is_array() && v.empty();
+  if (key == "service_tier") return v == "auto" || v == "default";
+  return false;
+}
+
+MaybeError CheckFieldNames(const json& body, std::initializer_list<const char*> known,
+                           std::initializer_list<const char*> unsupported) {
+  // Fields every API takes (ParseCommonFields).
+  static constexpr const char* kCommon[] = {"model",
+                                            "user",
+                                            "n",
+                                            "stream",
+                                            "stream_options",
+                                            "temperature",
+                                            "top_p",
+                                            "top_k",
+                                            "min_p",
+                                            "presence_penalty",
+                                            "frequency_penalty",
+                                            "repetition_penalty",
+                                            "logit_bias",
+                                            "seed",
+                                            "stop",
+                                            "stop_token_ids",
+                                            "ignore_eos",
+                                            "priority",
+                                            "guided_json",
+                                            "guided_regex",
+                                            "guided_grammar",
+                                            "guided_choice",
+                                            "response_format",
+                                            "min_tokens",
+                                            "add_special_tokens",
+                                            "request_id",
+                                            "metadata",
+                                            "store"};
+  // vLLM / OpenAI fields whose behaviour this server does not have: a
+  // silent 200 would hand back output that ignores them.
+  static constexpr const char* kUnsupported[] = {"use_beam_search",
+                                                 "length_penalty",
+                                                 "include_stop_str_in_output",
+                                                 "skip_special_tokens",
+                                                 "spaces_between_special_tokens",
+                                                 "bad_words",
+                                                 "allowed_token_ids",
+                                                 "logits_processors",
+                                                 "guided_whitespace_pattern",
+                                                 "structural_tag",
+                                                 "return_tokens_as_token_ids",
+                                                 "kv_transfer_params",
+                                                 "vllm_xargs",
+                                                 "cache_salt",
+                                                 "service_tier"};
+  auto in = [](const std::string& key, const auto& list) {
+    for (const char* name : list) {
+      if (key == name) return true;
+    }
+    return false;
+  };
+  std::string unknown;
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    const std::string& key = it.key();
+    if (in(key, unsupported) || in(key, kUnsupported)) {
+      if (it->is_null() || IsBehaviourWeHave(key, *it)) continue;
+      return BadRequest("'" + key + "' is not supported by this server", key);
+    }
+    if (in(key, known) || in(key, kCommon)) continue;
+    unknown += (unknown.empty() ? "" : ", ") + key;
+  }
+  if (!unknown.empty()) DI_LOG_WARN("request: ignoring unknown field(s) %s", unknown.c_str());
+  return std::nullopt;
+}
+
 MaybeError ParseCommonFields(const json& body, const RequestLimits& limits, ParsedRequest* out) {
   constexpr int64_t kI32 = std::numeric_limits<int32_t>::max();
+  int64_t min_tokens = 0;
+  if (auto e = Int(body, "min_tokens", 0, kI32, &min_tokens)) return e;
+  out->min_tokens = static_cast<int32_t>(min_tokens);
+  if (const json* v = Find(body, "add_special_tokens")) {
+    if (!v->is_boolean()) return BadRequest("'add_special_tokens' must be a boolean", "add_special_tokens");
+    out->add_special_tokens = v->get<bool>();
+  }
   if (auto e = String(body, "model", &out->model)) return e;
   if (auto e = String(body, "user", &out->user)) return e;
   int64_t n = 1;

@@ -14,7 +14,7 @@
 
 namespace deepinfer::server::fields {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 using MaybeError = std::optional<ApiError>;
 
 // The field's value, or null when absent / null.
@@ -29,5 +29,14 @@ MaybeError String(const json& body, const char* name, std::string* out);
 // logit_bias, seed, stop, stop_token_ids, ignore_eos, priority, user, model,
 // guided_* and response_format.
 MaybeError ParseCommonFields(const json& body, const RequestLimits& limits, ParsedRequest* out);
+
+// Fields vLLM or OpenAI define that this server does not implement: a 400
+// naming the first one present (not null). Any other field outside `known`
+// (and the common fields) is logged as a warning once per request.
+MaybeError CheckFieldNames(const json& body, std::initializer_list<const char*> known,
+                           std::initializer_list<const char*> unsupported);
+
+// The chat-only parts: tools, tool_choice, parallel_tool_calls.
+MaybeError ParseTools(const json& body, ParsedRequest* out);
 
 }  // namespace deepinfer::server::fields

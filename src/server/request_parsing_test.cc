@@ -8,7 +8,7 @@
 namespace deepinfer::server {
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;  // what ApiService parses bodies as
 
 RequestLimits Limits() {
   RequestLimits l;
@@ -199,8 +199,10 @@ TEST(ChatRequest, MessagesAndAliases) {
   ASSERT_EQ(r.messages.size(), 3u);
   EXPECT_EQ(r.messages[0].role, "system");
   EXPECT_EQ(r.messages[0].content, "be brief");
-  EXPECT_EQ(r.messages[1].content, "hello");
+  EXPECT_EQ(r.messages[1].content, "he\nllo");  // text parts joined with "\n", as vLLM does
+  EXPECT_FALSE(r.messages[1].content_is_null);
   EXPECT_EQ(r.messages[2].content, "");
+  EXPECT_TRUE(r.messages[2].content_is_null);  // None for the template
   EXPECT_EQ(r.max_tokens.value(), 7);
   EXPECT_EQ(r.logprobs, 3);
   EXPECT_EQ(r.api, ParsedRequest::Api::kChat);
@@ -228,6 +230,99 @@ TEST(ChatRequest, BadMessages) {
   EXPECT_EQ(
       ChatError(R"({"messages": [{"role": "user", "content": "x"}], "max_completion_tokens": -1})").param,
       "max_completion_tokens");
+}
+
+TEST(ChatRequest, MessageFieldsKeepTheirOrder) {
+  auto r = Chat(R"({"messages": [{"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+                     "function": {"name": "f", "arguments": "{}"}}], "zeta": 1, "content": null},
+                                 {"role": "tool", "tool_call_id": "c1", "name": "f", "content": "ok"}]})");
+  ASSERT_EQ(r.messages.size(), 2u);
+  std::vector<std::string> keys;
+  for (auto it = r.messages[0].fields.begin(); it != r.messages[0].fields.end(); ++it)
+    keys.push_back(it.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"tool_calls", "zeta"}));
+  EXPECT_EQ(r.messages[1].fields["tool_call_id"], "c1");
+  EXPECT_EQ(r.messages[1].fields["name"], "f");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "tool", "tool_call_id": 5, "content": "x"}]})").param,
+            "messages");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {}}]}]})").param,
+            "messages");
+}
+
+TEST(ChatRequest, TemplateInputs) {
+  auto r = Chat(R"({"messages": [{"role": "user", "content": "x"}], "add_generation_prompt": false,
+                    "documents": [{"text": "d"}], "chat_template_kwargs": {"enable_thinking": false}})");
+  EXPECT_FALSE(r.chat.add_generation_prompt);
+  EXPECT_EQ(r.chat.documents.size(), 1u);
+  EXPECT_EQ(r.chat.variables["enable_thinking"], false);
+  r = Chat(R"({"messages": [{"role": "user", "content": "x"}], "continue_final_message": true})");
+  EXPECT_TRUE(r.chat.continue_final_message);
+  EXPECT_FALSE(r.chat.add_generation_prompt);
+  const char* base = R"({"messages": [{"role": "user", "content": "x"}], )";
+  EXPECT_EQ(ChatError(std::string(base) + R"("continue_final_message": true, "add_generation_prompt": true})")
+                .param,
+            "continue_final_message");
+  EXPECT_EQ(ChatError(std::string(base) + R"("documents": "d"})").param, "documents");
+  EXPECT_EQ(ChatError(std::string(base) + R"("chat_template_kwargs": {"tools": []}})").param,
+            "chat_template_kwargs");
+}
+
+TEST(ChatRequest, Tools) {
+  const std::string tools =
+      R"("tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+         "properties": {"zeta": {"type": "integer"}, "alpha": {"type": "string"}}}}},
+                   {"type": "function", "function": {"name": "g"}}])";
+  const std::string base = R"({"messages": [{"role": "user", "content": "x"}], )";
+  auto r = Chat(base + tools + "}");
+  ASSERT_EQ(r.tools.size(), 2u);
+  EXPECT_EQ(r.tool_choice.mode, ToolChoice::Mode::kAuto);                // the default with tools
+  EXPECT_EQ(r.tools[0].parameters["properties"].begin().key(), "zeta");  // order as sent
+  EXPECT_EQ(r.tools[1].parameters, nlohmann::ordered_json::object());
+  EXPECT_TRUE(r.chat.tools.is_array());
+  EXPECT_TRUE(r.parallel_tool_calls);
+  r = Chat(base + tools + R"(, "tool_choice": "required", "parallel_tool_calls": false})");
+  EXPECT_EQ(r.tool_choice.mode, ToolChoice::Mode::kRequired);
+  EXPECT_FALSE(r.parallel_tool_calls);
+  r = Chat(base + tools + R"(, "tool_choice": {"type": "function", "function": {"name": "g"}}})");
+  EXPECT_EQ(r.tool_choice.mode, ToolChoice::Mode::kNamed);
+  EXPECT_EQ(r.tool_choice.name, "g");
+  r = Chat(base + R"("tool_choice": "none"})");
+  EXPECT_EQ(r.tool_choice.mode, ToolChoice::Mode::kNone);
+  for (const char* bad : {R"("bogus")", R"({"type": "function", "function": {"name": "nope"}})", "5",
+                          R"({"type": "function"})"}) {
+    EXPECT_EQ(ChatError(base + tools + R"(, "tool_choice": )" + bad + "}").param, "tool_choice") << bad;
+  }
+  EXPECT_EQ(ChatError(base + R"("tool_choice": "required"})").param, "tool_choice");
+  EXPECT_EQ(ChatError(base + R"("tools": [{"type": "function", "function": {"name": "f"}},
+                                          {"type": "function", "function": {"name": "f"}}]})")
+                .param,
+            "tools");
+  EXPECT_EQ(ChatError(base + R"("tools": [{"type": "retrieval"}]})").param, "tools");
+}
+
+TEST(RequestFields, UnsupportedFieldsAreNamed) {
+  const std::string base = R"({"messages": [{"role": "user", "content": "x"}], )";
+  for (const char* field :
+       {"suffix", "prompt_logprobs", "reasoning_effort", "use_beam_search", "bad_words"}) {
+    EXPECT_EQ(ChatError(base + "\"" + field + "\": 1}").param, field);
+  }
+  EXPECT_EQ(ChatError(base + R"("skip_special_tokens": false})").param, "skip_special_tokens");
+  Chat(base + R"("skip_special_tokens": true, "use_beam_search": false, "suffix": null, "brand_new": 1})");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "suffix": "y"})").param, "suffix");
+  auto r = Chat(base + R"("min_tokens": 4, "add_special_tokens": true, "echo": true})");
+  EXPECT_EQ(r.min_tokens, 4);
+  EXPECT_EQ(r.add_special_tokens, true);
+  EXPECT_TRUE(r.echo);
+  EXPECT_EQ(ChatError(base + R"("min_tokens": -1})").param, "min_tokens");
+}
+
+TEST(RequestFields, SchemaObjectsKeepPropertyOrder) {
+  auto r = Chat(R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
+      "json_schema": {"name": "o", "schema": {"type": "object", "properties": {"zeta": {}, "alpha": {}, "mid": {}}}}}})");
+  ASSERT_TRUE(r.structured.has_value());
+  const std::string& text = r.structured->text;
+  EXPECT_LT(text.find("zeta"), text.find("alpha"));
+  EXPECT_LT(text.find("alpha"), text.find("mid"));
 }
 
 }  // namespace

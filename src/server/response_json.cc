@@ -77,7 +77,12 @@ json FullResponseJson(const ResponseContext& ctx, const std::vector<ChoiceResult
   for (const ChoiceResult& c : choices) {
     json choice = {{"index", c.index}, {"finish_reason", NullIfEmpty(c.finish_reason)}};
     if (ctx.api == ParsedRequest::Api::kChat) {
-      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      json message = {{"role", "assistant"}, {"content", c.text}};
+      // OpenAI sends null content beside tool calls when there is no text.
+      if (!c.tool_calls.empty() && c.text.empty()) message["content"] = nullptr;
+      if (!c.reasoning.empty()) message["reasoning_content"] = c.reasoning;
+      if (!c.tool_calls.empty()) message["tool_calls"] = c.tool_calls;
+      choice["message"] = std::move(message);
       choice["logprobs"] = c.want_logprobs ? ChatLogprobsJson(c.logprobs, token_text) : json(nullptr);
     } else {
       choice["text"] = c.text;
@@ -116,6 +121,15 @@ json ChatDelta(bool first, const std::string& text) {
   if (first) delta["role"] = "assistant";
   delta["content"] = text;  // may be "": tokens that add no text yet still get a chunk
   return delta;
+}
+
+json ToolCallJson(const std::string& id, const ParsedToolCall& call, int64_t index) {
+  json out = json::object();
+  if (index >= 0) out["index"] = index;
+  out["id"] = id;
+  out["type"] = "function";
+  out["function"] = {{"name", call.name}, {"arguments", call.arguments}};
+  return out;
 }
 
 json UsageChunkJson(const ResponseContext& ctx, const Usage& usage) {

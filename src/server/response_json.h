@@ -13,6 +13,7 @@
 
 #include "engine/engine.h"
 #include "server/parsed_request.h"
+#include "server/tool_parsers/tool_call_parser.h"
 
 namespace deepinfer::server {
 
@@ -37,8 +38,10 @@ struct Usage {
 
 struct ChoiceResult {
   int32_t index = 0;
-  std::string text;
-  std::string finish_reason;           // "stop", "length", "abort"
+  std::string text;                    // chat: the content
+  std::string reasoning;               // chat: reasoning_content (a reasoning parser split it off)
+  json tool_calls = json::array();     // chat: OpenAI tool_calls objects (ToolCallJson)
+  std::string finish_reason;           // "stop", "length", "abort", "tool_calls"
   std::vector<TokenLogprob> logprobs;  // when requested
   bool want_logprobs = false;
 };
@@ -68,6 +71,9 @@ json ChatChunkJson(const ResponseContext& ctx, int32_t index, json delta, json l
 // {"role": "assistant", "content": ...} when first, else {"content": ...};
 // {} when there is neither role nor text.
 json ChatDelta(bool first, const std::string& text);
+// {"id", "type": "function", "function": {"name", "arguments"}}; with
+// index >= 0 also "index" (a stream delta's entry).
+json ToolCallJson(const std::string& id, const ParsedToolCall& call, int64_t index = -1);
 // The include_usage chunk: no choices, usage set.
 json UsageChunkJson(const ResponseContext& ctx, const Usage& usage);
 

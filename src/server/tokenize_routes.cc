@@ -41,16 +41,14 @@ std::optional<ApiError> ApiService::ParseBody(const std::string& body, json* out
 }
 
 StatusOr<std::string> ApiService::RenderChat(const ParsedRequest& req) const {
-  StatusOr<std::string> text = options_.chat_renderer
-                                   ? options_.chat_renderer(req.messages)
-                                   : StatusOr<std::string>(RenderFallbackChat(req.messages));
-  if (!text.ok()) return text.status().WithContext("chat template");
-  return text;
+  return RenderChatPrompt(options_.chat_renderer, req);
 }
 
 void ApiService::HandleTokenize(const std::string& body, const std::shared_ptr<ResponseWriter>& writer) {
-  json j;
-  if (std::optional<ApiError> bad = ParseBody(body, &j)) return Send(*writer, *bad);
+  json checked;
+  if (std::optional<ApiError> bad = ParseBody(body, &checked)) return Send(*writer, *bad);
+  // The request fields' reader (request_fields.h) takes bodies in key order.
+  const fields::json j = fields::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return Send(*writer, BadRequest("the request body must be a JSON object"));
   const bool has_prompt = j.contains("prompt") && !j["prompt"].is_null();
   const bool has_messages = j.contains("messages") && !j["messages"].is_null();
@@ -59,14 +57,14 @@ void ApiService::HandleTokenize(const std::string& body, const std::shared_ptr<R
                 BadRequest("give exactly one of 'prompt' or 'messages'", has_prompt ? "messages" : "prompt"));
   }
   std::optional<bool> add_special;
-  if (const json* v = fields::Find(j, "add_special_tokens")) {
+  if (const fields::json* v = fields::Find(j, "add_special_tokens")) {
     if (!v->is_boolean())
       return Send(*writer, BadRequest("'add_special_tokens' must be a boolean", "add_special_tokens"));
     add_special = v->get<bool>();
   }
   bool return_strs = false;
   if (auto e = fields::Bool(j, "return_token_strs", &return_strs)) return Send(*writer, *e);
-  if (const json* model = fields::Find(j, "model")) {
+  if (const fields::json* model = fields::Find(j, "model")) {
     if (!model->is_string() || model->get<std::string>() != options_.served_model_name) {
       ApiError e;
       e.http_status = 404;
@@ -83,8 +81,9 @@ void ApiService::HandleTokenize(const std::string& body, const std::shared_ptr<R
     if (!j["prompt"].is_string()) return Send(*writer, BadRequest("'prompt' must be a string", "prompt"));
     ids = tok.Encode(j["prompt"].get<std::string>(), add_special.value_or(true), /*parse_special=*/true);
   } else {
-    // The chat parser sees the body without this route's own fields.
-    json chat = j;
+    // The chat parser sees the body without this route's own fields, in
+    // its key order (tool schemas render as sent).
+    fields::json chat = j;
     chat.erase("add_special_tokens");
     chat.erase("return_token_strs");
     RequestLimits limits;
@@ -116,17 +115,19 @@ void ApiService::HandleTokenize(const std::string& body, const std::shared_ptr<R
 }
 
 void ApiService::HandleDetokenize(const std::string& body, const std::shared_ptr<ResponseWriter>& writer) {
-  json j;
-  if (std::optional<ApiError> bad = ParseBody(body, &j)) return Send(*writer, *bad);
+  json checked;
+  if (std::optional<ApiError> bad = ParseBody(body, &checked)) return Send(*writer, *bad);
+  // The request fields' reader (request_fields.h) takes bodies in key order.
+  const fields::json j = fields::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return Send(*writer, BadRequest("the request body must be a JSON object"));
-  const json* tokens = fields::Find(j, "tokens");
+  const fields::json* tokens = fields::Find(j, "tokens");
   if (tokens == nullptr || !tokens->is_array()) {
     return Send(*writer, BadRequest("'tokens' must be a list of token ids", "tokens"));
   }
   const int64_t vocab = engine_.tokenizer().vocab_size();
   std::vector<int32_t> ids;
   ids.reserve(tokens->size());
-  for (const json& t : *tokens) {
+  for (const fields::json& t : *tokens) {
     if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= vocab) {
       return Send(*writer,
                   BadRequest("'tokens' must hold token ids in [0, " + std::to_string(vocab) + ")", "tokens"));

@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "io/safetensors.h"
 #include "model/registry.h"
+#include "synth/imported_tokenizer.h"
 #include "synth/internal.h"
 #include "synth/vocab.h"
 
@@ -145,16 +146,10 @@ Status WriteText(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
-}  // namespace
-
-Status WriteSynthHf(const SynthSpec& spec, const SynthOptions& o) {
-  std::error_code ec;
-  std::filesystem::create_directories(o.out, ec);
-  if (ec) return Internal(o.out + ": cannot create directory: " + ec.message());
-
-  DI_RETURN_IF_ERROR(WriteText(o.out + "/config.json", ConfigJson(spec, o.dtype).dump(2) + "\n"));
+Status WriteSynthTokenizerHf(const SynthSpec& spec, const std::string& out) {
   const SynthVocab v = BuildSynthVocab(spec.vocab);
-  DI_RETURN_IF_ERROR(WriteText(o.out + "/tokenizer.json", SynthTokenizerJson(v)));
+  DI_RETURN_IF_ERROR(WriteText(out + "/tokenizer.json", SynthTokenizerJson(v)));
+
   const json tok_config = {{"add_bos_token", true},
                            {"add_eos_token", false},
                            {"bos_token", v.tokens[v.bos_id]},
@@ -163,10 +158,14 @@ Status WriteSynthHf(const SynthSpec& spec, const SynthOptions& o) {
                            {"clean_up_tokenization_spaces", false},
                            {"model_max_length", spec.context},
                            {"tokenizer_class", "PreTrainedTokenizerFast"}};
-  DI_RETURN_IF_ERROR(WriteText(o.out + "/tokenizer_config.json", tok_config.dump(2) + "\n"));
+  DI_RETURN_IF_ERROR(WriteText(out + "/tokenizer_config.json", tok_config.dump(2) + "\n"));
   const json gen_config = {{"bos_token_id", v.bos_id}, {"eos_token_id", v.eos_id}, {"do_sample", false}};
-  DI_RETURN_IF_ERROR(WriteText(o.out + "/generation_config.json", gen_config.dump(2) + "\n"));
+  DI_RETURN_IF_ERROR(WriteText(out + "/generation_config.json", gen_config.dump(2) + "\n"));
 
+  return Status::Ok();
+}
+
+Status WriteSynthWeightsHf(const SynthSpec& spec, const SynthOptions& o) {
   // Every tensor, norms included, in the checkpoint dtype (as HF saves them).
   // Stacked expert tensors are separate tensors per expert in HF.
   std::vector<SynthTensor> tensors;
@@ -188,6 +187,27 @@ Status WriteSynthHf(const SynthSpec& spec, const SynthOptions& o) {
     });
   }
   return w.Write(o.out + "/model.safetensors");
+}
+
+}  // namespace
+
+Status WriteSynthHf(const SynthSpec& spec, const SynthOptions& o, const ImportedTokenizer* imported) {
+  std::error_code ec;
+  std::filesystem::create_directories(o.out, ec);
+  if (ec) return Internal(o.out + ": cannot create directory: " + ec.message());
+
+  DI_RETURN_IF_ERROR(WriteText(o.out + "/config.json", ConfigJson(spec, o.dtype).dump(2) + "\n"));
+  if (imported != nullptr) {
+    DI_RETURN_IF_ERROR(WriteImportedTokenizerHf(*imported, o.out));
+    const TokenizerData& d = imported->tokenizer->data();
+    json gen_config = {{"do_sample", false}};
+    if (d.bos_id >= 0) gen_config["bos_token_id"] = d.bos_id;
+    if (d.eos_id >= 0) gen_config["eos_token_id"] = d.eos_id;
+    DI_RETURN_IF_ERROR(WriteText(o.out + "/generation_config.json", gen_config.dump(2) + "\n"));
+  } else {
+    DI_RETURN_IF_ERROR(WriteSynthTokenizerHf(spec, o.out));
+  }
+  return WriteSynthWeightsHf(spec, o);
 }
 
 }  // namespace deepinfer::synth_internal

@@ -46,6 +46,8 @@ StatusOr<std::vector<uint8_t>> EncodeRows(const std::vector<float>& values, DTyp
 // Prints "synth: [i/n] name" on stderr when `enabled`.
 void ReportProgress(bool enabled, size_t i, size_t n, const std::string& name);
 
-Status WriteSynthHf(const SynthSpec& spec, const SynthOptions& opts);
+struct ImportedTokenizer;
+// `imported`: the --tokenizer files to copy instead of the synth vocabulary (may be null).
+Status WriteSynthHf(const SynthSpec& spec, const SynthOptions& opts, const ImportedTokenizer* imported);
 
 }  // namespace deepinfer::synth_internal

@@ -12,6 +12,7 @@
 #include "io/gguf.h"
 #include "model/deepseek_gguf.h"
 #include "model/registry.h"
+#include "synth/imported_tokenizer.h"
 #include "synth/internal.h"
 #include "synth/vocab.h"
 #include "tensor/dequant.h"
@@ -136,7 +137,8 @@ void SetDeepseek2GgufMetadata(const SynthSpec& s, GgufWriter& w) {
   }
 }
 
-void SetGgufMetadata(const SynthSpec& s, const SynthOptions& o, GgufWriter& w) {
+Status SetGgufMetadata(const SynthSpec& s, const SynthOptions& o,
+                       const synth_internal::ImportedTokenizer* imported, GgufWriter& w) {
   const std::string a = GgufArch(s);
   w.SetString("general.architecture", a);
   w.SetString("general.name",
@@ -174,6 +176,7 @@ void SetGgufMetadata(const SynthSpec& s, const SynthOptions& o, GgufWriter& w) {
     w.SetI32Array(a + ".attention.sliding_window", windows);
   }
   if (s.kv_lora > 0) SetDeepseek2GgufMetadata(s, w);  // MLA dims, routing, YaRN, MTP
+  if (imported != nullptr) return synth_internal::SetImportedTokenizerGguf(*imported, w);
   const SynthVocab v = BuildSynthVocab(s.vocab);
   w.SetString("tokenizer.ggml.model", "gpt2");
   w.SetString("tokenizer.ggml.pre", "gpt-2");
@@ -185,6 +188,7 @@ void SetGgufMetadata(const SynthSpec& s, const SynthOptions& o, GgufWriter& w) {
   w.SetU32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(v.unk_id));
   w.SetBool("tokenizer.ggml.add_bos_token", true);
   w.SetBool("tokenizer.ggml.add_eos_token", false);
+  return Status::Ok();
 }
 
 // GGUF keeps 1-D tensors (norms, biases) in f32, as llama.cpp's converter
@@ -197,9 +201,10 @@ DType GgufDType(const SynthTensor& t, DType dtype) {
   return RowBytes(dtype, shape.back()) < 0 ? DType::kF16 : dtype;
 }
 
-Status WriteSynthGguf(const SynthSpec& spec, const SynthOptions& o) {
+Status WriteSynthGguf(const SynthSpec& spec, const SynthOptions& o,
+                      const synth_internal::ImportedTokenizer* imported) {
   GgufWriter w;
-  SetGgufMetadata(spec, o, w);
+  DI_RETURN_IF_ERROR(SetGgufMetadata(spec, o, imported, w));
   const std::vector<SynthTensor> tensors = synth_internal::SynthTensors(spec);
   const size_t n = tensors.size() + (spec.rope_llama3 ? 1 : 0);
   size_t i = 0;
@@ -402,12 +407,18 @@ Status WriteSynthModel(const SynthOptions& o) {
   DI_ASSIGN_OR_RETURN(SynthSpec spec, ResolveSynthSpec(o.arch, o.preset));
   DI_RETURN_IF_ERROR(ApplySynthOverrides(o, spec));
   if (o.out.empty()) return InvalidArgument("--out: missing output path");
+  std::optional<synth_internal::ImportedTokenizer> imported;
+  if (!o.tokenizer_dir.empty()) {
+    DI_ASSIGN_OR_RETURN(imported, synth_internal::LoadImportedTokenizer(o.tokenizer_dir));
+    spec.vocab = imported->tokenizer->vocab_size();
+  }
+  const synth_internal::ImportedTokenizer* tok = imported ? &*imported : nullptr;
   if (o.format == SynthFormat::kHf) {
     if (o.dtype != DType::kF32 && o.dtype != DType::kF16 && o.dtype != DType::kBF16) {
       return InvalidArgument(std::string("--dtype ") + DTypeName(o.dtype) +
                              " is not supported with --format hf (use f32, f16 or bf16)");
     }
-    return synth_internal::WriteSynthHf(spec, o);
+    return synth_internal::WriteSynthHf(spec, o, tok);
   }
   switch (o.dtype) {
     case DType::kF32:
@@ -420,7 +431,7 @@ Status WriteSynthModel(const SynthOptions& o) {
       return InvalidArgument(std::string("--dtype ") + DTypeName(o.dtype) +
                              " is not supported (f32, f16, bf16, q8_0, q4_0)");
   }
-  return WriteSynthGguf(spec, o);
+  return WriteSynthGguf(spec, o, tok);
 }
 
 namespace synth_internal {

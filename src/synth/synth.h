@@ -89,6 +89,11 @@ struct SynthOptions {
   std::string out;  // gguf: the file; hf: a directory (created if missing)
   SynthFormat format = SynthFormat::kGguf;
   bool progress = false;  // per-tensor progress lines on stderr (the CLI sets it for big presets)
+  // Non-empty: a directory with an HF tokenizer.json[.gz] (+ tokenizer_config.json).
+  // The model's vocabulary is that tokenizer's; its files (HF) or its
+  // tokenizer.ggml.* keys and chat template (GGUF) go into the output
+  // (synth/imported_tokenizer.h).
+  std::string tokenizer_dir;
   // Overrides for every preset (0 = the preset's): --max-position sets the
   // context; --sliding-window W sets the window of the sliding layers (every
   // layer slides when the preset has none).

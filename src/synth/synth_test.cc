@@ -16,6 +16,7 @@
 #include "io/safetensors.h"
 #include "synth/vocab.h"
 #include "tensor/dequant.h"
+#include "tokenizer/tokenizer.h"
 
 namespace deepinfer {
 namespace {
@@ -418,6 +419,79 @@ TEST(SynthTokenizer, ByteLevelVocabAndMerges) {
   EXPECT_EQ(j["added_tokens"].size(), 3u);
   EXPECT_EQ(j["post_processor"]["single"][0]["SpecialToken"]["id"], "<s>");
   EXPECT_EQ(j["post_processor"]["single"][1]["Sequence"]["id"], "A");
+}
+
+}  // namespace
+}  // namespace deepinfer
+
+// --tokenizer DIR: the model's vocabulary is the real tokenizer's, and the
+// tokenizer inside (HF: the copied files; GGUF: tokenizer.ggml.* with the
+// detected pre-tokenizer name) encodes like the original, with its chat
+// template. Probe texts differ from the one the writer checks with.
+namespace deepinfer {
+namespace {
+
+const char* kTexts[] = {
+    "Hello, world! It's 2026; numbers 1234567 and 3.5e10.",
+    "def f(x):\n    return x  # comment\n\n\n  trailing   ",
+    "\xe4\xb8\xad\xe6\x96\x87\xe6\xb5\x8b\xe8\xaf\x95 \xd0\xbf\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82 "
+    "\xf0\x9f\x98\x80!!",
+    "<|im_start|>user\nhi<|im_end|><tool_call>{\"a\": 1}</tool_call>"};
+
+void ExpectSameTokenizer(const std::string& family, SynthFormat format) {
+  const std::string dir = std::string(DI_SHARED_DIR) + "/models/tokenizers/" + family;
+  auto source = Tokenizer::FromHfDir(dir);
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  const std::string out = MakeTempDir("synth_tok") + (format == SynthFormat::kHf ? "/m" : "/m.gguf");
+  SynthOptions o;
+  o.arch = "qwen3";
+  o.out = out;
+  o.format = format;
+  o.tokenizer_dir = dir;
+  ASSERT_TRUE(WriteSynthModel(o).ok());
+  std::unique_ptr<Tokenizer> copy;
+  std::string chat_template;
+  if (format == SynthFormat::kHf) {
+    auto t = Tokenizer::FromHfDir(out);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    copy = std::move(*t);
+    EXPECT_EQ(ReadJson(out + "/config.json")["vocab_size"], (*source)->vocab_size());
+    chat_template = ReadJson(out + "/tokenizer_config.json")["chat_template"].get<std::string>();
+  } else {
+    auto gguf = GgufFile::Open(out);
+    ASSERT_TRUE(gguf.ok());
+    auto t = Tokenizer::FromGguf(**gguf);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    copy = std::move(*t);
+    EXPECT_EQ((*gguf)->GetIntOr("qwen3.vocab_size", 0), (*source)->vocab_size());
+    chat_template = (*gguf)->GetStringOr("tokenizer.chat_template", "");
+  }
+  EXPECT_EQ(chat_template, (*source)->data().chat_template);
+  EXPECT_FALSE(chat_template.empty());
+  EXPECT_EQ(copy->vocab_size(), (*source)->vocab_size());
+  EXPECT_EQ(copy->bos_id(), (*source)->bos_id());
+  EXPECT_EQ(copy->eos_id(), (*source)->eos_id());
+  for (const char* text : kTexts) {
+    EXPECT_EQ(copy->Encode(text, true, true), (*source)->Encode(text, true, true)) << family << ": " << text;
+  }
+  for (int32_t id = 0; id < copy->vocab_size(); id += 997) {
+    EXPECT_EQ(copy->TokenBytes(id), (*source)->TokenBytes(id)) << id;
+  }
+}
+
+TEST(SynthTokenizer, Qwen3Hf) { ExpectSameTokenizer("qwen3", SynthFormat::kHf); }
+TEST(SynthTokenizer, Qwen3Gguf) { ExpectSameTokenizer("qwen3", SynthFormat::kGguf); }
+TEST(SynthTokenizer, Llama3Gguf) { ExpectSameTokenizer("llama3", SynthFormat::kGguf); }
+TEST(SynthTokenizer, DeepseekV3Gguf) { ExpectSameTokenizer("deepseek_v3", SynthFormat::kGguf); }
+
+TEST(SynthTokenizer, BadDirectoryIsAnError) {
+  SynthOptions o;
+  o.out = MakeTempDir("synth_tok") + "/m";
+  o.format = SynthFormat::kHf;
+  o.tokenizer_dir = MakeTempDir("synth_tok_empty");
+  Status s = WriteSynthModel(o);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("no tokenizer.json"), std::string::npos) << s.message();
 }
 
 }  // namespace

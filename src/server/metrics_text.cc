@@ -132,8 +132,7 @@ std::string RenderPrometheusMetrics(const EngineMetrics& m) {
   Sample(out, "deepinfer_kv_cache_num_blocks", "gauge", "KV blocks in the pool.",
          static_cast<double>(m.kv_blocks_total));
   for (const auto& g : m.kv_groups) {
-    out +=
-        "deepinfer_kv_cache_num_blocks{group=\"" + g.name + "\"} " + std::to_string(g.blocks_total) + "\n";
+    out += "deepinfer_kv_cache_num_blocks{group=\"" + g.name + "\"} " + std::to_string(g.blocks_total) + "\n";
   }
   Sample(out, "deepinfer_kv_cache_blocks_in_use", "gauge", "KV blocks referenced by live requests.",
          static_cast<double>(m.kv_blocks_in_use));
@@ -149,6 +148,9 @@ std::string RenderPrometheusMetrics(const EngineMetrics& m) {
   Sample(out, "deepinfer_prefix_cache_hits_total", "counter",
          "Prompt tokens found in the prefix cache (once per request, at its first admission).",
          static_cast<double>(m.prefix_cache_hits_total));
+  Sample(out, "deepinfer_swa_replayed_tokens_total", "counter",
+         "Cached tokens recomputed on prefix hits to rebuild sliding-window KV (bounded replay).",
+         static_cast<double>(m.swa_replayed_tokens_total));
   Sample(out, "deepinfer_prompt_tokens_total", "counter", "Prompt tokens admitted.",
          static_cast<double>(m.prompt_tokens_total));
   Sample(out, "deepinfer_generation_tokens_total", "counter", "Tokens generated.",

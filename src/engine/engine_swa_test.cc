@@ -226,6 +226,7 @@ TEST(SwaSpeculation, MtpOnHybridDeepSeekIsLossless) {
 //   2: P + its output + more (greedy)  - a conversation's next turn: the end
 //                                        checkpoint covers it
 //   3: P + a short suffix              - the same prompt extended
+//   4: P again                         - the prompt's own end checkpoint
 // Every output equals, bit for bit, a run without the prefix cache (each
 // request computed from scratch), with the prefill chunked differently.
 std::vector<std::vector<int32_t>> HitPrompts(int64_t length, int64_t shared, int max_tokens,
@@ -240,7 +241,7 @@ std::vector<std::vector<int32_t>> HitPrompts(int64_t length, int64_t shared, int
   turn.insert(turn.end(), base[1].begin() + 50, base[1].begin() + 75);
   std::vector<int32_t> extended = p;
   extended.insert(extended.end(), base[1].begin() + 100, base[1].begin() + 111);
-  return {p, partial, turn, extended};
+  return {p, partial, turn, extended, p};
 }
 
 void ExpectHitsEqualColdRuns(const std::string& path, int64_t length, int64_t shared, int64_t chunk,
@@ -253,18 +254,28 @@ void ExpectHitsEqualColdRuns(const std::string& path, int64_t length, int64_t sh
   const RunResult cold = RunEngine(path, {.chunk = 64, .prefix_cache = false}, prompts, kMaxTokens);
   const RunResult hit = RunEngine(path, {.chunk = chunk, .sequential = true}, prompts, kMaxTokens);
   ExpectBitwiseEqual(cold, hit, what);
-  ASSERT_EQ(hit.outputs.size(), 4u);
+  ASSERT_EQ(hit.outputs.size(), 5u);
   for (const auto& o : cold.outputs) EXPECT_EQ(o.cached_prompt_tokens, 0) << what;
   const int64_t replay = 140, block = 16;
   EXPECT_EQ(hit.outputs[0].cached_prompt_tokens, 0) << what;
   // Recomputed: what is not shared, plus at most the replay bound and a block.
-  for (size_t i = 1; i < 4; ++i) {
+  for (size_t i = 1; i < 5; ++i) {
     const int64_t shared_i = i == 1 ? shared : length;
     const auto computed = static_cast<int64_t>(prompts[i].size()) - hit.outputs[i].cached_prompt_tokens;
     EXPECT_GT(hit.outputs[i].cached_prompt_tokens, 0) << what << ", request " << i;
     EXPECT_LE(computed, static_cast<int64_t>(prompts[i].size()) - shared_i + replay + block)
         << what << ", request " << i;
   }
+  // Checkpoints at the prompt's end and at the end of the first turn: the
+  // next turn, the extension and the repeat compute less than two blocks
+  // beyond their new tokens (the repeat at least its last token).
+  EXPECT_LE(static_cast<int64_t>(prompts[2].size()) - hit.outputs[2].cached_prompt_tokens,
+            static_cast<int64_t>(prompts[2].size()) - length - (kMaxTokens - 1) + 2 * block)
+      << what;
+  EXPECT_LE(static_cast<int64_t>(prompts[3].size()) - hit.outputs[3].cached_prompt_tokens,
+            static_cast<int64_t>(prompts[3].size()) - length + block)
+      << what;
+  EXPECT_LE(length - hit.outputs[4].cached_prompt_tokens, block) << what;
   // Request 1 replays unless checkpoints tile the whole prefix (window >= their spacing).
   if (expect_replay) EXPECT_GT(hit.metrics.swa_replayed_tokens_total, 0) << what;
   EXPECT_LE(hit.metrics.swa_replayed_tokens_total, 3 * replay) << what;
@@ -295,13 +306,18 @@ TEST(SwaPrefixHit, HybridDeepSeekWithMlaCache) {
 // The replay acceptance: a 3,000-token prompt, then the same prompt
 // plus a short suffix. The second computes at most suffix + 140 + one block
 // tokens (counted from the metrics), and its output equals a run without the
-// prefix cache. Prints the time to the first token cold vs on the hit.
+// prefix cache. Prints the time to the first token cold vs on the hit. A
+// third request shares only 2,990 tokens: full attention is cached to 2,976,
+// windowed KV (window 8) at the checkpoint 2,944 - it replays 32.
 void LongPromptPlusSuffix(int64_t window) {
   const std::string path = Synth("qwen3", "tiny-hybrid-swa", window, 4096);
   const std::vector<int32_t> prompt = Prompts(1, 512, 3000, 3000, false)[0];
   std::vector<int32_t> extended = prompt;
   for (int32_t t = 0; t < 20; ++t) extended.push_back(100 + t);
-  const RunResult cold = RunEngine(path, {.chunk = 512, .prefix_cache = false}, {prompt, extended}, 4);
+  std::vector<int32_t> partial(prompt.begin(), prompt.begin() + 2990);
+  for (int32_t t = 0; t < 20; ++t) partial.push_back(200 + t);
+  const std::vector<std::vector<int32_t>> prompts = {prompt, extended, partial};
+  const RunResult cold = RunEngine(path, {.chunk = 512, .prefix_cache = false}, prompts, 4);
   EngineConfig c;
   c.scheduler.max_model_len = 4096;
   c.scheduler.max_num_batched_tokens = 512;
@@ -310,18 +326,18 @@ void LongPromptPlusSuffix(int64_t window) {
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   Engine& engine = **created;
   Collector col;
-  double ttft[2] = {0, 0};
-  int64_t computed[2] = {0, 0};
+  double ttft[3] = {0, 0, 0};
+  int64_t computed[3] = {0, 0, 0}, replayed[3] = {0, 0, 0};
   std::vector<Collector::Output> outs;
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 3; ++i) {
     const EngineMetrics before = engine.Metrics();
     GenerationRequest r;
-    r.prompt_tokens = i == 0 ? prompt : extended;
+    r.prompt_tokens = prompts[static_cast<size_t>(i)];
     r.max_tokens = 4;
     r.ignore_eos = true;
     r.logprobs = 3;
     r.seed = 500 + i;
-    r.sampling.temperature = i == 0 ? 0.0f : 0.9f;
+    r.sampling.temperature = i % 2 == 0 ? 0.0f : 0.9f;
     std::atomic<bool> first_token{false};
     const auto start = std::chrono::steady_clock::now();
     std::atomic<int64_t> first_ns{0};
@@ -340,17 +356,23 @@ void LongPromptPlusSuffix(int64_t window) {
     const EngineMetrics after = engine.Metrics();
     computed[i] = (after.prompt_tokens_total - before.prompt_tokens_total) -
                   (after.prefix_cache_hits_total - before.prefix_cache_hits_total);
+    replayed[i] = after.swa_replayed_tokens_total - before.swa_replayed_tokens_total;
     outs.push_back(col.Get(*id));
   }
   EXPECT_EQ(computed[0], 3000);
   EXPECT_LE(computed[1], 20 + 140 + 16);
-  EXPECT_LE(engine.Metrics().swa_replayed_tokens_total, 140);
   EXPECT_EQ(outs[1].cached_prompt_tokens, 3020 - computed[1]);
+  EXPECT_LE(computed[2], 20 + 140 + 16);
+  EXPECT_LE(replayed[2], 140);
+  if (window == 8) EXPECT_EQ(replayed[2], 2976 - 2944);
   ExpectBitwiseEqual(cold, RunResult{outs, {}, 0},
                      "3,000-token prompt + suffix, window " + std::to_string(window));
-  std::printf("window %lld: TTFT cold %.1f ms, prefix hit %.1f ms (%.1fx); hit computed %lld prompt tokens\n",
-              static_cast<long long>(window), ttft[0], ttft[1], ttft[0] / std::max(ttft[1], 1e-3),
-              static_cast<long long>(computed[1]));
+  std::printf(
+      "window %lld: TTFT cold %.1f ms, prefix hit %.1f ms (%.1fx); hit computed %lld prompt tokens; "
+      "partial hit computed %lld (replayed %lld), TTFT %.1f ms\n",
+      static_cast<long long>(window), ttft[0], ttft[1], ttft[0] / std::max(ttft[1], 1e-3),
+      static_cast<long long>(computed[1]), static_cast<long long>(computed[2]),
+      static_cast<long long>(replayed[2]), ttft[2]);
   ::testing::Test::RecordProperty("ttft_cold_ms_w" + std::to_string(window), std::to_string(ttft[0]));
   ::testing::Test::RecordProperty("ttft_hit_ms_w" + std::to_string(window), std::to_string(ttft[1]));
 }

@@ -458,6 +458,8 @@ void KvManager::LayerAllocate(SequenceKv& s, int64_t num_new_tokens) {
   }
   if (num_new_tokens == 0) return;
   const int64_t have = s.num_tokens;
+  const bool caching = cache_.enabled() && !s.caching_stopped;
+  const int64_t boundary = have / block_size_ * block_size_;  // the end checkpoint Free may keep
   for (size_t l = 0; l < windows_.size(); ++l) {
     std::vector<BlockId>& table = s.layers[l];
     const int64_t releasable = Releasable(windows_[l], have);
@@ -465,9 +467,13 @@ void KvManager::LayerAllocate(SequenceKv& s, int64_t num_new_tokens) {
       BlockId& page = table[static_cast<size_t>(b)];
       if (page != kNoBlock) {
         // A checkpoint's page outlives the window in the block's record.
-        if (cache_.enabled() && !s.caching_stopped && page_key_[static_cast<size_t>(page)] == kNoBlock &&
-            WantedByCheckpoint(l, b)) {
-          Retain(RecordFor(s, b), l, page);
+        if (caching && page_key_[static_cast<size_t>(page)] == kNoBlock) {
+          if (WantedByCheckpoint(s, l, b)) {
+            Retain(RecordFor(s, b), l, page);
+          } else if (b >= Releasable(windows_[l], boundary)) {
+            Retain(RecordFor(s, b), l, page);
+            s.rolling.push_back({l, b, page});
+          }
         }
         LayerRelease(page);
       }
@@ -482,6 +488,12 @@ void KvManager::LayerAllocate(SequenceKv& s, int64_t num_new_tokens) {
       LayerRelease(shared);
     }
   }
+  // Rolling pages of an earlier boundary: no checkpoint needs them any more.
+  std::erase_if(s.rolling, [&](const SequenceKv::Rolling& r) {
+    if (r.block >= Releasable(windows_[r.layer], boundary)) return false;
+    Unretain(s.keys[static_cast<size_t>(r.block)], r.layer, r.page);
+    return true;
+  });
   s.num_tokens += num_new_tokens;
   const int64_t blocks = BlocksFor(s.num_tokens);
   for (size_t l = 0; l < windows_.size(); ++l) {
@@ -624,12 +636,38 @@ BlockId KvManager::RecordFor(SequenceKv& s, int64_t block) {
 
 // Block b of a layer with window W is kept when the next checkpoint after it,
 // C = the first multiple of checkpoint_tokens_ past the block, reads it.
-bool KvManager::WantedByCheckpoint(size_t layer, int64_t block) const {
+bool KvManager::WantedByCheckpoint(const SequenceKv& s, size_t layer, int64_t block) const {
   const int64_t w = windows_[layer];
   if (w == 0) return false;
   const int64_t end = (block + 1) * block_size_;
   const int64_t c = (end + checkpoint_tokens_ - 1) / checkpoint_tokens_ * checkpoint_tokens_;
-  return Releasable(w, c) <= block;
+  if (Releasable(w, c) <= block) return true;
+  return std::any_of(s.checkpoints.begin(), s.checkpoints.end(), [&](int64_t named) {
+    return Releasable(w, named) <= block && block < named / block_size_;
+  });
+}
+
+void KvManager::AddCheckpoint(SeqId seq, int64_t position) {
+  if (!per_layer() || !cache_.enabled()) return;
+  SequenceKv& s = Get(seq);
+  const int64_t boundary = position / block_size_ * block_size_;
+  if (boundary > 0 &&
+      std::find(s.checkpoints.begin(), s.checkpoints.end(), boundary) == s.checkpoints.end()) {
+    s.checkpoints.push_back(boundary);
+  }
+}
+
+void KvManager::Unretain(BlockId key, size_t layer, BlockId page) {
+  auto it = records_.find(key);
+  if (it == records_.end() || it->second.pages[layer] != page) return;  // already dropped
+  Unaccount(page);
+  it->second.pages[layer] = kNoBlock;
+  page_key_[static_cast<size_t>(page)] = kNoBlock;
+  if (pool_.Release(page)) {
+    pool_.Free(page);
+  } else {
+    Account(page);
+  }
 }
 
 PrefixMatch KvManager::LayerMatch(std::span<const int32_t> tokens) const {
@@ -711,7 +749,7 @@ void KvManager::LayerCacheFullBlocks(SequenceKv& s, std::span<const int32_t> com
     for (size_t l = 0; l < windows_.size(); ++l) {
       const BlockId page = s.layers[l][static_cast<size_t>(i)];
       if (page == kNoBlock) continue;  // released: a windowed page no checkpoint wanted
-      if (windows_[l] == 0 || WantedByCheckpoint(l, i)) Retain(key, l, page);
+      if (windows_[l] == 0 || WantedByCheckpoint(s, l, i)) Retain(key, l, page);
     }
     ChainLink parent = i == 0 ? ChainLink{} : s.cached_chain[static_cast<size_t>(i - 1)];
     std::optional<ChainLink> link = cache_.InsertFull(

@@ -41,8 +41,11 @@
 // boundary C keeps, per windowed layer, the pages a query at C reads (blocks
 // >= Releasable(W, C)); the sequence can then resume computing at C exactly.
 // Checkpoints sit at every multiple of KvConfig::swa_replay_tokens (rounded
-// down to whole blocks) along a prefix (kept when the window would release
-// the page) and at the deepest covered boundary when a sequence is freed.
+// down to whole blocks) along a prefix and at boundaries the caller names
+// (AddCheckpoint: the end of a prompt), both kept when the window would
+// release the page; and at the deepest covered boundary when a sequence is
+// freed (the window's pages for the latest boundary before the claim are
+// kept while the claim is in that block, for this).
 // MatchPrefix walks the full-attention chain to its deepest block M and
 // returns the deepest checkpoint P <= M; positions [P, M) are recomputed
 // ("replayed", PrefixMatch::replay_tokens) - at most swa_replay_tokens.
@@ -130,6 +133,11 @@ class KvManager {
   // prefix cache (in order; a hash collision stops caching for this sequence).
   void CacheFullBlocks(SeqId seq, std::span<const int32_t> computed_tokens);
 
+  // Per-layer mode with prefix caching: also keep a checkpoint at the block
+  // boundary at or below `position` (e.g. the end of the prompt, so a repeat
+  // or an extension of it replays nothing). No-op in other modes.
+  void AddCheckpoint(SeqId seq, int64_t position);
+
   // Gives back the last num_tokens claimed positions (rejected drafts, a
   // discarded slot). Blocks that become empty are released.
   // REQUIRES: 0 <= num_tokens <= NumTokens(seq).
@@ -210,6 +218,15 @@ class KvManager {
     // Per-layer prefix caching: per block index, the record this sequence
     // uses (counted in its `users`), kNoBlock where none.
     std::vector<BlockId> keys;
+    std::vector<int64_t> checkpoints;  // AddCheckpoint's block boundaries
+    // Windowed pages kept only for the latest block boundary before the
+    // claim (the end checkpoint Free may keep); dropped when it moves on.
+    struct Rolling {
+      size_t layer;
+      int64_t block;
+      BlockId page;
+    };
+    std::vector<Rolling> rolling;
   };
   // A cached block in per-layer mode: one page per layer (kNoBlock where a
   // windowed page is not kept), each holding one pool reference.
@@ -236,7 +253,8 @@ class KvManager {
   void LayerAdopt(SequenceKv& s, const PrefixMatch& start);
   void LayerCacheFullBlocks(SequenceKv& s, std::span<const int32_t> computed_tokens);
   void RetainEndCheckpoint(SequenceKv& s);
-  bool WantedByCheckpoint(size_t layer, int64_t block) const;
+  bool WantedByCheckpoint(const SequenceKv& s, size_t layer, int64_t block) const;
+  void Unretain(BlockId key, size_t layer, BlockId page);
   BlockId RecordFor(SequenceKv& s, int64_t block);
   void Retain(BlockId key, size_t layer, BlockId page);
   void UseKey(BlockId key);

@@ -245,6 +245,37 @@ TEST(KvManagerWindowTest, PartialMatchReplaysFromTheDeepestCheckpoint) {
   kv.Free(1, tokens);
   kv.CheckInvariants();
   EXPECT_EQ(kv.NumAvailableBlocks(), 64);
+  // The end checkpoint: 7 full blocks (28) were cached; a query at 28 reads
+  // blocks 5, 6. Block 5 left the window at the last claim (29) but was kept
+  // for the boundary 28 that claim started in.
+  std::vector<int32_t> next = tokens;
+  next.push_back(99);
+  const PrefixMatch end = kv.MatchPrefix(next);
+  EXPECT_EQ(end.num_tokens, 28);
+  EXPECT_EQ(end.replay_tokens, 0);
+}
+
+// AddCheckpoint (the scheduler names the prompt's end): a boundary between
+// the periodic ones gets its window pages kept too.
+TEST(KvManagerWindowTest, NamedCheckpointAvoidsTheReplay) {
+  for (bool named : {false, true}) {
+    KvManager kv = MakeCaching(64);
+    const std::vector<int32_t> tokens = Tokens(40);
+    ASSERT_TRUE(kv.Allocate(1, 21).ok());  // a 21-token prompt
+    if (named) kv.AddCheckpoint(1, 21);    // boundary 20: windowed blocks 3, 4
+    for (int64_t n = 21; n < 40; ++n) {
+      kv.CacheFullBlocks(1, std::span<const int32_t>(tokens).first(static_cast<size_t>(n)));
+      ASSERT_TRUE(kv.Allocate(1, 1).ok());
+    }
+    std::vector<int32_t> prompt(tokens.begin(), tokens.begin() + 21);
+    prompt.push_back(7);
+    const PrefixMatch hit = kv.MatchPrefix(prompt);
+    EXPECT_EQ(hit.num_tokens, named ? 20 : 12);
+    EXPECT_EQ(hit.replay_tokens, named ? 0 : 8);
+    kv.CheckInvariants();
+    kv.Free(1, tokens);
+    kv.CheckInvariants();
+  }
 }
 
 // Under pressure the cache gives its pages back: a sequence that needs the

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -399,6 +400,25 @@ TEST(SwaPrefixHit, ReplayTokensBelowTheWindowIsAStartUpError) {
   c.swa_full_kv = true;
   c.enable_prefix_cache = true;
   EXPECT_TRUE(Engine::Create(Load(path), c).ok());
+  // From the environment (swa_replay_tokens 0): the same check, and a value
+  // that is not a positive integer is an error too.
+  c.swa_full_kv = false;
+  c.swa_replay_tokens = 0;
+  for (const char* bad : {"36", "abc", "0", "-5", "12x"}) {
+    ASSERT_EQ(setenv("DEEPINFER_SWA_REPLAY_TOKENS", bad, 1), 0);
+    auto e = Engine::Create(Load(path), c);
+    EXPECT_FALSE(e.ok()) << bad;
+    if (!e.ok())
+      EXPECT_NE(e.status().message().find("DEEPINFER_SWA_REPLAY_TOKENS"), std::string::npos) << bad;
+  }
+  ASSERT_EQ(setenv("DEEPINFER_SWA_REPLAY_TOKENS", "300", 1), 0);
+  auto good = Engine::Create(Load(path), c);
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  EXPECT_EQ((*good)->config().swa_replay_tokens, 300);
+  unsetenv("DEEPINFER_SWA_REPLAY_TOKENS");
+  auto dflt = Engine::Create(Load(path), c);
+  ASSERT_TRUE(dflt.ok());
+  EXPECT_EQ((*dflt)->config().swa_replay_tokens, 140);
 }
 
 // The memory bound through the engine's own accounting: while one request

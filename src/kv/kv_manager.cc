@@ -676,18 +676,19 @@ PrefixMatch KvManager::LayerMatch(std::span<const int32_t> tokens) const {
   m.blocks.resize(m.full_chain.size());
   const auto deepest = static_cast<int64_t>(m.blocks.size());
   // The deepest boundary p whose windowed pages a query at p*block_size reads
-  // are all kept (p = 0 always qualifies).
-  int64_t p = deepest;
-  for (; p > 0; --p) {
-    bool covered = true;
-    for (size_t l = 0; l < windows_.size() && covered; ++l) {
-      if (windows_[l] == 0) continue;
-      for (int64_t b = Releasable(windows_[l], p * block_size_); b < p && covered; ++b) {
-        covered = records_.at(m.blocks[static_cast<size_t>(b)]).pages[l] != kNoBlock;
-      }
+  // are all kept (p = 0 always qualifies): per layer, p qualifies when the
+  // last block before p without the layer's page lies below the window.
+  std::vector<bool> covered(static_cast<size_t>(deepest) + 1, true);
+  for (size_t l = 0; l < windows_.size(); ++l) {
+    if (windows_[l] == 0) continue;
+    int64_t last_missing = -1;
+    for (int64_t p = 1; p <= deepest; ++p) {
+      if (records_.at(m.blocks[static_cast<size_t>(p - 1)]).pages[l] == kNoBlock) last_missing = p - 1;
+      if (last_missing >= Releasable(windows_[l], p * block_size_)) covered[static_cast<size_t>(p)] = false;
     }
-    if (covered) break;
   }
+  int64_t p = deepest;
+  while (p > 0 && !covered[static_cast<size_t>(p)]) --p;
   m.blocks.resize(static_cast<size_t>(p));
   m.full_chain.resize(static_cast<size_t>(p));
   m.num_tokens = p * block_size_;

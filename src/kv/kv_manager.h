@@ -48,9 +48,11 @@
 // kept while the claim is in that block, for this).
 // MatchPrefix walks the full-attention chain to its deepest block M and
 // returns the deepest checkpoint P <= M; positions [P, M) are recomputed
-// ("replayed", PrefixMatch::replay_tokens) - at most swa_replay_tokens.
-// Windowed pages held only by a record are evictable at any time (they only
-// serve future matches); full pages only with their record, LRU-first.
+// ("replayed", PrefixMatch::replay_tokens) - fewer than swa_replay_tokens
+// while the checkpoints are resident. Pages held only by records count as
+// available: an idle record (no sequence uses it) goes whole, LRU-first; after
+// those, a windowed page of a record still in use can go alone (a lost
+// checkpoint: a later hit falls back to the one before, still exact).
 //
 // Extension points (later issues; the shape above is chosen so they fit):
 //   - Tiered KV (memory -> disk): EvictLru becomes "demote": the entry keeps

@@ -94,10 +94,15 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model, const Engine
     DI_LOG_INFO("--swa-full-kv: the model has no sliding-window layers; its KV is full-attention anyway");
   }
   if (windowed && !effective.swa_full_kv) {
-    DI_LOG_INFO(
-        "KV: sliding-window layers keep only their window (per-layer pages; --swa-full-kv keeps all); "
-        "prefix hits replay at most %lld tokens",
-        static_cast<long long>(effective.swa_replay_tokens));
+    if (effective.enable_prefix_cache) {
+      DI_LOG_INFO(
+          "KV: sliding-window layers keep only their window (per-layer pages; --swa-full-kv keeps all); "
+          "prefix hits replay at most %lld tokens (DEEPINFER_SWA_REPLAY_TOKENS)",
+          static_cast<long long>(effective.swa_replay_tokens));
+    } else {
+      DI_LOG_INFO(
+          "KV: sliding-window layers keep only their window (per-layer pages; --swa-full-kv keeps all)");
+    }
     if (static_cast<int64_t>(num_blocks) * model.model->config().num_layers > INT32_MAX) {
       return InvalidArgument("KV cache: too many blocks for per-layer pages; lower --kv-cache-memory");
     }

@@ -1,7 +1,10 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <random>
+#include <string>
 
 #include "core/check.h"
 #include "core/log.h"
@@ -34,6 +37,23 @@ Status EngineConfig::Validate() const {
 }
 
 namespace {
+// EngineConfig::swa_replay_tokens, 0 resolved from DEEPINFER_SWA_REPLAY_TOKENS
+// (a positive integer) or the default 140.
+StatusOr<int64_t> ResolveSwaReplayTokens(int64_t configured) {
+  if (configured < 0) return InvalidArgument("swa_replay_tokens must be >= 0");
+  if (configured > 0) return configured;
+  const char* env = std::getenv("DEEPINFER_SWA_REPLAY_TOKENS");
+  if (env == nullptr || *env == '\0') return int64_t{140};
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(env, &end, 10);
+  if (errno != 0 || *end != '\0' || v < 1 || v > (int64_t{1} << 40)) {
+    return InvalidArgument(std::string("DEEPINFER_SWA_REPLAY_TOKENS=") + env +
+                           ": expected a positive integer");
+  }
+  return static_cast<int64_t>(v);
+}
+
 // The MTP layer's own KV pool: one layer beside the target's num_layers, as
 // many tokens as the target's pool plus, per running request, a partial
 // block and the chained drafts (their context may start mid-block).
@@ -53,6 +73,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model, const Engine
   effective.scheduler.max_model_len =
       std::min(effective.scheduler.max_model_len, model.model->config().max_position);
   DI_RETURN_IF_ERROR(effective.Validate());
+  DI_ASSIGN_OR_RETURN(effective.swa_replay_tokens, ResolveSwaReplayTokens(effective.swa_replay_tokens));
   const DType kv_dtype = ResolveKvCacheDType(effective.kv_cache_dtype);
   DI_RETURN_IF_ERROR(KvCache::CheckDType(model.model->config(), kv_dtype));
   DI_ASSIGN_OR_RETURN(effective.kv_cache_dtype, ParseKvCacheDType(DTypeName(kv_dtype)));  // auto -> its type
@@ -73,12 +94,23 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model, const Engine
     DI_LOG_INFO("--swa-full-kv: the model has no sliding-window layers; its KV is full-attention anyway");
   }
   if (windowed && !effective.swa_full_kv) {
-    DI_LOG_INFO(
-        "KV: sliding-window layers keep only their window (per-layer pages; --swa-full-kv keeps all)%s",
-        effective.enable_prefix_cache ? "; prefix caching is off for this model" : "");
+    if (effective.enable_prefix_cache) {
+      DI_LOG_INFO(
+          "KV: sliding-window layers keep only their window (per-layer pages; --swa-full-kv keeps all); "
+          "prefix hits replay at most %lld tokens (DEEPINFER_SWA_REPLAY_TOKENS)",
+          static_cast<long long>(effective.swa_replay_tokens));
+    } else {
+      DI_LOG_INFO(
+          "KV: sliding-window layers keep only their window (per-layer pages; --swa-full-kv keeps all)");
+    }
     if (static_cast<int64_t>(num_blocks) * model.model->config().num_layers > INT32_MAX) {
       return InvalidArgument("KV cache: too many blocks for per-layer pages; lower --kv-cache-memory");
     }
+    KvConfig kv{.num_blocks = 1,
+                .enable_prefix_cache = effective.enable_prefix_cache,
+                .layer_windows = windows,
+                .swa_replay_tokens = effective.swa_replay_tokens};
+    DI_RETURN_IF_ERROR(kv.Validate());
   }
   std::unique_ptr<Drafter> drafter;
   if (effective.speculative.method == "ngram") drafter = std::make_unique<NgramDrafter>();
@@ -113,7 +145,8 @@ KvConfig MakeKvConfig(const LoadedModel& m, const EngineConfig& c, int32_t num_b
   return KvConfig{.num_blocks = static_cast<int32_t>(KvUnits(mc, c, num_blocks)),
                   .block_size = c.block_size,
                   .enable_prefix_cache = c.enable_prefix_cache,
-                  .layer_windows = PerLayerKv(mc, c) ? mc.sliding_window : std::vector<int64_t>{}};
+                  .layer_windows = PerLayerKv(mc, c) ? mc.sliding_window : std::vector<int64_t>{},
+                  .swa_replay_tokens = c.swa_replay_tokens};
 }
 }  // namespace
 
@@ -305,7 +338,8 @@ EngineMetrics EngineImpl::Metrics() const {
     m.num_requests_running = scheduler_->NumRunning();
     m.num_requests_waiting = scheduler_->NumWaiting();
     m.kv_blocks_total = kv.num_blocks();
-    m.kv_blocks_in_use = kv.pool().num_referenced();
+    m.kv_blocks_in_use = kv.NumUnitsInUse();
+    m.swa_replayed_tokens_total = kv.swa_replayed_tokens();
     m.kv_cache_usage_ratio = kv.UsageRatio();
     for (const KvManager::GroupUsage& g : kv.GroupUsages()) {
       m.kv_groups.push_back({g.name, g.units_in_use, kv.num_blocks()});

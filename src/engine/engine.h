@@ -72,8 +72,13 @@ struct EngineConfig {
   bool enable_prefix_cache = true;  // --no-prefix-cache turns it off
   // --swa-full-kv: sliding-window layers keep KV for every position (the
   // baseline). Off: a model with sliding-window layers gets per-layer,
-  // window-bounded KV (docs/kv-cache.md), without prefix caching for now.
+  // window-bounded KV (docs/kv-cache.md).
   bool swa_full_kv = false;
+  // Window-bounded KV with prefix caching: the most tokens a prefix hit
+  // recomputes (spacing of the windowed checkpoints along a cached prefix;
+  // docs/kv-cache.md). 0: the environment's DEEPINFER_SWA_REPLAY_TOKENS, else
+  // 140. Below a window is an error at Create.
+  int64_t swa_replay_tokens = 0;
   bool async_scheduling = true;  // --no-async-scheduling for comparison
   // Jump-forward for constrained requests (--no-jump-forward for comparison):
   // when the constraint allows a single continuation after a sampled token,

@@ -38,6 +38,9 @@ struct EngineMetrics {
   // ratio above).
   int64_t prefix_cache_queries_total = 0;
   int64_t prefix_cache_hits_total = 0;
+  // Window-bounded KV: tokens a prefix hit found cached for full attention but
+  // recomputed because no windowed checkpoint covered them (bounded replay).
+  int64_t swa_replayed_tokens_total = 0;
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
   int64_t requests_finished_total = 0;

@@ -136,8 +136,8 @@ TEST_P(EngineModelsTest, ConcurrentGreedyEqualsSingleSequenceForward) {
 
 // The second submission of a 60-token prompt reuses all but its last token
 // from the prefix cache and still generates the reference tokens. A hybrid
-// sliding-window model caches prefixes only with --swa-full-kv (window-bounded
-// KV has no prefix reuse yet: docs/kv-cache.md; engine_swa_test covers it).
+// sliding-window model runs with --swa-full-kv here (window-bounded KV reuses
+// whole blocks with bounded replay: docs/kv-cache.md; engine_swa_test covers it).
 TEST_P(EngineModelsTest, RepeatedPromptHitsThePrefixCache) {
   const std::string path = SynthModel(GetParam());
   LoadedModel ref = Load(path);

@@ -9,6 +9,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -60,6 +63,9 @@ struct Setup {
   bool async = true;
   std::string spec;  // "", "ngram", "mtp"
   int64_t chunk = 40;
+  bool prefix_cache = true;
+  bool sequential = false;    // each request submitted after the previous one finished
+  int64_t replay_tokens = 0;  // EngineConfig::swa_replay_tokens (0: the default)
 };
 
 // Request i (counted from index0) is greedy when even, else seeded sampling with seed 500 + i.
@@ -72,6 +78,8 @@ RunResult RunEngine(const std::string& path, const Setup& s, const std::vector<s
   c.kv_cache_memory_bytes = 32 << 20;
   c.async_scheduling = s.async;
   c.swa_full_kv = s.full_kv;
+  c.enable_prefix_cache = s.prefix_cache;
+  c.swa_replay_tokens = s.replay_tokens;
   if (!s.spec.empty()) {
     c.speculative.method = s.spec;
     c.speculative.adaptive = false;
@@ -95,6 +103,7 @@ RunResult RunEngine(const std::string& path, const Setup& s, const std::vector<s
     auto id = engine.Submit(std::move(r), col.Callback());
     EXPECT_TRUE(id.ok()) << id.status().ToString();
     if (id.ok()) ids.push_back(*id);
+    if (s.sequential) col.Wait(static_cast<int>(ids.size()));
   }
   col.Wait(static_cast<int>(ids.size()));
   for (RequestId id : ids) run.outputs.push_back(col.Get(id));
@@ -210,28 +219,206 @@ TEST(SwaSpeculation, MtpOnHybridDeepSeekIsLossless) {
   EXPECT_GT(spec.metrics.spec_draft_tokens_total, 0);
 }
 
-// Window-bounded KV has no prefix reuse yet (released window pages cannot
-// serve a later match): a repeated prompt is recomputed, with equal output.
-TEST(SwaPrefixCache, RepeatedPromptIsRecomputedNotReusedFromFreedPages) {
-  const std::string path = Synth("qwen3", "tiny-hybrid-swa", 8, 4096);
-  const auto prompt = Prompts(1, 512, 300, 300, false)[0];
+// Prefix caching with bounded replay (docs/kv-cache.md). Requests run one
+// after another so each can hit what the earlier ones cached:
+//   0: a prompt P (greedy)            - cold
+//   1: P[0, k) + other tokens          - full attention cached to ~k, windowed
+//                                        KV only at checkpoints: replays
+//   2: P + its output + more (greedy)  - a conversation's next turn: the end
+//                                        checkpoint covers it
+//   3: P + a short suffix              - the same prompt extended
+//   4: P again                         - the prompt's own end checkpoint
+// Every output equals, bit for bit, a run without the prefix cache (each
+// request computed from scratch), with the prefill chunked differently.
+std::vector<std::vector<int32_t>> HitPrompts(int64_t length, int64_t shared, int max_tokens,
+                                             const std::vector<int32_t>& output0) {
+  const auto base = Prompts(2, 512, static_cast<int>(length), static_cast<int>(length), false);
+  const std::vector<int32_t>& p = base[0];
+  std::vector<int32_t> partial(p.begin(), p.begin() + shared);
+  partial.insert(partial.end(), base[1].begin(), base[1].begin() + 40);
+  std::vector<int32_t> turn = p;
+  turn.insert(turn.end(), output0.begin(),
+              output0.begin() + std::min<size_t>(output0.size(), max_tokens - 1));
+  turn.insert(turn.end(), base[1].begin() + 50, base[1].begin() + 75);
+  std::vector<int32_t> extended = p;
+  extended.insert(extended.end(), base[1].begin() + 100, base[1].begin() + 111);
+  return {p, partial, turn, extended, p};
+}
+
+void ExpectHitsEqualColdRuns(const std::string& path, int64_t length, int64_t shared, int64_t chunk,
+                             bool expect_replay, const std::string& what) {
+  constexpr int kMaxTokens = 8;
+  const RunResult first =
+      RunEngine(path, {.prefix_cache = false}, HitPrompts(length, shared, kMaxTokens, {}), kMaxTokens);
+  ASSERT_FALSE(first.outputs.empty());
+  const auto prompts = HitPrompts(length, shared, kMaxTokens, first.outputs[0].tokens);
+  const RunResult cold = RunEngine(path, {.chunk = 64, .prefix_cache = false}, prompts, kMaxTokens);
+  const RunResult hit = RunEngine(path, {.chunk = chunk, .sequential = true}, prompts, kMaxTokens);
+  ExpectBitwiseEqual(cold, hit, what);
+  ASSERT_EQ(hit.outputs.size(), 5u);
+  for (const auto& o : cold.outputs) EXPECT_EQ(o.cached_prompt_tokens, 0) << what;
+  const int64_t replay = 140, block = 16;
+  EXPECT_EQ(hit.outputs[0].cached_prompt_tokens, 0) << what;
+  // Recomputed: what is not shared, plus at most the replay bound and a block.
+  for (size_t i = 1; i < 5; ++i) {
+    const int64_t shared_i = i == 1 ? shared : length;
+    const auto computed = static_cast<int64_t>(prompts[i].size()) - hit.outputs[i].cached_prompt_tokens;
+    EXPECT_GT(hit.outputs[i].cached_prompt_tokens, 0) << what << ", request " << i;
+    EXPECT_LE(computed, static_cast<int64_t>(prompts[i].size()) - shared_i + replay + block)
+        << what << ", request " << i;
+  }
+  // Checkpoints at the prompt's end and at the end of the first turn: the
+  // next turn, the extension and the repeat compute less than two blocks
+  // beyond their new tokens (the repeat at least its last token).
+  EXPECT_LE(static_cast<int64_t>(prompts[2].size()) - hit.outputs[2].cached_prompt_tokens,
+            static_cast<int64_t>(prompts[2].size()) - length - (kMaxTokens - 1) + 2 * block)
+      << what;
+  EXPECT_LE(static_cast<int64_t>(prompts[3].size()) - hit.outputs[3].cached_prompt_tokens,
+            static_cast<int64_t>(prompts[3].size()) - length + block)
+      << what;
+  EXPECT_LE(length - hit.outputs[4].cached_prompt_tokens, block) << what;
+  // Request 1 replays unless checkpoints tile the whole prefix (window >= their spacing).
+  if (expect_replay) EXPECT_GT(hit.metrics.swa_replayed_tokens_total, 0) << what;
+  EXPECT_LE(hit.metrics.swa_replayed_tokens_total, 3 * replay) << what;
+  EXPECT_EQ(hit.metrics.kv_blocks_in_use, 0) << what;
+  EXPECT_EQ(GroupInUse(hit.metrics, "swa"), 0) << what;
+}
+
+class SwaPrefixHitWindows : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(SwaPrefixHitWindows, OutputsAfterAHitEqualAColdPrefillBitwise) {
+  const int64_t window = GetParam();
+  const std::string path = Synth("qwen3", "tiny-hybrid-swa", window, 4096);
+  for (int64_t chunk : {37, 64, 500}) {
+    ExpectHitsEqualColdRuns(path, 700, 450, chunk, window < 128,
+                            "qwen3, window " + std::to_string(window) + ", chunk " + std::to_string(chunk));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Windows, SwaPrefixHitWindows, ::testing::Values(8, 16, 37, 128));
+
+TEST(SwaPrefixHit, HybridDeepSeekWithMlaCache) {
+  for (int64_t window : {8, 64}) {
+    const std::string path = Synth("deepseek_v3", "tiny-hybrid-swa", window, 1024);
+    ExpectHitsEqualColdRuns(path, 600, 333, 41, true, "deepseek_v3, window " + std::to_string(window));
+  }
+}
+
+// The replay acceptance: a 3,000-token prompt, then the same prompt
+// plus a short suffix. The second computes at most suffix + 140 + one block
+// tokens (counted from the metrics), and its output equals a run without the
+// prefix cache. Prints the time to the first token cold vs on the hit. A
+// third request shares only 2,990 tokens: full attention is cached to 2,976,
+// windowed KV (window 8) at the checkpoint 2,944 - it replays 32.
+void LongPromptPlusSuffix(int64_t window) {
+  const std::string path = Synth("qwen3", "tiny-hybrid-swa", window, 4096);
+  const std::vector<int32_t> prompt = Prompts(1, 512, 3000, 3000, false)[0];
+  std::vector<int32_t> extended = prompt;
+  for (int32_t t = 0; t < 20; ++t) extended.push_back(100 + t);
+  std::vector<int32_t> partial(prompt.begin(), prompt.begin() + 2990);
+  for (int32_t t = 0; t < 20; ++t) partial.push_back(200 + t);
+  const std::vector<std::vector<int32_t>> prompts = {prompt, extended, partial};
+  const RunResult cold = RunEngine(path, {.chunk = 512, .prefix_cache = false}, prompts, 4);
   EngineConfig c;
-  c.scheduler.max_model_len = 1024;
-  c.scheduler.max_num_batched_tokens = 64;
-  c.kv_cache_memory_bytes = 8 << 20;
+  c.scheduler.max_model_len = 4096;
+  c.scheduler.max_num_batched_tokens = 512;
+  c.kv_cache_memory_bytes = 32 << 20;
   auto created = Engine::Create(Load(path), c);
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   Engine& engine = **created;
   Collector col;
-  auto first = engine.Submit(testing::Greedy(prompt, 8), col.Callback());
-  ASSERT_TRUE(first.ok());
-  col.Wait(1);
-  auto second = engine.Submit(testing::Greedy(prompt, 8), col.Callback());
-  ASSERT_TRUE(second.ok());
-  col.Wait(2);
-  EXPECT_EQ(col.Get(*second).cached_prompt_tokens, 0);
-  EXPECT_EQ(col.Get(*first).tokens, col.Get(*second).tokens);
-  EXPECT_EQ(engine.Metrics().kv_blocks_in_use, 0);
+  double ttft[3] = {0, 0, 0};
+  int64_t computed[3] = {0, 0, 0}, replayed[3] = {0, 0, 0};
+  std::vector<Collector::Output> outs;
+  for (int i = 0; i < 3; ++i) {
+    const EngineMetrics before = engine.Metrics();
+    GenerationRequest r;
+    r.prompt_tokens = prompts[static_cast<size_t>(i)];
+    r.max_tokens = 4;
+    r.ignore_eos = true;
+    r.logprobs = 3;
+    r.seed = 500 + i;
+    r.sampling.temperature = i % 2 == 0 ? 0.0f : 0.9f;
+    std::atomic<bool> first_token{false};
+    const auto start = std::chrono::steady_clock::now();
+    std::atomic<int64_t> first_ns{0};
+    auto cb = col.Callback();
+    auto id = engine.Submit(std::move(r), [&, cb](GenerationEvent ev) {
+      if (!ev.token_ids.empty() && !first_token.exchange(true)) {
+        first_ns =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+                .count();
+      }
+      cb(std::move(ev));
+    });
+    ASSERT_TRUE(id.ok());
+    col.Wait(i + 1);
+    ttft[i] = static_cast<double>(first_ns.load()) * 1e-6;
+    const EngineMetrics after = engine.Metrics();
+    computed[i] = (after.prompt_tokens_total - before.prompt_tokens_total) -
+                  (after.prefix_cache_hits_total - before.prefix_cache_hits_total);
+    replayed[i] = after.swa_replayed_tokens_total - before.swa_replayed_tokens_total;
+    outs.push_back(col.Get(*id));
+  }
+  EXPECT_EQ(computed[0], 3000);
+  EXPECT_LE(computed[1], 20 + 140 + 16);
+  EXPECT_EQ(outs[1].cached_prompt_tokens, 3020 - computed[1]);
+  EXPECT_LE(computed[2], 20 + 140 + 16);
+  EXPECT_LE(replayed[2], 140);
+  if (window == 8) EXPECT_EQ(replayed[2], 2976 - 2944);
+  ExpectBitwiseEqual(cold, RunResult{outs, {}, 0},
+                     "3,000-token prompt + suffix, window " + std::to_string(window));
+  std::printf(
+      "window %lld: TTFT cold %.1f ms, prefix hit %.1f ms (%.1fx); hit computed %lld prompt tokens; "
+      "partial hit computed %lld (replayed %lld), TTFT %.1f ms\n",
+      static_cast<long long>(window), ttft[0], ttft[1], ttft[0] / std::max(ttft[1], 1e-3),
+      static_cast<long long>(computed[1]), static_cast<long long>(computed[2]),
+      static_cast<long long>(replayed[2]), ttft[2]);
+  ::testing::Test::RecordProperty("ttft_cold_ms_w" + std::to_string(window), std::to_string(ttft[0]));
+  ::testing::Test::RecordProperty("ttft_hit_ms_w" + std::to_string(window), std::to_string(ttft[1]));
+}
+
+TEST(SwaPrefixHit, LongPromptPlusSuffixReplaysAtMostTheBound) {
+  for (int64_t window : {8, 128}) LongPromptPlusSuffix(window);
+}
+
+TEST(SwaPrefixHit, ReplayTokensBelowTheWindowIsAStartUpError) {
+  const std::string path = Synth("qwen3", "tiny-hybrid-swa", 37, 1024);
+  EngineConfig c;
+  c.kv_cache_memory_bytes = 8 << 20;
+  c.swa_replay_tokens = 36;
+  auto created = Engine::Create(Load(path), c);
+  ASSERT_FALSE(created.ok());
+  EXPECT_NE(created.status().message().find("DEEPINFER_SWA_REPLAY_TOKENS"), std::string::npos)
+      << created.status().ToString();
+  EXPECT_NE(created.status().message().find("37"), std::string::npos) << created.status().ToString();
+  c.swa_replay_tokens = 37;
+  EXPECT_TRUE(Engine::Create(Load(path), c).ok());
+  c.swa_replay_tokens = 36;
+  c.enable_prefix_cache = false;  // nothing to replay
+  EXPECT_TRUE(Engine::Create(Load(path), c).ok());
+  c.swa_full_kv = true;
+  c.enable_prefix_cache = true;
+  EXPECT_TRUE(Engine::Create(Load(path), c).ok());
+  // From the environment (swa_replay_tokens 0): the same check, and a value
+  // that is not a positive integer is an error too.
+  c.swa_full_kv = false;
+  c.swa_replay_tokens = 0;
+  for (const char* bad : {"36", "abc", "0", "-5", "12x"}) {
+    ASSERT_EQ(setenv("DEEPINFER_SWA_REPLAY_TOKENS", bad, 1), 0);
+    auto e = Engine::Create(Load(path), c);
+    EXPECT_FALSE(e.ok()) << bad;
+    if (!e.ok())
+      EXPECT_NE(e.status().message().find("DEEPINFER_SWA_REPLAY_TOKENS"), std::string::npos) << bad;
+  }
+  ASSERT_EQ(setenv("DEEPINFER_SWA_REPLAY_TOKENS", "300", 1), 0);
+  auto good = Engine::Create(Load(path), c);
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  EXPECT_EQ((*good)->config().swa_replay_tokens, 300);
+  unsetenv("DEEPINFER_SWA_REPLAY_TOKENS");
+  auto dflt = Engine::Create(Load(path), c);
+  ASSERT_TRUE(dflt.ok());
+  EXPECT_EQ((*dflt)->config().swa_replay_tokens, 140);
 }
 
 // The memory bound through the engine's own accounting: while one request

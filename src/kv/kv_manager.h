@@ -31,15 +31,30 @@
 // blocks whose positions all lie below s - W + 1 and leaves kNoBlock in their
 // slots (p / block_size indexing still holds). A windowed layer therefore
 // holds at most ceil((W - 1 + claim) / block_size) + 1 blocks of a sequence,
-// claim = the positions of the step (the chunk, or 1 + drafts). Prefix
-// caching is off in this mode (MatchPrefix finds nothing): released window
-// blocks make a cached prefix unusable for windowed layers until bounded
-// replay exists (docs/kv-cache.md).
+// claim = the positions of the step (the chunk, or 1 + drafts).
+//
+// Prefix caching in per-layer mode (bounded replay, docs/kv-cache.md). A
+// cached block of the chain is a *record* (`CachedPages`, keyed by a virtual
+// id that the PrefixCache uses as its BlockId) holding one pool reference on
+// each of its pages: every full-attention layer's page, and a windowed
+// layer's page only where a *checkpoint* needs it. A checkpoint at block
+// boundary C keeps, per windowed layer, the pages a query at C reads (blocks
+// >= Releasable(W, C)); the sequence can then resume computing at C exactly.
+// Checkpoints sit at every multiple of KvConfig::swa_replay_tokens (rounded
+// down to whole blocks) along a prefix and at boundaries the caller names
+// (AddCheckpoint: the end of a prompt), both kept when the window would
+// release the page; and at the deepest covered boundary when a sequence is
+// freed (the window's pages for the latest boundary before the claim are
+// kept while the claim is in that block, for this).
+// MatchPrefix walks the full-attention chain to its deepest block M and
+// returns the deepest checkpoint P <= M; positions [P, M) are recomputed
+// ("replayed", PrefixMatch::replay_tokens) - fewer than swa_replay_tokens
+// while the checkpoints are resident. Pages held only by records count as
+// available: an idle record (no sequence uses it) goes whole, LRU-first; after
+// those, a windowed page of a record still in use can go alone (a lost
+// checkpoint: a later hit falls back to the one before, still exact).
 //
 // Extension points (later issues; the shape above is chosen so they fit):
-//   - Prefix reuse for hybrid models: keep full-attention pages of a prefix
-//     and the windowed pages of a bounded suffix, replay the rest of the
-//     window through the model on a hit.
 //   - Tiered KV (memory -> disk): EvictLru becomes "demote": the entry keeps
 //     its chain key and the block's bytes go to a slower tier instead of being
 //     dropped. Match then also returns blocks to load, delivered to the runner
@@ -54,6 +69,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -73,8 +89,14 @@ struct KvConfig {
   // Per-layer mode (see above) when non-empty: one window per KV layer (0 =
   // full attention); num_blocks then counts single-layer pages.
   std::vector<int64_t> layer_windows;
+  // Per-layer mode with prefix caching: checkpoint spacing along a cached
+  // prefix, so the most tokens a hit recomputes (DEEPINFER_SWA_REPLAY_TOKENS).
+  // Must be >= every window: closer checkpoints would keep more windowed KV
+  // than the whole prefix has.
+  int64_t swa_replay_tokens = 140;
 
-  // InvalidArgument naming the field when num_blocks < 1 or block_size < 1.
+  // InvalidArgument naming the field when num_blocks < 1 or block_size < 1,
+  // or swa_replay_tokens is below a window (per-layer mode, prefix cache on).
   Status Validate() const;
 };
 
@@ -113,6 +135,11 @@ class KvManager {
   // prefix cache (in order; a hash collision stops caching for this sequence).
   void CacheFullBlocks(SeqId seq, std::span<const int32_t> computed_tokens);
 
+  // Per-layer mode with prefix caching: also keep a checkpoint at the block
+  // boundary at or below `position` (e.g. the end of the prompt, so a repeat
+  // or an extension of it replays nothing). No-op in other modes.
+  void AddCheckpoint(SeqId seq, int64_t position);
+
   // Gives back the last num_tokens claimed positions (rejected drafts, a
   // discarded slot). Blocks that become empty are released.
   // REQUIRES: 0 <= num_tokens <= NumTokens(seq).
@@ -139,6 +166,11 @@ class KvManager {
   const std::vector<BlockId>& BlockTable(SeqId seq) const;
   int64_t NumTokens(SeqId seq) const;
 
+  // Per-layer mode: tokens that prefix hits found cached for full attention
+  // but recomputed because no windowed checkpoint covered them (summed over
+  // adopted matches; deepinfer_swa_replayed_tokens_total).
+  int64_t swa_replayed_tokens() const { return swa_replayed_tokens_; }
+
   // Per-layer mode: one table per KV layer (kNoBlock where a window's blocks
   // were released). REQUIRES: per_layer() and HasSequence(seq).
   const std::vector<std::vector<BlockId>>& LayerBlockTables(SeqId seq) const;
@@ -159,10 +191,16 @@ class KvManager {
   };
   std::vector<GroupUsage> GroupUsages() const;
 
+  // Pool units referenced by live sequences (not those only the prefix cache holds).
+  int64_t NumUnitsInUse() const;
   // Blocks referenced by live sequences / pool size.
   double UsageRatio() const;
   // Free blocks plus idle cached blocks.
-  int32_t NumAvailableBlocks() const { return pool_.num_free() + cache_.num_idle(); }
+  // Per-layer mode: free pages plus pages only the prefix cache holds and may drop.
+  int32_t NumAvailableBlocks() const {
+    if (per_layer()) return pool_.num_free() + static_cast<int32_t>(idle_evictable_ + loose_.size());
+    return pool_.num_free() + cache_.num_idle();
+  }
 
   // DI_CHECK-fails if the bookkeeping is inconsistent: reference counts differ
   // from the block tables, a block is in two states, a table does not match
@@ -179,6 +217,25 @@ class KvManager {
     // leading slots released (kNoBlock).
     std::vector<std::vector<BlockId>> layers;
     std::vector<int64_t> released;
+    // Per-layer prefix caching: per block index, the record this sequence
+    // uses (counted in its `users`), kNoBlock where none.
+    std::vector<BlockId> keys;
+    std::vector<int64_t> checkpoints;  // AddCheckpoint's block boundaries
+    // Windowed pages kept only for the latest block boundary before the
+    // claim (the end checkpoint Free may keep); dropped when it moves on.
+    struct Rolling {
+      size_t layer;
+      int64_t block;
+      BlockId page;
+    };
+    std::vector<Rolling> rolling;
+  };
+  // A cached block in per-layer mode: one page per layer (kNoBlock where a
+  // windowed page is not kept), each holding one pool reference.
+  struct CachedPages {
+    std::vector<BlockId> pages;
+    int32_t users = 0;      // sequences with this record in `keys`
+    bool inserted = false;  // in the prefix cache (else private to its creator)
   };
 
   int64_t BlocksFor(int64_t num_tokens) const { return (num_tokens + block_size_ - 1) / block_size_; }
@@ -186,12 +243,32 @@ class KvManager {
   BlockId AllocateBlock();
   void ReleaseBlock(BlockId block);
   // Per-layer mode counterparts of the public operations.
-  int64_t LayerNeeded(const SequenceKv* s, int64_t num_new_tokens) const;
+  int64_t LayerNeeded(const SequenceKv* s, int64_t num_new_tokens, int64_t have) const;
   void LayerAllocate(SequenceKv& s, int64_t num_new_tokens);
   void LayerRollback(SequenceKv& s, int64_t num_tokens);
   void LayerRelease(BlockId page);
   BlockId LayerAllocatePage(size_t layer);
   void LayerCheckInvariants() const;
+  // Per-layer prefix caching.
+  PrefixMatch LayerMatch(std::span<const int32_t> tokens) const;
+  int64_t AdoptCost(const PrefixMatch& start) const;
+  void LayerAdopt(SequenceKv& s, const PrefixMatch& start);
+  void LayerCacheFullBlocks(SequenceKv& s, std::span<const int32_t> computed_tokens);
+  void RetainEndCheckpoint(SequenceKv& s);
+  bool WantedByCheckpoint(const SequenceKv& s, size_t layer, int64_t block) const;
+  void Unretain(BlockId key, size_t layer, BlockId page);
+  BlockId RecordFor(SequenceKv& s, int64_t block);
+  void Retain(BlockId key, size_t layer, BlockId page);
+  void UseKey(BlockId key);
+  void UnuseKey(BlockId key);
+  void DropRecord(BlockId key);
+  void DropLoosePage(BlockId page);
+  void SeqAddRef(BlockId page);
+  bool Windowed(BlockId page) const { return group_window_[static_cast<size_t>(page_group_[page])] > 0; }
+  bool RecordIdle(BlockId key) const;
+  // Evictable-page bookkeeping around a change of `page`'s references/owner.
+  void Unaccount(BlockId page);
+  void Account(BlockId page);
   // Leading blocks of a layer with window w that no query at a position >=
   // s reads.
   int64_t Releasable(int64_t w, int64_t s) const {
@@ -210,7 +287,15 @@ class KvManager {
   std::vector<int64_t> group_window_;
   std::vector<int64_t> group_layers_;
   std::vector<int32_t> page_group_;    // per page: the group of the layer that allocated it
-  std::vector<int64_t> group_in_use_;  // referenced pages per group
+  std::vector<int64_t> group_in_use_;  // pages referenced by sequences, per group
+  // Per-layer prefix caching.
+  int64_t checkpoint_tokens_ = 0;  // swa_replay_tokens in whole blocks
+  std::unordered_map<BlockId, CachedPages> records_;
+  BlockId next_key_ = 0;
+  std::vector<BlockId> page_key_;  // per page: the record holding it, or kNoBlock
+  int64_t idle_evictable_ = 0;     // pages held only by idle records
+  std::set<BlockId> loose_;        // windowed pages held only by records in use
+  int64_t swa_replayed_tokens_ = 0;
 };
 
 }  // namespace deepinfer

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "kv/kv_manager.h"
@@ -135,14 +137,194 @@ TEST(KvManagerWindowTest, ForkSharesAndCopiesOnWrite) {
   EXPECT_EQ(kv.pool().num_free(), 64);
 }
 
-TEST(KvManagerWindowTest, NoPrefixReuseInPerLayerMode) {
-  KvManager kv = MakeHybrid(64);
-  std::vector<int32_t> prompt(20, 3);
+// Prefix caching with bounded replay. Checkpoint spacing 12 tokens = 3
+// blocks of 4; window 6: a query at C reads keys >= C - 5, i.e. blocks from
+// (C - 5) / 4 on. Checkpoint 12 keeps windowed blocks 1, 2; checkpoint 24
+// keeps 4, 5; block 0 and 3 are wanted by no periodic checkpoint.
+KvManager MakeCaching(int32_t pages) {
+  return KvManager(KvConfig{
+      .num_blocks = pages, .block_size = kBlock, .layer_windows = {0, 6, 0}, .swa_replay_tokens = 12});
+}
+
+std::vector<int32_t> Tokens(int n, int32_t first = 3) {
+  std::vector<int32_t> t;
+  for (int i = 0; i < n; ++i) t.push_back(first + i);
+  return t;
+}
+
+TEST(KvManagerWindowTest, ReplayTokensBelowTheWindowIsAConfigError) {
+  const KvConfig bad{.num_blocks = 8, .layer_windows = {0, 6}, .swa_replay_tokens = 5};
+  const Status st = bad.Validate();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("DEEPINFER_SWA_REPLAY_TOKENS"), std::string::npos) << st.message();
+  EXPECT_TRUE((KvConfig{.num_blocks = 8, .layer_windows = {0, 6}, .swa_replay_tokens = 6}).Validate().ok());
+  // Without the prefix cache there are no checkpoints to space.
+  EXPECT_TRUE(
+      (KvConfig{
+           .num_blocks = 8, .enable_prefix_cache = false, .layer_windows = {0, 6}, .swa_replay_tokens = 5})
+          .Validate()
+          .ok());
+}
+
+// One prefill of 20 tokens, freed: the end checkpoint (20) keeps windowed
+// blocks 3, 4, the periodic one at 12 blocks 1, 2; block 0 goes back to the pool.
+TEST(KvManagerWindowTest, EndOfPrefixCheckpointGivesAHitWithoutReplay) {
+  KvManager kv = MakeCaching(64);
+  const std::vector<int32_t> prompt = Tokens(20);
   ASSERT_TRUE(kv.Allocate(1, 20).ok());
+  const std::vector<std::vector<BlockId>> original = kv.LayerBlockTables(1);
   kv.CacheFullBlocks(1, prompt);
   kv.Free(1, prompt);
-  EXPECT_EQ(kv.MatchPrefix(prompt).num_tokens, 0);
-  EXPECT_EQ(kv.pool().num_free(), 64);
+  kv.CheckInvariants();
+  EXPECT_EQ(kv.pool().num_free(), 64 - (2 * 5 + 4));  // full layers' 10 pages + windowed 1..4
+  EXPECT_EQ(kv.NumAvailableBlocks(), 64);             // all of it evictable
+  EXPECT_EQ(kv.UsageRatio(), 0.0);
+
+  std::vector<int32_t> longer = prompt;
+  longer.insert(longer.end(), {90, 91, 92});
+  const PrefixMatch hit = kv.MatchPrefix(longer);
+  EXPECT_EQ(hit.num_tokens, 20);
+  EXPECT_EQ(hit.replay_tokens, 0);
+  ASSERT_TRUE(kv.Allocate(2, 3, &hit).ok());
+  const auto& t = kv.LayerBlockTables(2);
+  for (size_t b = 0; b < 5; ++b) {
+    EXPECT_EQ(t[0][b], original[0][b]);  // the very pages the first sequence computed
+    EXPECT_EQ(t[2][b], original[2][b]);
+  }
+  // A query at 20 reads window keys >= 15: blocks 3, 4 adopted, 0..2 released.
+  EXPECT_EQ(t[1][0], kNoBlock);
+  EXPECT_EQ(t[1][2], kNoBlock);
+  EXPECT_EQ(t[1][3], original[1][3]);
+  EXPECT_EQ(t[1][4], original[1][4]);
+  EXPECT_EQ(t[1].size(), 6u);  // + the new block for 20..22
+  EXPECT_EQ(kv.swa_replayed_tokens(), 0);
+  EXPECT_EQ(kv.prefix_cache().stats().hit_tokens, 20);
+  kv.CheckInvariants();
+  kv.Free(2);
+  kv.CheckInvariants();
+  EXPECT_EQ(kv.NumAvailableBlocks(), 64);
+}
+
+// Decoding one token at a time slides the window past everything; only the
+// checkpoints' pages survive. A request sharing 22 tokens finds full
+// attention cached for 20 but windowed KV only at checkpoint 12: it replays 8.
+TEST(KvManagerWindowTest, PartialMatchReplaysFromTheDeepestCheckpoint) {
+  KvManager kv = MakeCaching(64);
+  const std::vector<int32_t> tokens = Tokens(30);
+  ASSERT_TRUE(kv.Allocate(1, 9).ok());
+  for (int64_t n = 9; n < 30; ++n) {
+    kv.CacheFullBlocks(1, std::span<const int32_t>(tokens).first(static_cast<size_t>(n)));
+    ASSERT_TRUE(kv.Allocate(1, 1).ok());
+    kv.CheckInvariants();
+  }
+  // At s = 29 window keys >= 24 are read: blocks 0..5 were released.
+  EXPECT_EQ(Resident(kv.LayerBlockTables(1)[1]), 2);
+  kv.CacheFullBlocks(1, tokens);
+  EXPECT_EQ(InUse(kv, "swa"), 2);  // checkpoint pages are not the sequence's
+  // While the sequence runs its checkpoints are already usable.
+  std::vector<int32_t> other(tokens.begin(), tokens.begin() + 22);
+  other.insert(other.end(), {70, 71, 72, 73});
+  PrefixMatch hit = kv.MatchPrefix(other);
+  EXPECT_EQ(hit.num_tokens, 12);
+  EXPECT_EQ(hit.replay_tokens, 8);
+  // Sharing 26: blocks 0..5 match; checkpoint 24 (blocks 4, 5) covers it.
+  std::vector<int32_t> more(tokens.begin(), tokens.begin() + 26);
+  more.push_back(99);
+  EXPECT_EQ(kv.MatchPrefix(more).num_tokens, 24);
+  EXPECT_EQ(kv.MatchPrefix(more).replay_tokens, 0);
+
+  ASSERT_TRUE(kv.Allocate(2, static_cast<int64_t>(other.size()) - 12, &hit).ok());
+  EXPECT_EQ(kv.swa_replayed_tokens(), 8);
+  const auto& t = kv.LayerBlockTables(2);
+  EXPECT_EQ(t[0][2], kv.LayerBlockTables(1)[0][2]);  // shared full-attention pages
+  EXPECT_EQ(t[1][0], kNoBlock);
+  EXPECT_NE(t[1][1], kNoBlock);
+  EXPECT_NE(t[0][3], kv.LayerBlockTables(1)[0][3]);  // recomputed into its own page
+  kv.CheckInvariants();
+  kv.Free(2, other);
+  kv.Free(1, tokens);
+  kv.CheckInvariants();
+  EXPECT_EQ(kv.NumAvailableBlocks(), 64);
+  // The end checkpoint: 7 full blocks (28) were cached; a query at 28 reads
+  // blocks 5, 6. Block 5 left the window at the last claim (29) but was kept
+  // for the boundary 28 that claim started in.
+  std::vector<int32_t> next = tokens;
+  next.push_back(99);
+  const PrefixMatch end = kv.MatchPrefix(next);
+  EXPECT_EQ(end.num_tokens, 28);
+  EXPECT_EQ(end.replay_tokens, 0);
+}
+
+// AddCheckpoint (the scheduler names the prompt's end): a boundary between
+// the periodic ones gets its window pages kept too.
+TEST(KvManagerWindowTest, NamedCheckpointAvoidsTheReplay) {
+  for (bool named : {false, true}) {
+    KvManager kv = MakeCaching(64);
+    const std::vector<int32_t> tokens = Tokens(40);
+    ASSERT_TRUE(kv.Allocate(1, 21).ok());  // a 21-token prompt
+    if (named) kv.AddCheckpoint(1, 21);    // boundary 20: windowed blocks 3, 4
+    for (int64_t n = 21; n < 40; ++n) {
+      kv.CacheFullBlocks(1, std::span<const int32_t>(tokens).first(static_cast<size_t>(n)));
+      ASSERT_TRUE(kv.Allocate(1, 1).ok());
+    }
+    std::vector<int32_t> prompt(tokens.begin(), tokens.begin() + 21);
+    prompt.push_back(7);
+    const PrefixMatch hit = kv.MatchPrefix(prompt);
+    EXPECT_EQ(hit.num_tokens, named ? 20 : 12);
+    EXPECT_EQ(hit.replay_tokens, named ? 0 : 8);
+    kv.CheckInvariants();
+    kv.Free(1, tokens);
+    kv.CheckInvariants();
+  }
+}
+
+// Under pressure the cache gives its pages back: a sequence that needs the
+// whole pool gets it, and the bookkeeping stays exact throughout.
+TEST(KvManagerWindowTest, CachedPagesAreEvictedOnDemand) {
+  KvManager kv = MakeCaching(30);
+  const std::vector<int32_t> prompt = Tokens(20);
+  ASSERT_TRUE(kv.Allocate(1, 20).ok());
+  kv.Free(1, prompt);
+  EXPECT_LT(kv.pool().num_free(), 30);
+  ASSERT_EQ(kv.MatchPrefix(Tokens(24)).num_tokens, 20);
+  const std::vector<int32_t> other = Tokens(40, 500);
+  // 40 tokens = 10 blocks: 30 pages in one claim, more than the free ones.
+  ASSERT_TRUE(kv.CanAllocate(2, 40));
+  ASSERT_TRUE(kv.Allocate(2, 40).ok());
+  kv.CheckInvariants();
+  EXPECT_EQ(kv.NumAvailableBlocks(), 0);
+  EXPECT_EQ(kv.MatchPrefix(Tokens(24)).num_tokens, 0);
+  kv.Free(2, other);
+  kv.CheckInvariants();
+  EXPECT_EQ(kv.NumAvailableBlocks(), 30);
+}
+
+// A hit on a prefix that a forked pair shares, with rollbacks of drafts.
+TEST(KvManagerWindowTest, ForksAndRollbacksKeepTheRecordsConsistent) {
+  KvManager kv = MakeCaching(128);
+  const std::vector<int32_t> tokens = Tokens(40);
+  ASSERT_TRUE(kv.Allocate(1, 10).ok());
+  kv.CacheFullBlocks(1, std::span<const int32_t>(tokens).first(10));
+  ASSERT_TRUE(kv.Fork(1, 2).ok());
+  for (int64_t n = 10; n < 36; n += 2) {
+    for (SeqId s : {1, 2}) {
+      ASSERT_TRUE(kv.Allocate(s, 4).ok());  // 1 + 3 drafts, 2 rejected
+      kv.Rollback(s, 2);
+      kv.CacheFullBlocks(s, std::span<const int32_t>(tokens).first(static_cast<size_t>(n + 2)));
+      kv.CheckInvariants();
+    }
+  }
+  kv.Free(1, std::span<const int32_t>(tokens).first(36));
+  kv.CheckInvariants();
+  const PrefixMatch hit = kv.MatchPrefix(tokens);
+  EXPECT_GE(hit.num_tokens, 24);
+  EXPECT_LE(hit.replay_tokens, 12);
+  ASSERT_TRUE(kv.Allocate(3, 40 - hit.num_tokens, &hit).ok());
+  kv.CheckInvariants();
+  kv.Free(2, std::span<const int32_t>(tokens).first(36));
+  kv.Free(3);
+  kv.CheckInvariants();
+  EXPECT_EQ(kv.NumAvailableBlocks(), 128);
 }
 
 TEST(KvManagerWindowTest, MaxUnitsForSequence) {

@@ -57,6 +57,10 @@ struct PrefixMatch {
   std::vector<ChainLink> full_chain;  // one link per fully used block: blocks[0, full_chain.size())
   int64_t num_tokens = 0;             // cached tokens; the last block may be used in part
   int64_t query_tokens = 0;           // length of the looked-up sequence (hit-rate statistics)
+  // Per-layer (hybrid sliding-window) mode: tokens after num_tokens whose
+  // full-attention KV is cached but that are recomputed because no windowed
+  // checkpoint covers them (KvManager, bounded replay).
+  int64_t replay_tokens = 0;
 };
 
 struct PrefixCacheStats {

@@ -205,6 +205,10 @@ void Scheduler::AdmitWaiting(PlanState* state) {
       }
     }
     DI_CHECK(kv_.Allocate(r.id, want, &hit).ok());
+    // A repeat or an extension of this prompt resumes at its end with no replay
+    // (window-bounded KV keeps a checkpoint there; a no-op otherwise).
+    kv_.AddCheckpoint(r.id, r.num_prompt_tokens - 1);
+    kv_.AddCheckpoint(r.id, r.num_prompt_tokens);
     if (r.num_preemptions == 0) {
       r.num_cached_prompt_tokens = std::min(hit.num_tokens, r.num_prompt_tokens);
       stats_.prompt_tokens += r.num_prompt_tokens;

@@ -151,6 +151,9 @@ std::string RenderPrometheusMetrics(const EngineMetrics& m) {
   Sample(out, "deepinfer_prefix_cache_hits_total", "counter",
          "Prompt tokens found in the prefix cache (once per request, at its first admission).",
          static_cast<double>(m.prefix_cache_hits_total));
+  Sample(out, "deepinfer_swa_replayed_tokens_total", "counter",
+         "Cached tokens recomputed on prefix hits to rebuild sliding-window KV (bounded replay).",
+         static_cast<double>(m.swa_replayed_tokens_total));
   Sample(out, "deepinfer_prompt_tokens_total", "counter", "Prompt tokens admitted.",
          static_cast<double>(m.prompt_tokens_total));
   Sample(out, "deepinfer_generation_tokens_total", "counter", "Tokens generated.",

@@ -31,9 +31,9 @@ namespace deepinfer {
 struct StructuredOutputSpec {
   enum class Kind { kJsonSchema, kJsonObject, kRegex, kGbnf, kLark, kChoice, kTaggedJson };
   Kind kind = Kind::kJsonObject;
-  std::string text;                  // schema / regex / grammar source
-  std::vector<std::string> choices;  // kChoice
-  bool any_whitespace = false;       // JSON: allow (bounded) whitespace between tokens
+  std::string text;                    // schema / regex / grammar source
+  std::vector<std::string> choices;    // kChoice
+  bool any_whitespace = false;         // JSON: allow (bounded) whitespace between tokens
   grammar::TaggedJsonFormat tagged{};  // kTaggedJson (tool calls; grammar/tagged_json.h)
   // JSON Schema, OpenAI semantics (response_format.json_schema.strict,
   // `constrain --strict`): true refuses a schema with an assertion that

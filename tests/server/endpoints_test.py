@@ -24,12 +24,11 @@ usage: endpoints_test.py DEEPINFER SHARED_DIR [NPM_PREFIX]
 import http.client
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
-import threading
 import urllib.parse
+
+from harness import ServeProcess, check, failures
 
 DI, SHARED = sys.argv[1], sys.argv[2]
 NPM_PREFIX = sys.argv[3] if len(sys.argv) > 3 else os.path.expanduser("~/.cache/deepinfer-npm")
@@ -38,32 +37,11 @@ GGUF = os.path.join(SHARED, "models", "gguf", "stories260K.gguf")
 SP_MODEL = os.path.join(SHARED, "models", "llama2c", "tok512.model")
 API_KEY = "endpoints-key"
 ORIGIN = "http://app.example"
-failures = []
 
 
-def check(cond, what):
-    print(("ok    " if cond else "FAIL  ") + what)
-    if not cond:
-        failures.append(what)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
+class Server(ServeProcess):
     def __init__(self, args):
-        self.port = free_port()
-        self.proc = subprocess.Popen([DI, "serve", GGUF, *args, "--port", str(self.port), "--threads", "1"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.stderr = []
-        threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
-        line = self.proc.stdout.readline()
-        if not line.startswith("listening on http://"):
-            self.proc.wait(10)
-            raise SystemExit("FAIL: server did not start: " + "".join(self.stderr))
+        super().__init__(DI, GGUF, args)
 
     def request(self, method, path, body=None, headers=None, auth=True):
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
@@ -85,9 +63,6 @@ class Server:
         except ValueError:
             return status, payload
 
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        check(self.proc.wait(30) == 0, "server exits 0 on SIGTERM")
 
 
 def is_error(body, param=None, code=None):

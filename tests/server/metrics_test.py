@@ -21,12 +21,12 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
+
+from harness import ServeProcess, check, failures
 
 DI, SHARED = sys.argv[1], sys.argv[2]
 GGUF = os.path.join(SHARED, "models", "gguf", "stories260K.gguf")
@@ -34,31 +34,11 @@ HISTOGRAMS = ["deepinfer_e2e_request_latency_seconds", "deepinfer_request_queue_
               "deepinfer_request_prefill_time_seconds", "deepinfer_request_decode_time_seconds",
               "deepinfer_request_inference_time_seconds", "deepinfer_time_to_first_token_seconds", "deepinfer_request_prompt_tokens",
               "deepinfer_request_generation_tokens"]
-failures = []
 
 
-def check(cond, what):
-    print(("ok    " if cond else "FAIL  ") + what)
-    if not cond:
-        failures.append(what)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
+class Server(ServeProcess):
     def __init__(self, args):
-        self.port = free_port()
-        self.proc = subprocess.Popen([DI, "serve", GGUF, *args, "--port", str(self.port), "--threads", "1"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.stderr = []
-        threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
-        if not self.proc.stdout.readline().startswith("listening on http://"):
-            self.proc.wait(10)
-            raise SystemExit("FAIL: server did not start: " + "".join(self.stderr))
+        super().__init__(DI, GGUF, args)
 
     def post(self, path, body):
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
@@ -76,9 +56,6 @@ class Server:
         c.close()
         return text
 
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        check(self.proc.wait(30) == 0, "server exits 0 on SIGTERM")
 
 
 SAMPLE = re.compile(r'^([a-zA-Z0-9_:]+)(\{le="([^"]+)"\})? (\S+)$')

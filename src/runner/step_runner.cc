@@ -85,16 +85,14 @@ StepResult StepRunner::Run(LaunchedStep& step) {
     row_of_seq[i] = static_cast<int64_t>(result.rows.size());
     result.rows.push_back(std::move(sampled));
   }
-  if (drafter_ != nullptr && step.draft) {
-    Draft(step, row_of_seq, result);
-  } else if (drafter_ != nullptr && !step.released.empty()) {
-    drafter_->Release(step.released);
+  if (drafter_ != nullptr) {
+    if (!step.released.empty()) drafter_->Release(step.released);
+    if (step.draft) Draft(step, row_of_seq, result);
   }
   return result;
 }
 
 void StepRunner::Draft(const LaunchedStep& step, const std::vector<int64_t>& row_of_seq, StepResult& result) {
-  if (!step.released.empty()) drafter_->Release(step.released);
   const int64_t h = model_.config().hidden_size;
   const bool wants_sequence = drafter_->NeedsSequence();
   std::vector<DraftInput> inputs;

@@ -112,7 +112,11 @@ expect_error backend_isa_no_value      info --model "$GGUF" --isa
 expect_ok    backend_flags_accepted    3 info --model "$GGUF" --isa scalar --no-amx --no-huge-pages
 expect_error spec_unknown_method       generate --model "$GGUF" --prompt hi --speculative-method magic
 expect_error spec_mtp_without_layers   generate --model "$GGUF" --prompt hi --speculative-method mtp
-expect_error spec_draft_not_yet        generate --model "$GGUF" --prompt hi --speculative-method draft
+expect_error spec_draft_without_model  generate --model "$GGUF" --prompt hi --speculative-method draft
+expect_error spec_draft_missing_file   generate --model "$GGUF" --prompt hi --speculative-method draft --draft-model "$TMP/none.gguf"
+expect_error spec_draft_other_vocab    generate --model "$GGUF" --prompt hi --speculative-method draft --draft-model "$SHARED/models/gguf/aidreams260K.gguf"
+expect_error spec_sampling_needs_draft generate --model "$GGUF" --prompt hi --speculative-method ngram --spec-sampling rejection
+expect_ok    spec_draft_generates      1 generate --model "$GGUF" --prompt "Once upon a time" --max-tokens 16 --temperature 0.8 --seed 3 --speculative-method draft --draft-model "$HF_STORIES" --spec-sampling rejection
 expect_ok    spec_mtp_generates        1 generate --model "$HF_STORIES" --tokenizer "$GGUF" --prompt "Once upon a time" --max-tokens 16 --temperature 0 --speculative-method mtp
 expect_error spec_k_out_of_range       generate --model "$GGUF" --prompt hi --speculative-method ngram --num-speculative-tokens 99
 expect_error spec_k_without_method     generate --model "$GGUF" --prompt hi --num-speculative-tokens 3

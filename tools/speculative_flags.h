@@ -1,8 +1,10 @@
 // Speculative-decoding flags shared by `deepinfer serve` and `deepinfer
 // generate` (docs/speculative.md):
-//   --speculative-method mtp|ngram      (draft: not implemented yet, a clear error)
+//   --speculative-method mtp|ngram|draft
 //   --num-speculative-tokens K          (1..16; default 5 when a method is given)
 //   --spec-schedule adaptive|fixed      (default adaptive)
+//   --draft-model PATH                  (method draft: a small model with the same vocabulary)
+//   --spec-sampling identical|rejection (method draft, sampled requests; default identical)
 // and the seed system's environment switches as aliases:
 //   DEEPINFER_ENABLE_MTP_VARLEN=1   = --speculative-method mtp --spec-schedule adaptive
 //   DEEPINFER_USE_NEXTN_DECODE=K    caps K.
@@ -10,6 +12,7 @@
 #pragma once
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -24,11 +27,15 @@ inline constexpr int64_t kMaxSpeculativeTokens = 16;
 
 inline std::vector<FlagSpec> SpeculativeFlagSpecs() {
   return {
-      {"speculative-method", "mtp|ngram",
-       "speculative decoding: the checkpoint's MTP layers or prompt lookup (draft: not yet)", "off"},
+      {"speculative-method", "mtp|ngram|draft",
+       "speculative decoding: the checkpoint's MTP layers, prompt lookup, or a draft model", "off"},
       {"num-speculative-tokens", "K", "drafts verified per step, 1.." + std::to_string(kMaxSpeculativeTokens),
        std::to_string(kDefaultSpeculativeTokens) + " with a method"},
-      {"spec-schedule", "adaptive|fixed", "adaptive: draft length chosen per request and load", "adaptive"}};
+      {"spec-schedule", "adaptive|fixed", "adaptive: draft length chosen per request and load", "adaptive"},
+      {"draft-model", "PATH", "the draft model of --speculative-method draft (same vocabulary)", "none"},
+      {"spec-sampling", "identical|rejection",
+       "draft-model drafts of sampled requests: identical output to no speculation, or rejection sampling",
+       "identical"}};
 }
 
 // Fills config->speculative and config->scheduler.max_num_speculative_tokens.
@@ -40,10 +47,22 @@ inline Status ParseSpeculativeFlags(const Flags& flags, EngineConfig* config) {
   if (!method.empty() && method != "ngram" && method != "mtp" && method != "draft") {
     return InvalidArgument("--speculative-method must be ngram, mtp or draft (got '" + method + "')");
   }
-  if (method == "draft") {
-    return InvalidArgument(
-        "--speculative-method draft is not implemented yet; this build drafts with mtp (the checkpoint's "
-        "next-n layers) or ngram (prompt lookup)");
+  const std::string draft_model = flags.GetString("draft-model");
+  const std::string spec_sampling = flags.GetString("spec-sampling", "identical");
+  if (method == "draft" && draft_model.empty()) {
+    return InvalidArgument("--speculative-method draft needs --draft-model PATH");
+  }
+  if (!draft_model.empty() && method != "draft") {
+    return InvalidArgument("--draft-model needs --speculative-method draft");
+  }
+  if (!draft_model.empty() && !std::filesystem::exists(draft_model)) {
+    return InvalidArgument("--draft-model " + draft_model + ": no such file or directory");
+  }
+  if (spec_sampling != "identical" && spec_sampling != "rejection") {
+    return InvalidArgument("--spec-sampling must be identical or rejection (got '" + spec_sampling + "')");
+  }
+  if (flags.Has("spec-sampling") && method != "draft") {
+    return InvalidArgument("--spec-sampling needs --speculative-method draft");
   }
   if (schedule != "adaptive" && schedule != "fixed") {
     return InvalidArgument("--spec-schedule must be adaptive or fixed (got '" + schedule + "')");
@@ -70,6 +89,8 @@ inline Status ParseSpeculativeFlags(const Flags& flags, EngineConfig* config) {
                            std::to_string(kMaxSpeculativeTokens) + "]");
   }
   config->speculative.method = method;
+  config->speculative.draft_model = draft_model;
+  config->speculative.rejection_sampling = spec_sampling == "rejection";
   config->speculative.adaptive = schedule == "adaptive";
   config->scheduler.max_num_speculative_tokens = static_cast<int32_t>(k);
   return Status::Ok();

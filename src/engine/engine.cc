@@ -12,6 +12,7 @@
 #include "engine/kv_pool_size.h"
 #include "engine/latency_histograms.h"
 #include "model/mtp.h"
+#include "runner/draft_model_drafter.h"
 #include "runner/mtp_drafter.h"
 #include "spec/ngram_drafter.h"
 #include "tokenizer/tokenizer.h"
@@ -26,9 +27,16 @@ Status EngineConfig::Validate() const {
     return InvalidArgument("kv_cache_memory_fraction must be in (0, 1]");
   }
   if (max_waiting_requests < 1) return InvalidArgument("max_waiting_requests must be >= 1");
-  if (!speculative.method.empty() && speculative.method != "ngram" && speculative.method != "mtp") {
-    return InvalidArgument("--speculative-method " + speculative.method +
-                           ": this build drafts with ngram or mtp (a draft model is not implemented yet)");
+  if (!speculative.method.empty() && speculative.method != "ngram" && speculative.method != "mtp" &&
+      speculative.method != "draft") {
+    return InvalidArgument("--speculative-method must be ngram, mtp or draft (got '" + speculative.method +
+                           "')");
+  }
+  if ((speculative.method == "draft") != !speculative.draft_model.empty()) {
+    return InvalidArgument("--speculative-method draft and --draft-model PATH go together");
+  }
+  if (speculative.rejection_sampling && speculative.method != "draft") {
+    return InvalidArgument("--spec-sampling rejection needs --speculative-method draft");
   }
   if (speculative.method.empty() != (scheduler.max_num_speculative_tokens == 0)) {
     return InvalidArgument("--speculative-method and --num-speculative-tokens K (K >= 1) go together");
@@ -63,6 +71,62 @@ std::unique_ptr<Drafter> MakeMtpDrafter(std::unique_ptr<MtpDraft> draft, const E
   const int64_t per_request = (k + c.block_size - 1) / c.block_size + 1;
   return std::make_unique<MtpDrafter>(std::move(draft), num_blocks + c.scheduler.max_num_seqs * per_request,
                                       c.block_size);
+}
+
+// A token's bytes for a one-line message: control bytes as \xNN.
+std::string Printable(const std::string& bytes) {
+  std::string out;
+  for (unsigned char ch : bytes) {
+    if (ch < 0x20 || ch == 0x7f) {
+      static const char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[ch >> 4];
+      out += kHex[ch & 15];
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out;
+}
+
+// The draft model for --speculative-method draft: loaded with the target's
+// thread count; its vocabulary must be the target's (same size and, where
+// both checkpoints have tokenizers, the same token for every id).
+StatusOr<std::unique_ptr<Drafter>> MakeDraftModelDrafter(const LoadedModel& target, const EngineConfig& c,
+                                                         int32_t num_blocks) {
+  const std::string& path = c.speculative.draft_model;
+  LoadOptions options;
+  options.num_threads = target.num_threads;
+  auto draft = LoadModel(path, options);
+  if (!draft.ok()) return InvalidArgument("--draft-model " + path + ": " + draft.status().message());
+  const int64_t vocab = target.model->config().vocab_size;
+  const int64_t draft_vocab = draft->model->config().vocab_size;
+  if (draft_vocab != vocab) {
+    return InvalidArgument("--draft-model " + path + ": its vocabulary has " + std::to_string(draft_vocab) +
+                           " tokens, the model's " + std::to_string(vocab) + "; a draft model must share it");
+  }
+  if (target.tokenizer != nullptr && draft->tokenizer != nullptr) {
+    const Tokenizer& a = *target.tokenizer;
+    const Tokenizer& b = *draft->tokenizer;
+    for (int32_t id = 0; id < std::max(a.vocab_size(), b.vocab_size()); ++id) {
+      if (a.TokenBytes(id) != b.TokenBytes(id)) {
+        return InvalidArgument("--draft-model " + path + ": token " + std::to_string(id) + " is '" +
+                               Printable(b.TokenBytes(id)) + "' there and '" + Printable(a.TokenBytes(id)) +
+                               "' in the model; a draft model must share its vocabulary");
+      }
+    }
+  }
+  const int64_t k = c.scheduler.max_num_speculative_tokens;
+  const int64_t per_request = (k + c.block_size - 1) / c.block_size + 1;
+  const auto sampling = c.speculative.rejection_sampling ? DraftModelDrafter::Sampling::kRejection
+                                                         : DraftModelDrafter::Sampling::kCoupled;
+  const ModelConfig& dc = draft->model->config();
+  DI_LOG_INFO("speculative: draft model %s (%s, %lld layers, hidden %lld, %s drafts for sampled requests)",
+              path.c_str(), dc.arch.c_str(), static_cast<long long>(dc.num_layers),
+              static_cast<long long>(dc.hidden_size),
+              c.speculative.rejection_sampling ? "rejection" : "identical");
+  return std::unique_ptr<Drafter>(std::make_unique<DraftModelDrafter>(
+      std::move(draft->model), num_blocks + c.scheduler.max_num_seqs * per_request, c.block_size, sampling));
 }
 }  // namespace
 
@@ -115,6 +179,9 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model, const Engine
   std::unique_ptr<Drafter> drafter;
   if (effective.speculative.method == "ngram") drafter = std::make_unique<NgramDrafter>();
   if (mtp != nullptr) drafter = MakeMtpDrafter(std::move(mtp), effective, num_blocks);
+  if (effective.speculative.method == "draft") {
+    DI_ASSIGN_OR_RETURN(drafter, MakeDraftModelDrafter(model, effective, num_blocks));
+  }
   return std::unique_ptr<Engine>(new EngineImpl(std::move(model), effective, num_blocks, std::move(drafter)));
 }
 

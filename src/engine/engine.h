@@ -51,10 +51,19 @@ class Tokenizer;
 // Speculative decoding (docs/speculative.md). The number of drafts per
 // request and step is at most scheduler.max_num_speculative_tokens
 // (--num-speculative-tokens); verification is lossless, so these settings
-// change speed, never output.
+// change speed, never output (except --spec-sampling rejection, which keeps
+// only the output distribution).
 struct SpeculativeConfig {
-  std::string method;    // --speculative-method: "" (off), "ngram" or "mtp"
-  bool adaptive = true;  // --spec-schedule adaptive (default) | fixed (verify every proposed draft)
+  std::string method;       // --speculative-method: "" (off), "ngram", "mtp" or "draft"
+  bool adaptive = true;     // --spec-schedule adaptive (default) | fixed (verify every proposed draft)
+  std::string draft_model;  // --draft-model PATH: method "draft"'s model (the target's vocabulary)
+  // --spec-sampling: how a draft model's drafts for sampled requests are made
+  // and verified. false ("identical", default): drawn with the target's own
+  // uniforms and kept while the target's sample equals them, so the output
+  // is token for token the one without speculation. true ("rejection"):
+  // drawn independently and verified by rejection sampling —
+  // distribution-exact, not the same tokens (runner/draft_model_drafter.h).
+  bool rejection_sampling = false;
 };
 
 struct EngineConfig {

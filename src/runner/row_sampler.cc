@@ -6,6 +6,8 @@
 
 #include "core/check.h"
 #include "sampling/penalties.h"
+#include "sampling/philox.h"
+#include "sampling/rejection.h"
 
 namespace deepinfer {
 namespace {
@@ -48,6 +50,19 @@ int32_t FinishSoonToken(SamplingContext& ctx, int64_t num_outputs) {
   return finish.front();
 }
 
+// The draw streams of rejection sampling's two uniforms, apart from the
+// target's (small numbers) and the draft's independent one (0x40000000).
+constexpr uint32_t kKeepDraw = 0x20000000u;
+constexpr uint32_t kResidualDraw = 0x10000000u;
+
+// Whether the row's drafts are the rejection drafts the context keeps the
+// distributions of (the latest proposal, at the row's first sampled position).
+bool HasRejectionDrafts(const SamplingContext& ctx, int64_t first, std::span<const int32_t> drafts) {
+  return !drafts.empty() && !ctx.draft_probs.empty() && ctx.draft_position == first &&
+         drafts.size() <= ctx.draft_tokens.size() &&
+         std::equal(drafts.begin(), drafts.end(), ctx.draft_tokens.begin());
+}
+
 }  // namespace
 
 RowSampler::RowSampler(int64_t vocab, bool jump_forward)
@@ -75,24 +90,47 @@ void RowSampler::FillMask(SamplingContext& ctx, TokenBitmask* mask) const {
   ctx.constraint->FillAllowedMask(mask);
 }
 
-int32_t RowSampler::SampleOne(SamplingContext& ctx, const float* logits, const TokenBitmask* mask,
-                              int64_t position, SampledRow* out) {
-  const float* work = logits;
-  if (mask != nullptr || HasLogitAdjustments(ctx.params)) {
-    std::memcpy(scratch_.data(), logits, scratch_.size() * sizeof(float));
-    // Penalties see the committed outputs and what this row sampled before.
-    std::span<const int32_t> outputs = ctx.request->OutputTokens();
-    if (!out->tokens.empty()) {
-      outputs_.assign(outputs.begin(), outputs.end());
-      outputs_.insert(outputs_.end(), out->tokens.begin(), out->tokens.end());
-      outputs = outputs_;
-    }
-    ApplyLogitAdjustments(ctx.params, ctx.request->PromptTokens(), outputs, scratch_.data(), vocab_);
-    if (mask != nullptr) ApplyAllowedMask(*mask, scratch_.data());
-    work = scratch_.data();
+const float* RowSampler::Adjusted(SamplingContext& ctx, const float* logits, const TokenBitmask* mask,
+                                  const SampledRow& out) {
+  if (mask == nullptr && !HasLogitAdjustments(ctx.params)) return logits;
+  std::memcpy(scratch_.data(), logits, scratch_.size() * sizeof(float));
+  // Penalties see the committed outputs and what this row sampled before.
+  std::span<const int32_t> outputs = ctx.request->OutputTokens();
+  if (!out.tokens.empty()) {
+    outputs_.assign(outputs.begin(), outputs.end());
+    outputs_.insert(outputs_.end(), out.tokens.begin(), out.tokens.end());
+    outputs = outputs_;
   }
-  const int32_t token =
-      SampleToken(work, vocab_, ctx.params, static_cast<uint64_t>(position), ctx.draw_stream);
+  ApplyLogitAdjustments(ctx.params, ctx.request->PromptTokens(), outputs, scratch_.data(), vocab_);
+  if (mask != nullptr) ApplyAllowedMask(*mask, scratch_.data());
+  return scratch_.data();
+}
+
+int32_t RowSampler::SampleOne(SamplingContext& ctx, const float* logits, const TokenBitmask* mask,
+                              int64_t position, SampledRow* out, int32_t draft, const float* draft_probs) {
+  const float* work = Adjusted(ctx, logits, mask, *out);
+  int32_t token = -1;
+  if (draft_probs != nullptr) {
+    // Rejection sampling against the draft's distribution (sampling/rejection.h).
+    target_probs_.resize(static_cast<size_t>(vocab_));
+    SamplingProbabilities(work, vocab_, ctx.params, target_probs_.data());
+    const float p_d = target_probs_[static_cast<size_t>(draft)];
+    if (KeepDraft(p_d, draft_probs[draft],
+                  UniformAt(ctx.params.seed, static_cast<uint64_t>(position), ctx.draw_stream ^ kKeepDraw))) {
+      token = draft;
+    } else {
+      token = SampleResidual(
+          target_probs_.data(), draft_probs, vocab_,
+          UniformAt(ctx.params.seed, static_cast<uint64_t>(position), ctx.draw_stream ^ kResidualDraw));
+    }
+  } else {
+    token = SampleToken(work, vocab_, ctx.params, static_cast<uint64_t>(position), ctx.draw_stream);
+  }
+  return Record(ctx, logits, mask, position, token, out);
+}
+
+int32_t RowSampler::Record(SamplingContext& ctx, const float* logits, const TokenBitmask* mask,
+                           int64_t position, int32_t token, SampledRow* out) {
   out->tokens.push_back(token);
   if (mask != nullptr && !mask->Test(token)) {
     out->error = "structured output: the constraint allows no token at position " + std::to_string(position);
@@ -126,6 +164,9 @@ SampledRow RowSampler::Sample(const ScheduledSequence& seq, SamplingContext& ctx
   // logits row was computed from. So the output is token for token the one
   // without speculation. A constrained row stops where the constraint would
   // force tokens (plain decoding appends them unsampled) or is complete.
+  // Drafts sampled from the drafter's own distribution are verified by
+  // rejection sampling instead: distribution-exact, not the same tokens.
+  const bool rejection_drafts = HasRejectionDrafts(ctx, first, drafts);
   TokenBitmask later_mask;
   for (size_t j = 0;; ++j) {
     const float* row_logits = logits + j * static_cast<size_t>(vocab_);
@@ -136,12 +177,20 @@ SampledRow RowSampler::Sample(const ScheduledSequence& seq, SamplingContext& ctx
       if (DecideMask(ctx, num_outputs, &later_mask)) FillMask(ctx, &later_mask);
       if (!later_mask.empty()) row_mask = &later_mask;
     }
-    const int32_t token = SampleOne(ctx, row_logits, row_mask, first + static_cast<int64_t>(j), &out);
+    const bool rejection = rejection_drafts && j < num_drafts;
+    const int32_t token = SampleOne(
+        ctx, row_logits, row_mask, first + static_cast<int64_t>(j), &out, rejection ? drafts[j] : -1,
+        rejection ? ctx.draft_probs.data() + j * static_cast<size_t>(vocab_) : nullptr);
     if (!out.error.empty() || j == num_drafts || token != drafts[j]) break;
     if (ctx.constraint &&
         (ctx.constraint->IsComplete() || (JumpsForward(ctx) && !ctx.constraint->ForcedTokens().empty()))) {
       break;
     }
+  }
+  if (num_drafts > 0) {  // the proposal is used up
+    ctx.draft_position = -1;
+    ctx.draft_tokens.clear();
+    ctx.draft_probs.clear();
   }
   if (JumpsForward(ctx) && out.error.empty() && !ctx.constraint->IsComplete()) {
     // The scheduler may drop these (SequenceOutput::num_forced); the next

@@ -10,7 +10,9 @@
 //     FillMask — possibly on another thread while the forward pass runs.
 //   Sample (after): for a verification row (drafts after the decode input),
 //     each position in turn while the samples equal the drafts (lossless:
-//     the same tokens as decoding without drafts); per position
+//     the same tokens as decoding without drafts) — or, for drafts sampled
+//     from a draft model's own distribution (SamplingContext::draft_probs),
+//     while rejection sampling keeps them (distribution-exact); per position
 //     log-probabilities from the raw logits; logit_bias,
 //     penalties and the mask applied to a copy; the token drawn with the
 //     request's (seed, position, draw_stream); the constraint advanced; and
@@ -75,14 +77,24 @@ class RowSampler {
   bool JumpsForward(const SamplingContext& ctx) const {
     return jump_forward_ && ctx.constraint && ctx.logprobs < 0;
   }
+  // The row after logit_bias, penalties (over the outputs and out's tokens)
+  // and the mask: logits itself when none applies, else scratch_.
+  const float* Adjusted(SamplingContext& ctx, const float* logits, const TokenBitmask* mask,
+                        const SampledRow& out);
   // Samples one position into *out and advances ctx; returns the token.
+  // With draft_probs (the drafter's distribution there), rejection-samples
+  // the draft instead of drawing afresh.
   int32_t SampleOne(SamplingContext& ctx, const float* logits, const TokenBitmask* mask, int64_t position,
-                    SampledRow* out);
+                    SampledRow* out, int32_t draft = -1, const float* draft_probs = nullptr);
+  // Appends the chosen token with its logprobs and advances the constraint.
+  int32_t Record(SamplingContext& ctx, const float* logits, const TokenBitmask* mask, int64_t position,
+                 int32_t token, SampledRow* out);
 
   const int64_t vocab_;
   const bool jump_forward_;
-  std::vector<float> scratch_;    // one adjusted row
-  std::vector<int32_t> outputs_;  // committed outputs + this row's samples, for penalties
+  std::vector<float> scratch_;       // one adjusted row
+  std::vector<float> target_probs_;  // rejection sampling: the target's distribution at one position
+  std::vector<int32_t> outputs_;     // committed outputs + this row's samples, for penalties
 };
 
 }  // namespace deepinfer

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "sampling/sampler.h"
 #include "sampling/token_constraint.h"
@@ -38,6 +39,12 @@ struct SamplingContext {
   // Outputs the request may produce: min(max_tokens, max_model_len - prompt).
   // A constrained request steers to a shortest valid ending when it runs out.
   int64_t output_budget = 0;
+  // The request's latest proposal of drafts sampled for rejection sampling
+  // (DraftProposal::probs): its tokens from position draft_position on and
+  // the drafter's distribution at each. Runner thread only.
+  int64_t draft_position = -1;
+  std::vector<int32_t> draft_tokens;
+  std::vector<float> draft_probs;      // f32 [draft_tokens.size(), vocab]
   bool cached_tokens_counted = false;  // engine thread: prefix hit added to metrics
   // Engine thread: when a step of the request was first launched (the end
   // of its queue time; default until then).

@@ -97,6 +97,7 @@ void StepRunner::Draft(const LaunchedStep& step, const std::vector<int64_t>& row
   const bool wants_sequence = drafter_->NeedsSequence();
   std::vector<DraftInput> inputs;
   std::vector<int64_t> input_row;  // result.rows index of each input, or -1
+  std::vector<size_t> input_seq;   // plan.seqs index of each input
   // Token spans are offsets into draft_tokens_ until it stops growing.
   struct Spans {
     size_t tokens_begin, tokens_end, sequence_begin, sequence_end;
@@ -140,9 +141,14 @@ void StepRunner::Draft(const LaunchedStep& step, const std::vector<int64_t>& row
       in.max_tokens = max_draft_tokens_;
       in.stop_below_confidence = step.draft_stop_below_confidence;
       in.calibration = step.draft_calibration.get();
+      const SamplingContext& ctx = *step.contexts[i];
+      in.sampling = &ctx.params;
+      in.draw_stream = ctx.draw_stream;
+      in.num_prompt_tokens = ctx.request->num_prompt_tokens;
     }
     inputs.push_back(in);
     input_row.push_back(r);
+    input_seq.push_back(i);
     spans.push_back(sp);
   }
   for (size_t j = 0; j < inputs.size(); ++j) {
@@ -159,6 +165,14 @@ void StepRunner::Draft(const LaunchedStep& step, const std::vector<int64_t>& row
     DraftProposal& p = proposals[j];
     p.tokens.resize(std::min(p.tokens.size(), static_cast<size_t>(inputs[j].max_tokens)));
     p.confidence.resize(p.tokens.size(), 0.0f);
+    if (!p.probs.empty()) {  // rejection drafts: their distributions stay with the request's context
+      SamplingContext& ctx = *step.contexts[input_seq[j]];
+      ctx.draft_position = static_cast<int64_t>(inputs[j].sequence.size());
+      ctx.draft_tokens = p.tokens;
+      p.probs.resize(p.tokens.size() * static_cast<size_t>(vocab_));
+      ctx.draft_probs = std::move(p.probs);
+      p.probs.clear();
+    }
     result.proposed_tokens += static_cast<int64_t>(p.tokens.size());
     result.rows[static_cast<size_t>(input_row[j])].proposal = std::move(p);
   }

@@ -59,18 +59,26 @@ bool Before(const Candidate& a, const Candidate& b) {
 }
 }  // namespace
 
-int32_t SampleToken(const float* logits, int64_t vocab, const SamplingParams& params, uint64_t position,
-                    uint32_t draw) {
-  if (params.IsGreedy() || params.top_k == 1) return ArgMax(logits, vocab);
-
+namespace {
+// The distribution SampleToken draws from: candidates in Before order with
+// unnormalized probabilities (temperature, then top-k, top-p, min-p), or
+// empty when every logit is NaN or -inf. Greedy params are the caller's case.
+struct Filtered {
   std::vector<Candidate> cands;
+  std::vector<double> probs;  // parallel to cands
+  double total = 0.0;
+};
+
+Filtered FilterCandidates(const float* logits, int64_t vocab, const SamplingParams& params) {
+  Filtered f;
+  std::vector<Candidate>& cands = f.cands;
   cands.reserve(static_cast<size_t>(vocab));
   for (int64_t i = 0; i < vocab; ++i) {
     if (!std::isnan(logits[i]) && logits[i] != -INFINITY) {
       cands.push_back({static_cast<int32_t>(i), logits[i]});
     }
   }
-  if (cands.empty()) return ArgMax(logits, vocab);
+  if (cands.empty()) return f;
 
   // Keep the candidates sorted by probability: needed by top-k and top-p and
   // cheap enough (a partial sort when top-k is set).
@@ -85,7 +93,8 @@ int32_t SampleToken(const float* logits, int64_t vocab, const SamplingParams& pa
 
   const double inv_t = 1.0 / params.temperature;
   const double max_scaled = cands[0].logit * inv_t;
-  std::vector<double> probs(keep);
+  std::vector<double>& probs = f.probs;
+  probs.resize(keep);
   double sum = 0;
   for (size_t i = 0; i < keep; ++i) {
     probs[i] = std::exp(cands[i].logit * inv_t - max_scaled);
@@ -109,16 +118,43 @@ int32_t SampleToken(const float* logits, int64_t vocab, const SamplingParams& pa
     while (n < keep && probs[n] >= threshold) ++n;
     keep = n;
   }
+  cands.resize(keep);
+  probs.resize(keep);
+  for (size_t i = 0; i < keep; ++i) f.total += probs[i];
+  return f;
+}
 
-  double total = 0;
-  for (size_t i = 0; i < keep; ++i) total += probs[i];
-  const double target = UniformAt(params.seed, position, draw) * total;
+bool SamplesArgMax(const SamplingParams& params) { return params.IsGreedy() || params.top_k == 1; }
+}  // namespace
+
+int32_t SampleToken(const float* logits, int64_t vocab, const SamplingParams& params, uint64_t position,
+                    uint32_t draw) {
+  if (SamplesArgMax(params)) return ArgMax(logits, vocab);
+  const Filtered f = FilterCandidates(logits, vocab, params);
+  if (f.cands.empty()) return ArgMax(logits, vocab);
+  const double target = UniformAt(params.seed, position, draw) * f.total;
   double cumulative = 0;
-  for (size_t i = 0; i < keep; ++i) {
-    cumulative += probs[i];
-    if (target < cumulative) return cands[i].id;
+  for (size_t i = 0; i < f.cands.size(); ++i) {
+    cumulative += f.probs[i];
+    if (target < cumulative) return f.cands[i].id;
   }
-  return cands[keep - 1].id;  // target == total after rounding
+  return f.cands.back().id;  // target == total after rounding
+}
+
+void SamplingProbabilities(const float* logits, int64_t vocab, const SamplingParams& params, float* probs) {
+  std::fill(probs, probs + vocab, 0.0f);
+  if (SamplesArgMax(params)) {
+    probs[ArgMax(logits, vocab)] = 1.0f;
+    return;
+  }
+  const Filtered f = FilterCandidates(logits, vocab, params);
+  if (f.cands.empty()) {
+    probs[ArgMax(logits, vocab)] = 1.0f;
+    return;
+  }
+  for (size_t i = 0; i < f.cands.size(); ++i) {
+    probs[f.cands[i].id] = static_cast<float>(f.probs[i] / f.total);
+  }
 }
 
 }  // namespace deepinfer

@@ -46,4 +46,10 @@ int32_t ArgMax(const float* logits, int64_t vocab);
 int32_t SampleToken(const float* logits, int64_t vocab, const SamplingParams& params, uint64_t position,
                     uint32_t draw = 0);
 
+// The distribution SampleToken draws from, as probabilities over the whole
+// vocabulary (zero outside the filtered candidates; one-hot at the argmax
+// for greedy params). Speculative rejection sampling compares the target's
+// and the draft's (runner/row_sampler.h). probs: [vocab].
+void SamplingProbabilities(const float* logits, int64_t vocab, const SamplingParams& params, float* probs);
+
 }  // namespace deepinfer

@@ -22,6 +22,7 @@
 #include <span>
 #include <vector>
 
+#include "sampling/sampler.h"
 #include "spec/acceptance_calibrator.h"
 
 namespace deepinfer {
@@ -29,6 +30,11 @@ namespace deepinfer {
 struct DraftProposal {
   std::vector<int32_t> tokens;
   std::vector<float> confidence;  // one per token, conditional on the earlier drafts
+  // Drafts sampled independently from the drafter's distribution, to be
+  // verified by rejection sampling: that distribution at each draft,
+  // f32 [tokens.size(), vocab]. Empty: verify by "accept while the target's
+  // sample equals the draft" (argmax or coupled drafts).
+  std::vector<float> probs;
 };
 
 // What one step tells a drafter about one of its sequences.
@@ -55,6 +61,12 @@ struct DraftInput {
   // draft_length_policy.h). Proposing more is still valid.
   float stop_below_confidence = 0.0f;
   const AcceptanceCalibrator* calibration = nullptr;
+  // Proposing inputs: the request's sampling (drafters that sample, like a
+  // draft model, draw their drafts as the target would) — params, its draw
+  // stream, and how many of `sequence`'s tokens are prompt (penalties).
+  const SamplingParams* sampling = nullptr;
+  uint32_t draw_stream = 0;
+  int64_t num_prompt_tokens = 0;
 };
 
 class Drafter {

@@ -29,6 +29,7 @@ import sys
 import urllib.parse
 
 from harness import ServeProcess, check, failures
+from npm_openai import ensure_openai
 
 DI, SHARED = sys.argv[1], sys.argv[2]
 NPM_PREFIX = sys.argv[3] if len(sys.argv) > 3 else os.path.expanduser("~/.cache/deepinfer-npm")
@@ -190,10 +191,8 @@ try:
     check(status == 405, "POST /v1/models/{id}: 405")
 
     # ---- /v1/responses with the openai client
-    if not os.path.isdir(os.path.join(NPM_PREFIX, "node_modules", "openai")):
-        r = subprocess.run(["npm", "install", "--silent", "--prefix", NPM_PREFIX, "openai@4"],
-                           capture_output=True, text=True, timeout=300)
-        check(r.returncode == 0, "npm install openai@4: " + r.stderr[-500:])
+    npm_error = ensure_openai(NPM_PREFIX)
+    check(npm_error is None, "npm install openai@4: %s" % npm_error)
     r = subprocess.run(["node", os.path.join(HERE, "responses_client.mjs"), NPM_PREFIX,
                         "http://127.0.0.1:%d/v1" % server.port, API_KEY, "org/tiny-stories"],
                        capture_output=True, text=True, timeout=120)

@@ -28,6 +28,8 @@ import tempfile
 import threading
 import time
 
+from npm_openai import ensure_openai
+
 API_KEY = "e2e-test-key"
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -158,11 +160,9 @@ def stream_completion(port, body, cancel_after=None, timeout=120):
 
 
 def check_openai_client(server, npm_prefix):
-    if not os.path.isdir(os.path.join(npm_prefix, "node_modules", "openai")):
-        r = subprocess.run(["npm", "install", "--silent", "--prefix", npm_prefix, "openai@4"],
-                           capture_output=True, text=True, timeout=300)
-        if r.returncode != 0:
-            fail("npm install openai@4 failed: " + r.stderr[-2000:])
+    npm_error = ensure_openai(npm_prefix)
+    if npm_error:
+        fail(npm_error)
     r = subprocess.run(["node", os.path.join(HERE, "openai_client.mjs"), npm_prefix,
                         "http://127.0.0.1:%d/v1" % server.port, API_KEY, "e2e"],
                        capture_output=True, text=True, timeout=120)

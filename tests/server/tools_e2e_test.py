@@ -32,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "chat"))
 import serve_e2e_test as e2e  # noqa: E402  (Server, fail)
+from npm_openai import ensure_openai  # noqa: E402
 import jinja2_compare_test as jc  # noqa: E402  (reference_render)
 
 try:
@@ -263,11 +264,9 @@ def check_fields(server, end_ids, reasoning):
 
 
 def run_client(server, npm_prefix, family, tokenizer_dir):
-    if not os.path.isdir(os.path.join(npm_prefix, "node_modules", "openai")):
-        r = subprocess.run(["npm", "install", "--silent", "--prefix", npm_prefix, "openai@4"],
-                           capture_output=True, text=True, timeout=240)
-        if r.returncode != 0:
-            fail("npm install openai@4 failed: " + r.stderr[-2000:])
+    npm_error = ensure_openai(npm_prefix)
+    if npm_error:
+        fail(npm_error)
     r = subprocess.run(["node", os.path.join(HERE, "tools_client.mjs"), npm_prefix,
                         "http://127.0.0.1:%d/v1" % server.port, e2e.API_KEY, "e2e", family],
                        capture_output=True, text=True, timeout=240)

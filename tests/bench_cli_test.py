@@ -7,7 +7,10 @@ table is printed, the --plot file is a well-formed PNG (signature, IHDR with
 the expected geometry and a correct CRC, IEND last), and bad flags fail with
 one clear stderr line.
 
-Usage: bench_cli_test.py path/to/deepinfer
+Also `bench --speculative-method mtp` on stories260K-mtp: the JSON has a point per schedule and
+concurrency, drafts only where speculating, a calibration per depth, and both PNG charts.
+
+Usage: bench_cli_test.py path/to/deepinfer [SHARED_DIR]
 """
 import json
 import math
@@ -17,6 +20,9 @@ import subprocess
 import sys
 import tempfile
 import zlib
+
+
+SHARED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared")
 
 
 def fail(msg):
@@ -74,10 +80,13 @@ def positive_finite(name, v):
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3):
         print(__doc__)
         sys.exit(2)
     di = sys.argv[1]
+    global SHARED
+    if len(sys.argv) == 3:
+        SHARED = sys.argv[2]
     with tempfile.TemporaryDirectory(prefix="di_bench_test.") as tmp:
         model = os.path.join(tmp, "tiny.gguf")
         run([di, "synth", "--arch", "llama", "--preset", "tiny", "--dtype", "q8_0", "--seed", "3", "--out", model])
@@ -123,6 +132,37 @@ def main():
              "--threads", "1", "--shared-prompt", "--json", js2])
         if list(json.load(open(js2))["decode_tokens_per_s"]) != ["4"]:
             fail("shared-prompt json lacks batch 4")
+
+        # --speculative-method: none / fixed / adaptive per concurrency through the engine, the
+        # calibration per depth, both charts (the MTP checkpoint with a trained next-n layer).
+        mtp = os.path.join(SHARED, "models", "stories260K-mtp")
+        js3, png3 = os.path.join(tmp, "spec.json"), os.path.join(tmp, "spec.png")
+        p = run([di, "bench", mtp, "--tokenizer", os.path.join(SHARED, "models", "gguf", "stories260K.gguf"),
+                 "--prompt", "Once upon a time, there was a little girl", "--gen-tokens", "40", "--batch", "1,4",
+                 "--threads", "1", "--speculative-method", "mtp", "--json", js3, "--plot", png3])
+        if "calibration" not in p.stdout or "adaptive" not in p.stdout:
+            fail("the speculative table lacks its columns or the calibration:\n" + p.stdout)
+        spec = json.load(open(js3))["speculative"]
+        if spec["method"] != "mtp" or spec["num_speculative_tokens"] != 5:
+            fail("speculative json: %r" % spec)
+        got = sorted((pt["schedule"], pt["concurrency"]) for pt in spec["points"])
+        want = sorted((s, c) for s in ("none", "fixed", "adaptive") for c in (1, 4))
+        if got != want:
+            fail("speculative json points %r, want %r" % (got, want))
+        for pt in spec["points"]:
+            positive_finite("median_decode_tokens_per_second", pt["median_decode_tokens_per_second"])
+            if pt["schedule"] == "none" and pt["draft_tokens"] != 0:
+                fail("speculative json: 'none' verified drafts: %r" % pt)
+            if pt["schedule"] == "fixed":
+                if not 0 < pt["accepted_tokens"] <= pt["draft_tokens"]:
+                    fail("speculative json: fixed accepted %r of %r" % (pt["accepted_tokens"], pt["draft_tokens"]))
+                if len(pt["predicted_acceptance"]) != 5 or not all(0 < x <= 1 for x in pt["observed_acceptance"]):
+                    fail("speculative json: fixed calibration %r" % pt)
+        check_png(png3)
+        check_png(os.path.join(tmp, "spec-reliability.png"))
+        p = run([di, "bench", mtp, "--speculative-method", "draft"], expect_ok=False)
+        if p.returncode == 0 or "--draft-model" not in p.stderr:
+            fail("bench --speculative-method draft without --draft-model: rc %d, %r" % (p.returncode, p.stderr))
 
         # User errors: non-zero exit, one line on stderr.
         for args, needle in (

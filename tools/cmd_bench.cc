@@ -16,10 +16,13 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "model/weights.h"
+#include "tokenizer/tokenizer.h"
 #include "tools/bench_report.h"
 #include "tools/bench_runner.h"
+#include "tools/bench_speculative.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
+#include "tools/speculative_flags.h"
 
 namespace deepinfer::tools {
 namespace {
@@ -45,11 +48,22 @@ std::vector<FlagSpec> BenchFlags() {
       {"kv-cache-dtype", "auto|f32|f16|bf16|q8_0", "KV element type", "auto: the faster 16-bit type"},
       {"kv-cache-memory", "BYTES", "also report how many P + G sequences that many KV bytes hold", ""},
       {"swa-full-kv", "", "count sliding-window layers as keeping every position (the baseline)", ""},
+      {"prompt", "TEXT", "with --speculative-method: the prompt of every request instead of random tokens",
+       ""},
+      {"tokenizer", "PATH", "the tokenizer for --prompt (a .gguf, a tokenizer.json or its folder)",
+       "the model's"},
   };
 }
 
+std::vector<FlagSpec> AllBenchFlags() {
+  std::vector<FlagSpec> flags = BenchFlags();
+  for (FlagSpec& f : SpeculativeFlagSpecs()) flags.push_back(std::move(f));
+  return flags;
+}
+
 struct BenchOptions {
-  std::string model_path, json_path, plot_path;
+  std::string model_path, json_path, plot_path, prompt, tokenizer;
+  EngineConfig speculation;  // .speculative set: the speculative benchmark (tools/bench_speculative.h)
   int threads = 0;
   KvCacheDType kv_cache_dtype = KvCacheDType::kAuto;
   int64_t kv_cache_memory = 0;
@@ -112,6 +126,12 @@ StatusOr<BenchOptions> ParseOptions(const Flags& flags) {
   o.plot_path = flags.GetString("plot");
   if (flags.Has("json") && o.json_path.empty()) return InvalidArgument("--json needs a file name");
   if (flags.Has("plot") && o.plot_path.empty()) return InvalidArgument("--plot needs a file name");
+  DI_RETURN_IF_ERROR(ParseSpeculativeFlags(flags, &o.speculation));
+  o.prompt = flags.GetString("prompt");
+  o.tokenizer = flags.GetString("tokenizer");
+  if (flags.Has("prompt") && o.speculation.speculative.method.empty()) {
+    return InvalidArgument("--prompt is for --speculative-method (the plain bench times random prompts)");
+  }
   return o;
 }
 
@@ -162,29 +182,71 @@ void DescribeWeights(const LoadedModel& loaded, BenchReport& r) {
   }
 }
 
+// bench --speculative-method: none / fixed / adaptive over --batch as concurrency.
+int RunSpeculative(const BenchOptions& o, LoadOptions load) {
+  SpecBenchConfig c;
+  c.engine = o.speculation;
+  c.engine.kv_cache_dtype = o.kv_cache_dtype;
+  c.engine.kv_cache_memory_bytes = o.kv_cache_memory;
+  c.concurrency = o.config.batches;
+  c.prompt_tokens = o.config.prompt_tokens;
+  c.gen_tokens = o.config.gen_tokens;
+  c.rounds = o.config.rounds;
+  c.seed = o.config.seed;
+  load.load_tokenizer = true;
+  load.tokenizer_path = o.tokenizer;
+  if (!o.prompt.empty()) {
+    auto loaded = LoadModel(o.model_path, load);
+    if (!loaded.ok()) return Fail("bench", loaded.status().message());
+    if (loaded->tokenizer == nullptr)
+      return Fail("bench", "--prompt needs a tokenizer (--tokenizer PATH)", 2);
+    c.prompt = loaded->tokenizer->Encode(o.prompt, /*add_special=*/true, /*parse_special=*/false);
+  }
+  ProgressBar bar;
+  auto points = RunSpeculativeBench(
+      o.model_path, load, c,
+      [&](const std::string& what, int64_t done, int64_t total) { bar.Update(what, done, total); });
+  if (!points.ok()) return Fail("bench", points.status().message());
+  double load_avg[3] = {0, 0, 0};
+  ReadLoadAverage(load_avg);
+  std::fputs(FormatSpecBenchTable(c, *points).c_str(), stdout);
+  std::printf("load average %.2f %.2f %.2f\n", load_avg[0], load_avg[1], load_avg[2]);
+  if (!o.json_path.empty()) {
+    std::ofstream out(o.json_path);
+    out << "{\"model\": \"" << o.model_path << "\", \"speculative\": " << FormatSpecBenchJson(c, *points)
+        << "}\n";
+    if (!out) return Fail("bench", "cannot write --json file '" + o.json_path + "'");
+  }
+  if (!o.plot_path.empty()) {
+    if (Status st = WriteSpecBenchPlots(*points, o.plot_path); !st.ok()) return Fail("bench", st.message());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int RunBench(const Args& args) {
-  Flags flags(BenchFlags(), "model");
+  Flags flags(AllBenchFlags(), "model");
   int code = 0;
   if (!ParseOrExit(&flags, args, "bench", kUsageLine, kSummary, &code)) return code;
   auto options = ParseOptions(flags);
   if (!options.ok()) return Fail("bench", options.status().message(), 2);
-  SetLogLevel(LogLevel::kWarning);
-  LoadOptions load;
-  load.num_threads = options->threads;
-  load.load_tokenizer = false;
-  auto loaded = LoadModel(options->model_path, load);
-  if (!loaded.ok()) return Fail("bench", loaded.status().message());
-  options->config.kv_dtype = ResolveKvCacheDType(options->kv_cache_dtype);
-  if (Status st = ValidateBenchConfig(options->config, loaded->model->config()); !st.ok()) {
-    return Fail("bench", st.message(), 2);
-  }
   // Fail before a long run, not after it, when an output cannot be written.
   for (const std::string& path : {options->json_path, options->plot_path}) {
     if (!path.empty() && !std::ofstream(path, std::ios::app)) {
       return Fail("bench", "cannot open '" + path + "' for writing", 2);
     }
+  }
+  SetLogLevel(LogLevel::kWarning);
+  LoadOptions load;
+  load.num_threads = options->threads;
+  load.load_tokenizer = false;
+  if (!options->speculation.speculative.method.empty()) return RunSpeculative(*options, load);
+  auto loaded = LoadModel(options->model_path, load);
+  if (!loaded.ok()) return Fail("bench", loaded.status().message());
+  options->config.kv_dtype = ResolveKvCacheDType(options->kv_cache_dtype);
+  if (Status st = ValidateBenchConfig(options->config, loaded->model->config()); !st.ok()) {
+    return Fail("bench", st.message(), 2);
   }
 
   BenchReport report;

@@ -24,6 +24,8 @@ std::vector<FlagSpec> SynthFlags() {
       {"max-position", "N", "context length (max_position_embeddings)", "the preset's"},
       {"sliding-window", "W", "window of the sliding layers (every layer slides if the preset has none)",
        "the preset's"},
+      {"mtp-layers", "N", "MTP (next-n) layers after the decoder stack, DeepSeek-V3 layout (0..4)",
+       "1 for deepseek_v3, else 0"},
       {"dtype", "f32|f16|bf16|q8_0|q4_0", "weight type", "f32"},
       {"seed", "S", "seed of the random weights", "0"},
       {"out", "PATH", "where to write the model", kRequired},
@@ -63,6 +65,12 @@ int RunSynth(const Args& args) {
     return Fail("synth", "--format: unknown format '" + format + "' (gguf, hf)", 2);
   }
   o.tokenizer_dir = flags.GetString("tokenizer", "");
+  if (flags.Has("mtp-layers")) {
+    auto v = flags.GetInt("mtp-layers", 0);
+    if (!v.ok()) return Fail("synth", v.status().message(), 2);
+    if (*v < 0 || *v > 4) return Fail("synth", "--mtp-layers must be in [0, 4]", 2);
+    o.mtp_layers = *v;
+  }
   for (auto [name, field] : {std::pair<const char*, int64_t*>{"max-position", &o.max_position},
                              std::pair<const char*, int64_t*>{"sliding-window", &o.sliding_window}}) {
     if (!flags.Has(name)) continue;

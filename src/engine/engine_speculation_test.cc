@@ -363,6 +363,45 @@ TEST(SpeculationPause, AlwaysRejectedDraftsPauseTheDrafterUnderAdaptiveOnly) {
               static_cast<long long>(fixed.metrics.spec_draft_tokens_total));
 }
 
+// `synth --mtp-layers 1` gives a dense llama a (random) next-n layer in both
+// formats; the engine drafts with it and the output stays plain decoding's.
+TEST(SpeculationMtp, SynthLlamaWithARandomMtpLayerDraftsLosslessly) {
+  for (SynthFormat format : {SynthFormat::kGguf, SynthFormat::kHf}) {
+    SynthOptions so;
+    so.arch = "llama";
+    so.preset = "tiny";
+    so.seed = 5;
+    so.mtp_layers = 1;
+    so.format = format;
+    so.out = testing::PerTestPath(DI_BINARY_DIR, "engine_speculation_test",
+                                  format == SynthFormat::kHf ? "llama_mtp_hf" : "llama_mtp.gguf");
+    ASSERT_TRUE(WriteSynthModel(so).ok());
+    auto run = [&](const char* method) {
+      LoadOptions o;
+      o.num_threads = 2;
+      auto loaded = LoadModel(so.out, o);
+      EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
+      EXPECT_EQ(loaded->model->config().num_nextn_predict_layers, 1);
+      auto created = Engine::Create(std::move(*loaded), ConfigFor({"llama-mtp", method, false, true}));
+      EXPECT_TRUE(created.ok()) << created.status().ToString();
+      Collector col;
+      GenerationRequest r;
+      r.prompt_tokens = {1, 30, 200, 7};
+      r.max_tokens = 40;
+      r.ignore_eos = true;
+      r.logprobs = 1;
+      r.sampling.temperature = 0;
+      const RequestId id = *(*created)->Submit(std::move(r), col.Callback());
+      col.Wait(1);
+      return RunOutput{{col.Get(id)}, (*created)->Metrics()};
+    };
+    const RunOutput plain = run("");
+    const RunOutput mtp = run("mtp");
+    ExpectSame(plain, mtp, format == SynthFormat::kHf ? "hf" : "gguf");
+    EXPECT_GT(mtp.metrics.spec_draft_tokens_total, 0);
+  }
+}
+
 TEST(SpeculationConfig, BadSettingsAreRejectedWithTheFlagsName) {
   EngineConfig c = ConfigFor({"x", "mtp", true, true});
   auto e = Engine::Create(Load(), c);

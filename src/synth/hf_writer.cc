@@ -59,6 +59,7 @@ json ConfigJson(const SynthSpec& s, DType dtype) {
     j["attention_bias"] = s.qkv_bias;  // Qwen2 always has q/k/v biases
   }
   if (s.arch == "llama" || s.arch == "mistral") j["mlp_bias"] = false;
+  if (s.mtp_layers > 0) j["num_nextn_predict_layers"] = s.mtp_layers;
   if (s.arch == "mistral") {
     j["sliding_window"] = s.sliding_window;
     json types = json::array();

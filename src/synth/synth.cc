@@ -146,7 +146,8 @@ Status SetGgufMetadata(const SynthSpec& s, const SynthOptions& o,
   w.SetU32("general.file_type", FileType(o.dtype));
   w.SetU32(a + ".context_length", static_cast<uint32_t>(s.context));
   w.SetU32(a + ".embedding_length", static_cast<uint32_t>(s.hidden));
-  w.SetU32(a + ".block_count", static_cast<uint32_t>(s.layers));
+  w.SetU32(a + ".block_count", static_cast<uint32_t>(s.layers + s.mtp_layers));
+  if (s.mtp_layers > 0) w.SetU32(a + ".nextn_predict_layers", static_cast<uint32_t>(s.mtp_layers));
   w.SetU32(a + ".feed_forward_length", static_cast<uint32_t>(s.ffn));
   w.SetU32(a + ".attention.head_count", static_cast<uint32_t>(s.heads));
   w.SetU32(a + ".attention.head_count_kv", static_cast<uint32_t>(s.kv_heads));
@@ -395,6 +396,8 @@ Status ApplySynthOverrides(const SynthOptions& o, SynthSpec& s) {
     }
     s.context = o.max_position;
   }
+  if (o.mtp_layers < -1) return InvalidArgument("--mtp-layers must be >= 0");
+  if (o.mtp_layers >= 0) s.mtp_layers = o.mtp_layers;
   if (o.sliding_window > 0) {
     s.sliding_window = o.sliding_window;
     // A preset without sliding layers slides every layer (as Mistral does).

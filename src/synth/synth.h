@@ -99,6 +99,10 @@ struct SynthOptions {
   // layer slides when the preset has none).
   int64_t max_position = 0;
   int64_t sliding_window = 0;
+  // --mtp-layers N: MTP (next-n) layers after the decoder stack, in the
+  // DeepSeek-V3 layout model/mtp.h reads (-1 = the preset's: one for
+  // deepseek_v3, none elsewhere). Random weights: drafts almost always rejected.
+  int64_t mtp_layers = -1;
 };
 
 // Applies opts' overrides to a resolved spec. InvalidArgument for negative

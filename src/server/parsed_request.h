@@ -81,6 +81,7 @@ struct ParsedRequest {
   bool ignore_eos = false;
   int32_t priority = 0;
   std::optional<StructuredOutputSpec> structured;
+  std::string structured_field;  // the field that set `structured` (errors and warnings name it)
   std::string user;
 };
 

@@ -303,6 +303,7 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
     if (auto e = PrepareChatOutput(req, options_.chat, &prepared->job, &req.structured)) {
       return SendError(*writer, *e);
     }
+    if (req.structured && req.structured_field.empty()) req.structured_field = "tools";  // a forced call
     StatusOr<std::string> text = RenderChatPrompt(options_.chat_renderer, req);
     if (!text.ok()) return SendError(*writer, RequestContentError(text.status(), "messages"));
     auto ids = TokenizeText(*text, /*chat=*/true, req.add_special_tokens);

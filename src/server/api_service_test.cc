@@ -6,6 +6,7 @@
 #include "server/api_service.h"
 #include "server/capturing_writer_test_util.h"
 #include "server/fake_engine_test_util.h"
+#include "server/tool_parsers/tool_call_parser.h"
 
 namespace deepinfer::server {
 namespace {
@@ -467,6 +468,53 @@ TEST_F(ApiServiceTest, ResponsesStrictFormatAndWarnings) {
   ASSERT_EQ(warnings.size(), 1u) << w->body();
   EXPECT_EQ(warnings[0]["param"], "text.format");
   EXPECT_EQ(warnings[0]["pointer"], "#/properties/ids");
+}
+
+// OpenAI's function.strict (chat's nested shape and the Responses API's flat
+// one): a forced call (tool_choice "required" / named) of strict functions
+// refuses a parameters schema with an assertion the grammar cannot enforce
+// exactly, naming it (param "tools"); without strict the call is forced best
+// effort.
+TEST_F(ApiServiceTest, StrictFunctionsRefuseWhatTheirForcedCallCannotEnforce) {
+  ServiceOptions options;
+  options.served_model_name = "tiny";
+  options.chat.tool_parser = FindToolCallParser("hermes");
+  ASSERT_NE(options.chat.tool_parser, nullptr);
+  ApiService tools(*engine_, options);
+  tools.SetReady(true);
+  auto post = [&](const std::string& path, const std::string& body) {
+    auto w = std::make_shared<CapturingWriter>();
+    tools.Handle({"POST", path, "", body}, w);
+    EXPECT_TRUE(w->Wait()) << body;
+    return w;
+  };
+  const std::string params =
+      R"({"type": "object", "properties": {"ids": {"type": "array", "items": {"type": "string"},
+          "uniqueItems": true}}})";
+  auto chat = [&](const std::string& strict) {
+    return R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 3, "tool_choice": "required",
+               "tools": [{"type": "function", "function": {"name": "f", )" +
+           strict + R"("parameters": )" + params + "}}]}";
+  };
+  const size_t before = engine_->submitted().size();
+  auto refused = post("/v1/chat/completions", chat(R"("strict": true, )"));
+  ASSERT_EQ(refused->status(), 400) << refused->body();
+  EXPECT_EQ(refused->json()["error"]["param"], "tools");
+  const std::string message = refused->json()["error"]["message"];
+  EXPECT_NE(message.find("uniqueItems"), std::string::npos) << message;
+  EXPECT_NE(message.find("/ids"), std::string::npos) << message;
+  auto responses = post("/v1/responses", R"({"input": "x", "max_output_tokens": 3, "tool_choice": "required",
+      "tools": [{"type": "function", "name": "f", "strict": true, "parameters": )" +
+                                             params + "}]}");
+  ASSERT_EQ(responses->status(), 400) << responses->body();
+  EXPECT_EQ(responses->json()["error"]["param"], "tools");
+  EXPECT_EQ(engine_->submitted().size(), before);
+  for (const std::string strict : {std::string(R"("strict": false, )"), std::string()}) {
+    auto w = post("/v1/chat/completions", chat(strict));
+    EXPECT_EQ(w->status(), 200) << w->body();
+    EXPECT_TRUE(engine_->submitted().back().has_constraint);
+  }
+  EXPECT_EQ(post("/v1/chat/completions", chat(R"("strict": "yes", )"))->json()["error"]["param"], "tools");
 }
 
 // Issue 19 (14): more choices than the waiting queue can ever hold is a 400

@@ -190,6 +190,13 @@ TEST(CompilerTest, Llama3MasksMatchBruteForce) {
            R"({"type":"object","properties":{"who":{"type":"string","pattern":"^[A-Za-z ]{2,20}$"},"f":{"type":"string","pattern":"\\.md$"}},"patternProperties":{"^x-":{"type":"integer"},"_n$":{"type":"string"}},"additionalProperties":false})"),
        R"({"who":"Ada Lovelace","f":"notes.md","x-id":7,"item_n":"a\"b"})"});
   walks.push_back({compiler.CompileGbnf("root ::= (\"ab\" | \"a\" [0-9]+ \" \")+ \"!\""), "aba12 a3 ab!"});
+  // Format / prefix pattern ∩ length products whose states walk or refuse
+  // most first bytes (ComputeInsideMask copies only the profile-read ranges
+  // then; after `^re` the rest is read from the profile).
+  walks.push_back(
+      {compiler.CompileJsonSchema(
+           R"({"type":"object","properties":{"u":{"type":"string","format":"uri-reference","maxLength":64},"e":{"type":"string","format":"email","maxLength":64},"p":{"type":"string","pattern":"^re","maxLength":40}}})"),
+       R"({"u":"../docs/index.html#top","e":"ops@example.test","p":"release notes for the week"})"});
   for (Walk& w : walks) {
     ASSERT_TRUE(w.grammar.ok()) << w.grammar.status().ToString();
     std::vector<int32_t> tokens = GreedyTokenize(*vocab, w.text);
@@ -205,6 +212,23 @@ TEST(CompilerTest, Llama3MasksMatchBruteForce) {
     EXPECT_TRUE(m.IsAccepting()) << w.text;
     EXPECT_TRUE(MaskMatchesProbe(m));
     EXPECT_TRUE(m.AcceptToken(vocab->eos_ids()[0]));
+  }
+}
+
+// Every state's mask of products that walk or refuse most first bytes (a
+// prefix pattern, a format, each with a length bound) against the plain
+// walk on the 128k vocabulary: ComputeInsideMask then copies only the
+// profile-read ranges (after `^re` the rest is read from the profile).
+TEST(CompilerTest, Llama3InsideMasksOfNarrowProductsEqualThePlainWalk) {
+  auto vocab = Llama3();
+  if (!vocab) GTEST_SKIP() << "llama3 tokenizer not found under " << DI_SHARED_DIR;
+  GrammarCompiler compiler(vocab);
+  compiler.WarmUp();  // the string profiles, as StructuredOutput::Create builds them
+  for (const char* schema : {R"({"type":"string","pattern":"^re","maxLength":12})",
+                             R"({"type":"string","format":"email","maxLength":8})"}) {
+    auto compiled = compiler.CompileJsonSchema(schema);
+    ASSERT_TRUE(compiled.ok()) << schema;
+    testing::ExpectMasksEqualPlainWalk(**compiled, vocab, schema);
   }
 }
 

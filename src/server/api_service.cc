@@ -47,6 +47,23 @@ uint64_t DerivedSeed(uint64_t base, uint64_t k) {
   return z ^ (z >> 31);
 }
 
+// The response's "warnings" for a best-effort JSON Schema: one entry per
+// assertion the constraint leaves out (the output may violate it), with the
+// keyword and JSON pointer apart for programs and a sentence for people.
+json RelaxedAssertionWarnings(const std::vector<RelaxedSchemaAssertion>& relaxed, const std::string& field) {
+  json warnings = json::array();
+  for (const RelaxedSchemaAssertion& r : relaxed) {
+    warnings.push_back(json{
+        {"type", "relaxed_schema_assertion"},
+        {"message", "JSON Schema assertion not enforced (best effort; the output may violate it): " +
+                        r.keyword + " at " + r.pointer + ". Set json_schema.strict to refuse such schemas."},
+        {"param", field.empty() ? json(nullptr) : json(field)},
+        {"keyword", r.keyword},
+        {"pointer", r.pointer}});
+  }
+  return warnings;
+}
+
 std::string PathOf(const std::string& target) {
   size_t q = target.find('?');
   return q == std::string::npos ? target : target.substr(0, q);
@@ -286,6 +303,7 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
     if (auto e = PrepareChatOutput(req, options_.chat, &prepared->job, &req.structured)) {
       return SendError(*writer, *e);
     }
+    if (req.structured && req.structured_field.empty()) req.structured_field = "tools";  // a forced call
     StatusOr<std::string> text = RenderChatPrompt(options_.chat_renderer, req);
     if (!text.ok()) return SendError(*writer, RequestContentError(text.status(), "messages"));
     auto ids = TokenizeText(*text, /*chat=*/true, req.add_special_tokens);
@@ -320,6 +338,7 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
     if (!so.ok()) return SendError(*writer, ApiErrorFromStatus(so.status()));
     prepared->structured = *so;
     prepared->spec = *req.structured;
+    prepared->structured_field = req.structured_field;
     prepared->ignore_eos = req.ignore_eos;
   }
 
@@ -412,9 +431,14 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
 void ApiService::StartJob(PreparedJob& prepared, const std::shared_ptr<ResponseWriter>& writer) {
   if (prepared.structured) {
     for (GenerationRequest& g : prepared.requests) {
-      auto constraint = prepared.structured->MakeConstraint(prepared.spec);
-      if (!constraint.ok()) return SendError(*writer, RequestContentError(constraint.status()));
-      g.constraint = std::move(*constraint);
+      // The compile is cached: every choice after the first is a lookup.
+      auto made = prepared.structured->Make(prepared.spec);
+      if (!made.ok())
+        return SendError(*writer, RequestContentError(made.status(), prepared.structured_field));
+      if (&g == &prepared.requests.front()) {
+        prepared.job.warnings = RelaxedAssertionWarnings(made->relaxed, prepared.structured_field);
+      }
+      g.constraint = std::move(made->constraint);
       if (prepared.min_tokens > 0) {
         g.constraint = std::make_unique<MinTokensConstraint>(std::move(g.constraint), prepared.min_tokens,
                                                              prepared.end_ids);

@@ -122,6 +122,7 @@ class ApiService {
     JobOptions job;
     StructuredOutput* structured = nullptr;  // null: no constraint
     StructuredOutputSpec spec;
+    std::string structured_field;  // "response_format", "guided_json", ... ("" for a forced tool call)
     bool ignore_eos = false;
     int32_t min_tokens = 0;
     std::vector<int32_t> end_ids;  // what min_tokens holds back: EOS, end ids, stop_token_ids

@@ -6,6 +6,7 @@
 #include "server/api_service.h"
 #include "server/capturing_writer_test_util.h"
 #include "server/fake_engine_test_util.h"
+#include "server/tool_parsers/tool_call_parser.h"
 
 namespace deepinfer::server {
 namespace {
@@ -360,6 +361,160 @@ TEST_F(ApiServiceTest, PermanentConstraintErrorsAre400) {
     EXPECT_EQ(w->json()["error"]["code"], c.code) << w->body();
   }
   EXPECT_EQ(engine_->submitted().size(), before);
+}
+
+// Issue 17 (3): OpenAI's json_schema.strict. uniqueItems over strings is an
+// assertion the grammar cannot enforce exactly (docs/structured-output.md:
+// relaxed beyond finite item sets). strict: 400 naming the keyword and its
+// JSON pointer, nothing submitted; best effort (strict false or absent): 200
+// with one top-level "warnings" entry per relaxed assertion, in the full
+// response or the first streamed chunk only. A fully enforced schema gets
+// no field.
+TEST_F(ApiServiceTest, StrictJsonSchemaRefusesWhatBestEffortRelaxes) {
+  const std::string schema =
+      R"({"type": "object", "properties": {"ids": {"type": "array", "items": {"type": "string", "maxLength": 3},
+          "uniqueItems": true, "maxItems": 3}}, "required": ["ids"], "additionalProperties": false})";
+  auto chat_body = [&](const std::string& strict, const std::string& extra = "") {
+    return R"({"messages": [{"role": "user", "content": "ids"}], "max_tokens": 3, )" + extra +
+           R"("response_format": {"type": "json_schema", "json_schema": {"name": "ids", )" + strict +
+           R"("schema": )" + schema + "}}}";
+  };
+  const size_t before = engine_->submitted().size();
+  auto refused = Call("POST", "/v1/chat/completions", chat_body(R"("strict": true, )"));
+  ASSERT_EQ(refused->status(), 400) << refused->body();
+  const json error = refused->json()["error"];
+  EXPECT_EQ(error["param"], "response_format");
+  EXPECT_EQ(error["code"], "unsupported");
+  const std::string message = error["message"];
+  EXPECT_NE(message.find("uniqueItems"), std::string::npos) << message;
+  EXPECT_NE(message.find("#/properties/ids"), std::string::npos) << message;
+  EXPECT_EQ(engine_->submitted().size(), before);
+
+  for (const std::string strict : {std::string(R"("strict": false, )"), std::string()}) {
+    auto w = Call("POST", "/v1/chat/completions", chat_body(strict));
+    ASSERT_EQ(w->status(), 200) << w->body();
+    EXPECT_TRUE(engine_->submitted().back().has_constraint);
+    const json warnings = w->json()["warnings"];
+    ASSERT_EQ(warnings.size(), 1u) << w->body();
+    EXPECT_EQ(warnings[0]["type"], "relaxed_schema_assertion");
+    EXPECT_EQ(warnings[0]["param"], "response_format");
+    EXPECT_EQ(warnings[0]["pointer"], "#/properties/ids");
+    EXPECT_EQ(warnings[0]["keyword"].get<std::string>().rfind("uniqueItems", 0), 0u) << warnings;
+    EXPECT_NE(warnings[0]["message"].get<std::string>().find("uniqueItems"), std::string::npos);
+  }
+
+  // Streamed: in the first chunk, and only there.
+  auto s = Call("POST", "/v1/chat/completions", chat_body("", R"("stream": true, )"));
+  ASSERT_TRUE(s->streaming());
+  auto events = s->Events();
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(json::parse(events[0])["warnings"][0]["pointer"], "#/properties/ids") << events[0];
+  for (size_t i = 1; i + 1 < events.size(); ++i) EXPECT_FALSE(json::parse(events[i]).contains("warnings"));
+
+  // Completions: guided_json is best effort (vLLM has no strict there);
+  // response_format takes strict as chat does.
+  auto c =
+      Call("POST", "/v1/completions", R"({"prompt": "x", "max_tokens": 2, "guided_json": )" + schema + "}");
+  ASSERT_EQ(c->status(), 200) << c->body();
+  EXPECT_EQ(c->json()["warnings"][0]["param"], "guided_json");
+  auto cs = Call("POST", "/v1/completions",
+                 R"({"prompt": "x", "max_tokens": 2, "stream": true, "guided_json": )" + schema + "}");
+  EXPECT_EQ(json::parse(cs->Events()[0])["warnings"][0]["pointer"], "#/properties/ids");
+  auto cr = Call("POST", "/v1/completions",
+                 R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"strict": true,
+                     "schema": )" +
+                     schema + "}}}");
+  EXPECT_EQ(cr->status(), 400) << cr->body();
+  EXPECT_NE(cr->json()["error"]["message"].get<std::string>().find("#/properties/ids"), std::string::npos);
+
+  // strict must be a boolean.
+  auto bad = Call("POST", "/v1/chat/completions", chat_body(R"("strict": "yes", )"));
+  EXPECT_EQ(bad->status(), 400);
+  EXPECT_EQ(bad->json()["error"]["param"], "response_format");
+
+  // Everything enforced: strict passes and no warnings field either way.
+  const std::string exact = R"({"type": "object", "properties": {"ids": {"type": "array", "items":
+      {"enum": ["a", "b"]}, "uniqueItems": true}}, "required": ["ids"]})";
+  for (const char* strict : {"true", "false"}) {
+    auto w = Call("POST", "/v1/chat/completions",
+                  std::string(R"({"messages": [{"role": "user", "content": "ids"}], "max_tokens": 3,
+                      "response_format": {"type": "json_schema", "json_schema": {"strict": )") +
+                      strict + R"(, "schema": )" + exact + "}}}");
+    ASSERT_EQ(w->status(), 200) << w->body();
+    EXPECT_FALSE(w->json().contains("warnings")) << w->body();
+  }
+}
+
+// /v1/responses: text.format json_schema with strict refuses the same way
+// (param "text.format"); without strict the Responses object carries the
+// warnings.
+TEST_F(ApiServiceTest, ResponsesStrictFormatAndWarnings) {
+  const std::string format =
+      R"({"type": "json_schema", "name": "ids", "schema": {"type": "object", "properties": {"ids":
+          {"type": "array", "items": {"type": "string"}, "uniqueItems": true}}}})";
+  auto refused = Call("POST", "/v1/responses",
+                      R"({"input": "ids", "max_output_tokens": 3, "text": {"format": )" +
+                          format.substr(0, format.size() - 1) + R"(, "strict": true}}})");
+  ASSERT_EQ(refused->status(), 400) << refused->body();
+  EXPECT_EQ(refused->json()["error"]["param"], "text.format");
+  const std::string message = refused->json()["error"]["message"];
+  EXPECT_NE(message.find("uniqueItems"), std::string::npos) << message;
+  EXPECT_NE(message.find("#/properties/ids"), std::string::npos) << message;
+
+  auto w = Call("POST", "/v1/responses",
+                R"({"input": "ids", "max_output_tokens": 3, "text": {"format": )" + format + "}}");
+  ASSERT_EQ(w->status(), 200) << w->body();
+  const json warnings = w->json()["warnings"];
+  ASSERT_EQ(warnings.size(), 1u) << w->body();
+  EXPECT_EQ(warnings[0]["param"], "text.format");
+  EXPECT_EQ(warnings[0]["pointer"], "#/properties/ids");
+}
+
+// OpenAI's function.strict (chat's nested shape and the Responses API's flat
+// one): a forced call (tool_choice "required" / named) of strict functions
+// refuses a parameters schema with an assertion the grammar cannot enforce
+// exactly, naming it (param "tools"); without strict the call is forced best
+// effort.
+TEST_F(ApiServiceTest, StrictFunctionsRefuseWhatTheirForcedCallCannotEnforce) {
+  ServiceOptions options;
+  options.served_model_name = "tiny";
+  options.chat.tool_parser = FindToolCallParser("hermes");
+  ASSERT_NE(options.chat.tool_parser, nullptr);
+  ApiService tools(*engine_, options);
+  tools.SetReady(true);
+  auto post = [&](const std::string& path, const std::string& body) {
+    auto w = std::make_shared<CapturingWriter>();
+    tools.Handle({"POST", path, "", body}, w);
+    EXPECT_TRUE(w->Wait()) << body;
+    return w;
+  };
+  const std::string params =
+      R"({"type": "object", "properties": {"ids": {"type": "array", "items": {"type": "string"},
+          "uniqueItems": true}}})";
+  auto chat = [&](const std::string& strict) {
+    return R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 3, "tool_choice": "required",
+               "tools": [{"type": "function", "function": {"name": "f", )" +
+           strict + R"("parameters": )" + params + "}}]}";
+  };
+  const size_t before = engine_->submitted().size();
+  auto refused = post("/v1/chat/completions", chat(R"("strict": true, )"));
+  ASSERT_EQ(refused->status(), 400) << refused->body();
+  EXPECT_EQ(refused->json()["error"]["param"], "tools");
+  const std::string message = refused->json()["error"]["message"];
+  EXPECT_NE(message.find("uniqueItems"), std::string::npos) << message;
+  EXPECT_NE(message.find("/ids"), std::string::npos) << message;
+  auto responses = post("/v1/responses", R"({"input": "x", "max_output_tokens": 3, "tool_choice": "required",
+      "tools": [{"type": "function", "name": "f", "strict": true, "parameters": )" +
+                                             params + "}]}");
+  ASSERT_EQ(responses->status(), 400) << responses->body();
+  EXPECT_EQ(responses->json()["error"]["param"], "tools");
+  EXPECT_EQ(engine_->submitted().size(), before);
+  for (const std::string strict : {std::string(R"("strict": false, )"), std::string()}) {
+    auto w = post("/v1/chat/completions", chat(strict));
+    EXPECT_EQ(w->status(), 200) << w->body();
+    EXPECT_TRUE(engine_->submitted().back().has_constraint);
+  }
+  EXPECT_EQ(post("/v1/chat/completions", chat(R"("strict": "yes", )"))->json()["error"]["param"], "tools");
 }
 
 // Issue 19 (14): more choices than the waiting queue can ever hold is a 400

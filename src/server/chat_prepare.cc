@@ -29,6 +29,13 @@ std::optional<ApiError> PrepareChatOutput(const ParsedRequest& req, const ChatFe
   }
   StructuredOutputSpec spec;
   spec.kind = StructuredOutputSpec::Kind::kTaggedJson;
+  // OpenAI's function.strict: the forced call's arguments follow the
+  // parameters schema exactly, or the request is refused (400 naming the
+  // assertion). One setting covers the whole call grammar, so it is strict
+  // when every allowed function asks for it (a non-strict function's schema
+  // is never refused).
+  spec.strict = !allowed.empty();
+  for (const ToolFunction& f : allowed) spec.strict = spec.strict && f.strict;
   // A named function is called once (OpenAI); "required" is one or more.
   spec.tagged = features.tool_parser->CallFormat(
       allowed, choice.mode == ToolChoice::Mode::kRequired && req.parallel_tool_calls);

@@ -125,17 +125,16 @@ void GenerationJob::OnEvent(size_t index, GenerationEvent event) {
         }
         d.content = echo + d.content;
         if (c.first || has_tokens || !d.empty() || !logprobs.is_null()) {
-          EmitLocked(SseEvent(ChatChunkJson(options_.context, c.result.index, ChatDeltaLocked(c, d),
-                                            std::move(logprobs), "")));
+          EmitChunkLocked(ChatChunkJson(options_.context, c.result.index, ChatDeltaLocked(c, d),
+                                        std::move(logprobs), ""));
         }
         if (finish == "stop" && !c.result.tool_calls.empty()) finish = "tool_calls";
         if (!finish.empty()) {
-          EmitLocked(
-              SseEvent(ChatChunkJson(options_.context, c.result.index, json::object(), nullptr, finish)));
+          EmitChunkLocked(ChatChunkJson(options_.context, c.result.index, json::object(), nullptr, finish));
         }
       } else if (has_tokens || !text.empty() || !logprobs.is_null() || !finish.empty()) {
-        EmitLocked(SseEvent(
-            CompletionChunkJson(options_.context, c.result.index, text, std::move(logprobs), finish)));
+        EmitChunkLocked(
+            CompletionChunkJson(options_.context, c.result.index, text, std::move(logprobs), finish));
       }
       c.first = false;
     } else if (c.splitter) {
@@ -229,12 +228,23 @@ void GenerationJob::EmitLocked(std::string data) {
   }
 }
 
+void GenerationJob::EmitChunkLocked(json chunk) {
+  if (!warnings_sent_ && !options_.warnings.empty()) {
+    chunk["warnings"] = options_.warnings;
+    warnings_sent_ = true;
+  }
+  EmitLocked(SseEvent(chunk));
+}
+
 void GenerationJob::FinishLocked() {
   if (finished_) return;
   finished_ = true;
   if (options_.stream) {
     if (options_.include_usage) {
-      writer_->SendStreamData(SseEvent(UsageChunkJson(options_.context, UsageLocked())));
+      json usage = UsageChunkJson(options_.context, UsageLocked());
+      if (!warnings_sent_ && !options_.warnings.empty()) usage["warnings"] = options_.warnings;
+      warnings_sent_ = true;
+      writer_->SendStreamData(SseEvent(usage));
     }
     writer_->SendStreamData(kSseDone);
     writer_->EndStream();
@@ -243,8 +253,9 @@ void GenerationJob::FinishLocked() {
   std::vector<ChoiceResult> results;
   results.reserve(choices_.size());
   for (const Choice& c : choices_) results.push_back(c.result);
-  writer_->SendResponse(200, "application/json",
-                        Dump(FullResponseJson(options_.context, results, UsageLocked(), token_text_)));
+  json response = FullResponseJson(options_.context, results, UsageLocked(), token_text_);
+  if (!options_.warnings.empty()) response["warnings"] = options_.warnings;
+  writer_->SendResponse(200, "application/json", Dump(response));
 }
 
 // Prompt tokens count once per prompt (OpenAI bills n choices of one prompt

@@ -40,6 +40,10 @@ struct JobOptions {
   ReasoningFormat reasoning = ReasoningFormat::kNone;
   const ToolCallParser* tool_parser = nullptr;
   size_t max_tool_calls = 0;
+  // Top-level "warnings" of the response (a JSON array, e.g. the JSON
+  // Schema assertions a best-effort constraint relaxes): in the full
+  // response, or in the first chunk of a stream. Empty: no field.
+  json warnings = json::array();
   // Non-empty (serve --enable-log-requests): each finished choice logs one
   // line on stderr with its id, token counts, these sampling parameters,
   // finish reason and timings.
@@ -81,6 +85,8 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
 
   // Each returns with mu_ held by the caller.
   void EmitLocked(std::string data);
+  // A chunk as an SSE event; the first one carries options_.warnings.
+  void EmitChunkLocked(json chunk);
   void LogChoiceLocked(const Choice& c, const std::string& finish) const;
   void FinishLocked();
   Usage UsageLocked() const;
@@ -97,6 +103,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   bool started_ = false;              // every Submit succeeded; stream headers sent
   bool failed_ = false;               // an error response went out (or Start failed): ignore events
   bool finished_ = false;             // the response is complete
+  bool warnings_sent_ = false;        // a chunk carried options_.warnings
   std::vector<std::string> pending_;  // stream data that arrived before started_
   const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
 };

@@ -34,6 +34,7 @@ struct PromptInput {
 struct ToolFunction {
   std::string name;
   nlohmann::ordered_json parameters;  // a JSON Schema object ({} when absent), key order as sent
+  bool strict = false;                // function.strict: a forced call refuses what it cannot enforce
 };
 
 // tool_choice: "auto" (default with tools), "none" (default without),
@@ -81,6 +82,7 @@ struct ParsedRequest {
   bool ignore_eos = false;
   int32_t priority = 0;
   std::optional<StructuredOutputSpec> structured;
+  std::string structured_field;  // the field that set `structured` (errors and warnings name it)
   std::string user;
 };
 

@@ -84,22 +84,23 @@ MaybeError ParseLogitBias(const json& body, int64_t vocab, SamplingParams* sampl
 // at most one of them.
 MaybeError ParseStructured(const json& body, ParsedRequest* out) {
   int count = 0;
-  auto set = [&](StructuredOutputSpec spec) {
+  auto set = [&](StructuredOutputSpec spec, const char* field) {
     out->structured = std::move(spec);
+    out->structured_field = field;
     ++count;
   };
   if (const json* v = Find(body, "guided_json")) {
     if (v->is_object() || v->is_boolean()) {
-      set({StructuredOutputSpec::Kind::kJsonSchema, v->dump(), {}});
+      set({StructuredOutputSpec::Kind::kJsonSchema, v->dump(), {}}, "guided_json");
     } else if (v->is_string()) {
-      set({StructuredOutputSpec::Kind::kJsonSchema, v->get<std::string>(), {}});
+      set({StructuredOutputSpec::Kind::kJsonSchema, v->get<std::string>(), {}}, "guided_json");
     } else {
       return BadRequest("'guided_json' must be a JSON Schema (object or string)", "guided_json");
     }
   }
   if (const json* v = Find(body, "guided_regex")) {
     if (!v->is_string()) return BadRequest("'guided_regex' must be a string", "guided_regex");
-    set({StructuredOutputSpec::Kind::kRegex, v->get<std::string>(), {}});
+    set({StructuredOutputSpec::Kind::kRegex, v->get<std::string>(), {}}, "guided_regex");
   }
   if (const json* v = Find(body, "guided_grammar")) {
     if (!v->is_string()) return BadRequest("'guided_grammar' must be a string", "guided_grammar");
@@ -107,7 +108,7 @@ MaybeError ParseStructured(const json& body, ParsedRequest* out) {
     // GBNF rules use "::="; anything else is taken as Lark EBNF (vLLM's other dialect).
     auto kind = g.find("::=") != std::string::npos ? StructuredOutputSpec::Kind::kGbnf
                                                    : StructuredOutputSpec::Kind::kLark;
-    set({kind, std::move(g), {}});
+    set({kind, std::move(g), {}}, "guided_grammar");
   }
   if (const json* v = Find(body, "guided_choice")) {
     if (!v->is_array() || v->empty()) {
@@ -120,7 +121,7 @@ MaybeError ParseStructured(const json& body, ParsedRequest* out) {
       }
       spec.choices.push_back(c.get<std::string>());
     }
-    set(std::move(spec));
+    set(std::move(spec), "guided_choice");
   }
   if (const json* v = Find(body, "response_format")) {
     const char* what = "'response_format' must be {\"type\": \"text\" | \"json_object\" | \"json_schema\"}";
@@ -129,7 +130,7 @@ MaybeError ParseStructured(const json& body, ParsedRequest* out) {
     if (!type || !type->is_string()) return BadRequest(what, "response_format");
     std::string t = type->get<std::string>();
     if (t == "json_object") {
-      set({StructuredOutputSpec::Kind::kJsonObject, "", {}});
+      set({StructuredOutputSpec::Kind::kJsonObject, "", {}}, "response_format");
     } else if (t == "json_schema") {
       const json* js = Find(*v, "json_schema");
       const json* schema = js && js->is_object() ? Find(*js, "schema") : nullptr;
@@ -137,7 +138,16 @@ MaybeError ParseStructured(const json& body, ParsedRequest* out) {
         return BadRequest("'response_format.json_schema.schema' must be a JSON Schema object",
                           "response_format");
       }
-      set({StructuredOutputSpec::Kind::kJsonSchema, schema->dump(), {}});
+      StructuredOutputSpec spec{StructuredOutputSpec::Kind::kJsonSchema, schema->dump(), {}};
+      // OpenAI's json_schema.strict: refuse what cannot be enforced exactly
+      // (absent = best effort, relaxed assertions reported as warnings).
+      if (const json* strict = Find(*js, "strict")) {
+        if (!strict->is_boolean()) {
+          return BadRequest("'response_format.json_schema.strict' must be a boolean", "response_format");
+        }
+        spec.strict = strict->get<bool>();
+      }
+      set(std::move(spec), "response_format");
     } else if (t != "text") {
       return BadRequest(what, "response_format");
     }

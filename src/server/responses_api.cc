@@ -3,7 +3,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <mutex>
 #include <random>
 #include <utility>
 #include <vector>
@@ -26,9 +25,6 @@ ApiError Unsupported(const std::string& field, const std::string& what) {
 std::optional<ApiError> TranslateMessage(const ojson& item, size_t index, ojson* out) {
   const std::string where = "input[" + std::to_string(index) + "]";
   if (!item.is_object()) return BadRequest(where + " must be a message object", "input");
-  if (auto t = item.find("type"); t != item.end() && !(t->is_string() && *t == "message")) {
-    return Unsupported("input", "an item of type " + t->dump());
-  }
   auto role = item.find("role");
   if (role == item.end() || !role->is_string()) return BadRequest(where + ".role must be a string", "input");
   std::string r = role->get<std::string>();
@@ -63,6 +59,154 @@ std::optional<ApiError> TranslateMessage(const ojson& item, size_t index, ojson*
   return std::nullopt;
 }
 
+// Output text of a function_call_output: a string, or text parts joined
+// as message parts are.
+std::optional<ApiError> FunctionOutputText(const ojson& output, const std::string& where, std::string* out) {
+  if (output.is_string()) {
+    *out = output.get<std::string>();
+    return std::nullopt;
+  }
+  if (!output.is_array())
+    return BadRequest(where + ".output must be a string or a list of text parts", "input");
+  for (const ojson& part : output) {
+    auto type = part.is_object() ? part.find("type") : part.end();
+    auto text = part.is_object() ? part.find("text") : part.end();
+    if (type == part.end() || !(*type == "input_text" || *type == "output_text") || text == part.end() ||
+        !text->is_string()) {
+      return Unsupported("input", "a function_call_output part other than text");
+    }
+    if (!out->empty()) *out += "\n";
+    *out += text->get<std::string>();
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> RequiredString(const ojson& item, const char* key, const std::string& where,
+                                       std::string* out) {
+  auto it = item.find(key);
+  if (it == item.end() || !it->is_string()) {
+    return BadRequest(where + "." + key + " must be a string", "input");
+  }
+  *out = it->get<std::string>();
+  return std::nullopt;
+}
+
+// A function_call input item (a call the model made earlier) -> a tool call
+// of an assistant message: appended to the previous message when that is the
+// assistant's (its text, or the calls of one parallel turn), as chat clients
+// send one assistant message with content and tool_calls.
+std::optional<ApiError> TranslateFunctionCall(const ojson& item, const std::string& where, ojson* messages) {
+  std::string call_id, name, arguments;
+  if (auto e = RequiredString(item, "call_id", where, &call_id)) return e;
+  if (auto e = RequiredString(item, "name", where, &name)) return e;
+  if (auto e = RequiredString(item, "arguments", where, &arguments)) return e;
+  ojson call = {
+      {"id", call_id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", arguments}}}};
+  if (!messages->empty() && messages->back()["role"] == "assistant") {
+    ojson& last = messages->back();
+    if (!last.contains("tool_calls")) last["tool_calls"] = ojson::array();
+    last["tool_calls"].push_back(std::move(call));
+  } else {
+    messages->push_back(
+        ojson{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", ojson::array({std::move(call)})}});
+  }
+  return std::nullopt;
+}
+
+// A function_call_output item -> a tool message answering call_id (with the
+// function's name when an earlier function_call item gives it: some
+// templates print it).
+std::optional<ApiError> TranslateFunctionOutput(const ojson& item, const std::string& where,
+                                                ojson* messages) {
+  std::string call_id, output;
+  if (auto e = RequiredString(item, "call_id", where, &call_id)) return e;
+  auto it = item.find("output");
+  if (it == item.end()) return BadRequest(where + ".output is missing", "input");
+  if (auto e = FunctionOutputText(*it, where, &output)) return e;
+  ojson message = {{"role", "tool"}, {"tool_call_id", call_id}, {"content", output}};
+  for (const ojson& m : *messages) {
+    if (!m.contains("tool_calls")) continue;
+    for (const ojson& call : m["tool_calls"]) {
+      if (call["id"] == call_id) message["name"] = call["function"]["name"];
+    }
+  }
+  messages->push_back(std::move(message));
+  return std::nullopt;
+}
+
+// One input item -> chat messages (appended).
+std::optional<ApiError> TranslateInputItem(const ojson& item, size_t index, ojson* messages) {
+  const std::string where = "input[" + std::to_string(index) + "]";
+  if (!item.is_object()) return BadRequest(where + " must be an object", "input");
+  std::string type = "message";  // EasyInputMessage: {role, content} without a type
+  if (auto t = item.find("type"); t != item.end()) {
+    if (!t->is_string()) return BadRequest(where + ".type must be a string", "input");
+    type = t->get<std::string>();
+  }
+  if (type == "function_call") return TranslateFunctionCall(item, where, messages);
+  if (type == "function_call_output") return TranslateFunctionOutput(item, where, messages);
+  if (type != "message") return Unsupported("input", "an item of type \"" + type + "\"");
+  ojson m;
+  if (auto e = TranslateMessage(item, index, &m)) return e;
+  messages->push_back(std::move(m));
+  return std::nullopt;
+}
+
+// tools: [{type: "function", name, description, parameters, strict}] (the
+// Responses shape, flat) -> the chat shape ({type, function: {...}}), which
+// the chat route checks (names, duplicates, parameters).
+std::optional<ApiError> TranslateTools(const ojson& tools, ojson* chat_tools) {
+  if (!tools.is_array()) return BadRequest("'tools' must be a list of function tools", "tools");
+  *chat_tools = ojson::array();
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const ojson& tool = tools[i];
+    const std::string where = "tools[" + std::to_string(i) + "]";
+    if (!tool.is_object()) return BadRequest(where + " must be an object", "tools");
+    auto type = tool.find("type");
+    if (type == tool.end() || !type->is_string())
+      return BadRequest(where + ".type must be a string", "tools");
+    if (*type != "function") return Unsupported("tools", "a tool of type " + type->dump());
+    ojson fn = ojson::object();
+    for (const auto& [key, value] : tool.items()) {
+      if (key == "type") continue;
+      if (key != "name" && key != "description" && key != "parameters" && key != "strict") {
+        return BadRequest("unknown field '" + where + "." + key + "'", "tools");
+      }
+      if (key == "strict" && !value.is_boolean() && !value.is_null()) {
+        return BadRequest(where + ".strict must be a boolean", "tools");
+      }
+      if (!value.is_null()) fn[key] = value;
+    }
+    chat_tools->push_back(ojson{{"type", "function"}, {"function", std::move(fn)}});
+  }
+  return std::nullopt;
+}
+
+// tool_choice: "none" | "auto" | "required" | {type: "function", name}.
+std::optional<ApiError> TranslateToolChoice(const ojson& choice, ojson* chat_choice) {
+  if (choice.is_string()) {
+    if (choice != "none" && choice != "auto" && choice != "required") {
+      return BadRequest(
+          "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+          "\"name\": NAME}",
+          "tool_choice");
+    }
+    *chat_choice = choice;
+    return std::nullopt;
+  }
+  auto type = choice.is_object() ? choice.find("type") : choice.end();
+  if (type == choice.end() || !type->is_string()) {
+    return BadRequest("'tool_choice' must be a string or an object with a 'type'", "tool_choice");
+  }
+  if (*type != "function") return Unsupported("tool_choice", "of type " + type->dump());
+  auto name = choice.find("name");
+  if (name == choice.end() || !name->is_string()) {
+    return BadRequest("'tool_choice' {\"type\": \"function\"} needs a string 'name'", "tool_choice");
+  }
+  *chat_choice = ojson{{"type", "function"}, {"function", {{"name", *name}}}};
+  return std::nullopt;
+}
+
 std::optional<ApiError> TranslateFormat(const ojson& text, ojson* chat) {
   if (!text.is_object()) return BadRequest("'text' must be an object", "text");
   for (const auto& [key, value] : text.items()) {
@@ -90,192 +234,6 @@ std::optional<ApiError> TranslateFormat(const ojson& text, ojson* chat) {
   (*chat)["response_format"] = ojson{{"type", "json_schema"}, {"json_schema", std::move(js)}};
   return std::nullopt;
 }
-
-// The Responses object around the generated text (status, output, usage).
-ojson ResponseObject(const ResponsesRequestInfo& info, const std::string& status, const ojson& output,
-                     const ojson& usage, const std::string& incomplete_reason) {
-  ojson r = {{"id", info.id},      {"object", "response"}, {"created_at", info.created_at},
-             {"status", status},   {"error", nullptr},     {"incomplete_details", nullptr},
-             {"model", info.model}};
-  if (!incomplete_reason.empty()) r["incomplete_details"] = ojson{{"reason", incomplete_reason}};
-  r["output"] = output;
-  r["parallel_tool_calls"] = false;
-  r["tool_choice"] = "none";
-  r["tools"] = ojson::array();
-  for (const auto& [key, value] : info.echo.items()) r[key] = value;
-  if (!r.contains("text")) r["text"] = ojson{{"format", {{"type", "text"}}}};
-  r["usage"] = usage;
-  return r;
-}
-
-ojson OutputText(const std::string& text) {
-  return ojson{{"type", "output_text"}, {"text", text}, {"annotations", ojson::array()}};
-}
-
-ojson MessageItem(const ResponsesRequestInfo& info, const std::string& status, const ojson& content) {
-  return ojson{{"type", "message"},
-               {"id", info.item_id},
-               {"status", status},
-               {"role", "assistant"},
-               {"content", content}};
-}
-
-// Chat usage -> Responses usage.
-ojson UsageOf(const ojson& chat_usage) {
-  const int64_t in = chat_usage.value("prompt_tokens", int64_t{0});
-  const int64_t out = chat_usage.value("completion_tokens", int64_t{0});
-  int64_t cached = 0;
-  if (auto d = chat_usage.find("prompt_tokens_details"); d != chat_usage.end() && d->is_object()) {
-    cached = d->value("cached_tokens", int64_t{0});
-  }
-  return ojson{{"input_tokens", in},
-               {"input_tokens_details", {{"cached_tokens", cached}}},
-               {"output_tokens", out},
-               {"output_tokens_details", {{"reasoning_tokens", 0}}},
-               {"total_tokens", in + out}};
-}
-
-// The chat route's error names chat fields; the client sent Responses ones.
-std::string TranslateErrorBody(const std::string& body) {
-  ojson e = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (e.is_discarded() || !e.contains("error") || !e["error"].is_object()) return body;
-  ojson& param = e["error"]["param"];
-  if (param.is_string()) {
-    const std::string p = param;
-    if (p == "max_tokens" || p == "max_completion_tokens") param = "max_output_tokens";
-    if (p == "messages") param = "input";
-    if (p == "response_format") param = "text.format";
-  }
-  return e.dump();
-}
-
-class ResponsesWriter : public ResponseWriter {
- public:
-  ResponsesWriter(std::shared_ptr<ResponseWriter> inner, ResponsesRequestInfo info)
-      : inner_(std::move(inner)), info_(std::move(info)) {}
-
-  void SendResponse(int http_status, std::string content_type, std::string body) override {
-    if (http_status != 200)
-      return inner_->SendResponse(http_status, std::move(content_type), TranslateErrorBody(body));
-    ojson chat = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
-    std::string text, finish;
-    if (!chat.is_discarded() && chat.contains("choices") && chat["choices"].is_array() &&
-        !chat["choices"].empty()) {
-      const ojson& choice = chat["choices"][0];
-      if (choice.contains("message") && choice["message"].contains("content") &&
-          choice["message"]["content"].is_string()) {
-        text = choice["message"]["content"];
-      }
-      if (choice.contains("finish_reason") && choice["finish_reason"].is_string())
-        finish = choice["finish_reason"];
-    }
-    const bool cut = finish == "length";
-    ojson output = ojson::array(
-        {MessageItem(info_, cut ? "incomplete" : "completed", ojson::array({OutputText(text)}))});
-    ojson usage = UsageOf(chat.is_discarded() ? ojson::object() : chat.value("usage", ojson::object()));
-    inner_->SendResponse(
-        200, "application/json",
-        ResponseObject(info_, cut ? "incomplete" : "completed", output, usage, cut ? "max_output_tokens" : "")
-            .dump());
-  }
-
-  void BeginStream() override {
-    inner_->BeginStream();
-    std::lock_guard<std::mutex> lock(mu_);
-    const ojson started = ResponseObject(info_, "in_progress", ojson::array(), nullptr, "");
-    EmitLocked("response.created", {{"response", started}});
-    EmitLocked("response.in_progress", {{"response", started}});
-    EmitLocked("response.output_item.added",
-               {{"output_index", 0}, {"item", MessageItem(info_, "in_progress", ojson::array())}});
-    EmitLocked(
-        "response.content_part.added",
-        {{"item_id", info_.item_id}, {"output_index", 0}, {"content_index", 0}, {"part", OutputText("")}});
-  }
-
-  void SendStreamData(std::string data) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    pending_ += data;
-    size_t end;
-    while ((end = pending_.find("\n\n")) != std::string::npos) {
-      std::string event = pending_.substr(0, end);
-      pending_.erase(0, end + 2);
-      if (event.rfind("data: ", 0) == 0) OnChatDataLocked(event.substr(6));
-    }
-  }
-
-  void EndStream() override { inner_->EndStream(); }
-  void SetDisconnectHandler(std::function<void()> handler) override {
-    inner_->SetDisconnectHandler(std::move(handler));
-  }
-
- private:
-  void OnChatDataLocked(const std::string& data) {
-    if (data == "[DONE]") return FinishLocked();
-    ojson chunk = ojson::parse(data, nullptr, /*allow_exceptions=*/false);
-    if (chunk.is_discarded()) return;
-    if (chunk.contains("error")) {
-      failed_ = true;
-      const ojson& e = chunk["error"];
-      EmitLocked("error", {{"code", e.value("code", ojson(nullptr))},
-                           {"message", e.value("message", std::string("engine error"))},
-                           {"param", e.value("param", ojson(nullptr))}});
-      return;
-    }
-    if (chunk.contains("usage") && chunk["usage"].is_object()) usage_ = UsageOf(chunk["usage"]);
-    if (!chunk.contains("choices") || !chunk["choices"].is_array()) return;
-    for (const ojson& choice : chunk["choices"]) {
-      if (choice.contains("delta") && choice["delta"].contains("content") &&
-          choice["delta"]["content"].is_string()) {
-        const std::string delta = choice["delta"]["content"];
-        if (!delta.empty()) {
-          text_ += delta;
-          EmitLocked(
-              "response.output_text.delta",
-              {{"item_id", info_.item_id}, {"output_index", 0}, {"content_index", 0}, {"delta", delta}});
-        }
-      }
-      if (choice.contains("finish_reason") && choice["finish_reason"].is_string())
-        finish_ = choice["finish_reason"];
-    }
-  }
-
-  void FinishLocked() {
-    if (failed_) {
-      EmitLocked("response.failed",
-                 {{"response", ResponseObject(info_, "failed", ojson::array(),
-                                              usage_.is_null() ? UsageOf(ojson::object()) : usage_, "")}});
-      return;
-    }
-    const bool cut = finish_ == "length";
-    const std::string item_status = cut ? "incomplete" : "completed";
-    const ojson part = OutputText(text_);
-    EmitLocked("response.output_text.done",
-               {{"item_id", info_.item_id}, {"output_index", 0}, {"content_index", 0}, {"text", text_}});
-    EmitLocked("response.content_part.done",
-               {{"item_id", info_.item_id}, {"output_index", 0}, {"content_index", 0}, {"part", part}});
-    const ojson item = MessageItem(info_, item_status, ojson::array({part}));
-    EmitLocked("response.output_item.done", {{"output_index", 0}, {"item", item}});
-    const ojson done =
-        ResponseObject(info_, cut ? "incomplete" : "completed", ojson::array({item}),
-                       usage_.is_null() ? UsageOf(ojson::object()) : usage_, cut ? "max_output_tokens" : "");
-    EmitLocked(cut ? "response.incomplete" : "response.completed", {{"response", done}});
-  }
-
-  void EmitLocked(const std::string& type, ojson fields) {
-    ojson event = {{"type", type}, {"sequence_number", sequence_++}};
-    for (auto& [key, value] : fields.items()) event[key] = std::move(value);
-    inner_->SendStreamData("event: " + type + "\ndata: " + event.dump() + "\n\n");
-  }
-
-  const std::shared_ptr<ResponseWriter> inner_;
-  const ResponsesRequestInfo info_;
-  std::mutex mu_;  // the chat route writes from the engine's output thread, in order
-  std::string pending_;
-  std::string text_, finish_;
-  ojson usage_;
-  int64_t sequence_ = 0;
-  bool failed_ = false;
-};
 
 }  // namespace
 
@@ -310,12 +268,22 @@ std::optional<ApiError> ResponsesToChatBody(const ojson& body, std::string* chat
       }
     } else if (key == "user") {
       chat["user"] = value;
-    } else if (key == "metadata" || key == "store" || key == "service_tier" || key == "parallel_tool_calls") {
+    } else if (key == "metadata" || key == "store" || key == "service_tier") {
       info->echo[key] = value;  // accepted; nothing is stored and there is one service tier
     } else if (key == "tools") {
-      if (!value.is_array() || !value.empty()) return Unsupported("tools", "(tool calling)");
+      ojson tools;
+      if (auto e = TranslateTools(value, &tools)) return e;
+      if (!tools.empty()) chat["tools"] = std::move(tools);
+      info->echo[key] = value;
     } else if (key == "tool_choice") {
-      if (!(value.is_string() && (value == "none" || value == "auto"))) return Unsupported("tool_choice", "");
+      ojson choice;
+      if (auto e = TranslateToolChoice(value, &choice)) return e;
+      chat["tool_choice"] = std::move(choice);
+      info->echo[key] = value;
+    } else if (key == "parallel_tool_calls") {
+      if (!value.is_boolean()) return BadRequest("'parallel_tool_calls' must be a boolean", key);
+      chat[key] = value;
+      info->echo[key] = value;
     } else if (key == "truncation") {
       if (!(value.is_string() && value == "disabled"))
         return Unsupported("truncation", "other than \"disabled\"");
@@ -340,25 +308,24 @@ std::optional<ApiError> ResponsesToChatBody(const ojson& body, std::string* chat
     messages.push_back(ojson{{"role", "user"}, {"content", *input}});
   } else if (input->is_array() && !input->empty()) {
     for (size_t i = 0; i < input->size(); ++i) {
-      ojson m;
-      if (auto e = TranslateMessage((*input)[i], i, &m)) return e;
-      messages.push_back(std::move(m));
+      if (auto e = TranslateInputItem((*input)[i], i, &messages)) return e;
     }
   } else {
-    return BadRequest("'input' must be a string or a non-empty list of messages", "input");
+    return BadRequest("'input' must be a string or a non-empty list of items", "input");
   }
   if (auto text = body.find("text"); text != body.end() && !text->is_null()) {
     if (auto e = TranslateFormat(*text, &chat)) return e;
     info->echo["text"] = *text;
   }
+  // "auto" / "none" without tools mean no tool calls, which the chat route
+  // spells by leaving tool_choice out (it refuses any choice without tools).
+  if (!chat.contains("tools") && chat.contains("tool_choice") && chat["tool_choice"].is_string() &&
+      chat["tool_choice"] != "required") {
+    chat.erase("tool_choice");
+  }
   chat["messages"] = std::move(messages);
   *chat_body = chat.dump();
   return std::nullopt;
-}
-
-std::shared_ptr<ResponseWriter> MakeResponsesWriter(std::shared_ptr<ResponseWriter> inner,
-                                                    ResponsesRequestInfo info) {
-  return std::make_shared<ResponsesWriter>(std::move(inner), std::move(info));
 }
 
 void ApiService::HandleResponses(const std::string& body, const std::shared_ptr<ResponseWriter>& writer) {

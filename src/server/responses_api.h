@@ -2,26 +2,42 @@
 //
 // A Responses request is translated into a chat request (input -> messages,
 // instructions -> a system message first, max_output_tokens -> max_tokens,
-// text.format -> response_format, stream -> stream with usage), which runs
-// through the same parsing, template, tokenization and generation as
-// /v1/chat/completions; a ResponseWriter adapter turns the chat route's
-// answer back into a Responses object, or its SSE chunks into the Responses
-// event stream:
-//   response.created, response.in_progress, response.output_item.added,
-//   response.content_part.added, response.output_text.delta ...,
-//   response.output_text.done, response.content_part.done,
-//   response.output_item.done, response.completed (or response.incomplete
-//   when max_output_tokens cut the text; error + response.failed on an
-//   engine error).
+// text.format -> response_format, tools [{type: "function", name,
+// description, parameters, strict}] -> chat tools, tool_choice and
+// parallel_tool_calls as they are, stream -> stream with usage), which runs
+// through the same parsing, template, tool-call grammar and parser,
+// tokenization and generation as /v1/chat/completions. Input items:
+// messages; function_call (a call the model made: a tool call of an
+// assistant message, joined to the assistant message before it) and
+// function_call_output (a tool message answering its call_id).
+//
+// A ResponseWriter adapter (responses_writer.cc) turns the chat route's
+// answer back into a Responses object (output: a message item with the
+// text, then one function_call item {id, call_id, name, arguments, status}
+// per tool call), or its SSE chunks into the Responses event stream:
+//   response.created, response.in_progress (sent with the chat route's first
+//   chunk, whose warnings they carry), then per output item in order:
+//     message: response.output_item.added, response.content_part.added,
+//       response.output_text.delta ..., response.output_text.done,
+//       response.content_part.done, response.output_item.done;
+//     function_call: response.output_item.added (arguments ""),
+//       response.function_call_arguments.delta (the whole arguments: the
+//       chat route streams each call complete),
+//       response.function_call_arguments.done, response.output_item.done;
+//   then response.completed (or response.incomplete when max_output_tokens
+//   cut the text; error + response.failed on an engine error).
 // Each event is "event: TYPE\ndata: {"type": TYPE, "sequence_number": i, ...}\n\n".
+// The chat route's top-level "warnings" (relaxed JSON Schema assertions)
+// become the Responses object's "warnings", param "text.format".
 //
 // The JSON is kept in its key order (nlohmann::ordered_json), so a JSON
 // Schema's property order reaches the chat route as sent.
 //
-// Not supported yet (400 naming the field): tools / a tool_choice other
-// than "none" / "auto", previous_response_id (nothing is stored), background,
-// reasoning, include, top_logprobs, non-text input parts (images, files),
-// input items other than messages. Unknown fields: 400.
+// Not supported yet (400 naming the field): tools other than functions
+// (web_search, file_search, ...), previous_response_id (nothing is stored),
+// background, reasoning, include, top_logprobs, non-text input parts
+// (images, files), input items other than messages and function calls.
+// Unknown fields: 400.
 #pragma once
 
 #include <cstdint>

@@ -97,12 +97,22 @@ TEST(ResponsesToChat, RefusalsNameTheField) {
       {R"({"input": []})", "input"},
       {R"({"input": 3})", "input"},
       {R"({"input": [{"role": "tool", "content": "x"}]})", "input"},
-      {R"({"input": [{"type": "function_call_output", "call_id": "c", "output": "x"}]})", "input"},
+      {R"({"input": [{"type": "function_call_output", "output": "x"}]})", "input"},
+      {R"({"input": [{"type": "function_call", "call_id": "c", "name": "f"}]})", "input"},
+      {R"({"input": [{"type": "reasoning", "summary": []}]})", "input"},
+      {R"({"input": [{"type": "function_call_output", "call_id": "c", "output": [{"type": "input_image"}]}]})",
+       "input"},
       {R"({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "u"}]}]})", "input"},
       {R"({"input": "x", "max_output_tokens": 0})", "max_output_tokens"},
       {R"({"input": "x", "stream": "yes"})", "stream"},
-      {R"({"input": "x", "tools": [{"type": "function", "name": "f"}]})", "tools"},
-      {R"({"input": "x", "tool_choice": "required"})", "tool_choice"},
+      {R"({"input": "x", "tools": [{"type": "web_search"}]})", "tools"},
+      {R"({"input": "x", "tools": [{"type": "function", "name": "f", "colour": 1}]})", "tools"},
+      {R"({"input": "x", "tools": [{"type": "function", "name": "f", "strict": "yes"}]})", "tools"},
+      {R"({"input": "x", "tools": {"type": "function"}})", "tools"},
+      {R"({"input": "x", "tool_choice": "bogus"})", "tool_choice"},
+      {R"({"input": "x", "tool_choice": {"type": "function"}})", "tool_choice"},
+      {R"({"input": "x", "tool_choice": {"type": "allowed_tools", "tools": []}})", "tool_choice"},
+      {R"({"input": "x", "parallel_tool_calls": 1})", "parallel_tool_calls"},
       {R"({"input": "x", "previous_response_id": "resp_1"})", "previous_response_id"},
       {R"({"input": "x", "background": true})", "background"},
       {R"({"input": "x", "text": {"format": {"type": "xml"}}})", "text.format"},
@@ -119,6 +129,62 @@ TEST(ResponsesToChat, RefusalsNameTheField) {
   Translate(
       R"({"input": "x", "tools": [], "tool_choice": "auto", "background": false, "truncation": "disabled",
                 "previous_response_id": null, "include": []})");
+}
+
+// Function tools: the flat Responses shape becomes the chat shape; the
+// choice and parallel_tool_calls pass through; all three are echoed as sent.
+TEST(ResponsesToChat, FunctionToolsBecomeChatTools) {
+  ResponsesRequestInfo info;
+  ojson chat = Translate(R"({"input": "x", "parallel_tool_calls": false,
+      "tools": [{"type": "function", "name": "get_weather", "description": "Forecast", "strict": true,
+                 "parameters": {"type": "object", "properties": {"zeta": {"type": "string"}, "alpha": {}}}},
+                {"type": "function", "name": "noop", "parameters": null}],
+      "tool_choice": {"type": "function", "name": "get_weather"}})",
+                         &info);
+  EXPECT_EQ(
+      chat["tools"].dump(),
+      ojson::parse(R"([{"type": "function", "function": {"name": "get_weather", "description": "Forecast",
+        "strict": true, "parameters": {"type": "object", "properties": {"zeta": {"type": "string"}, "alpha": {}}}}},
+        {"type": "function", "function": {"name": "noop"}}])")
+          .dump());  // dump(): key order too (the schema's property order)
+  EXPECT_EQ(chat["tool_choice"],
+            ojson::parse(R"({"type": "function", "function": {"name": "get_weather"}})"));
+  EXPECT_EQ(chat["parallel_tool_calls"], false);
+  EXPECT_EQ(info.echo["tool_choice"], ojson::parse(R"({"type": "function", "name": "get_weather"})"));
+  EXPECT_EQ(info.echo["tools"][0]["name"], "get_weather");
+  EXPECT_EQ(info.echo["parallel_tool_calls"], false);
+  EXPECT_EQ(
+      Translate(R"({"input": "x", "tools": [{"type": "function", "name": "f"}], "tool_choice": "required"})")
+          ["tool_choice"],
+      "required");
+  // No tools: "auto" / "none" are left out (the chat route refuses a choice without tools).
+  EXPECT_FALSE(Translate(R"({"input": "x", "tools": [], "tool_choice": "none"})").contains("tool_choice"));
+  EXPECT_FALSE(Translate(R"({"input": "x", "tools": [], "tool_choice": "none"})").contains("tools"));
+}
+
+// function_call items join the assistant message before them (content and
+// the calls of one turn together), function_call_output items become tool
+// messages with the call's name; text parts of an output are joined.
+TEST(ResponsesToChat, FunctionCallItemsBecomeToolCallsAndToolMessages) {
+  ojson chat = Translate(R"({"input": [
+      {"role": "user", "content": "Weather?"},
+      {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Checking."}]},
+      {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "get_weather",
+       "arguments": "{\"city\":\"Paris\"}", "status": "completed"},
+      {"type": "function_call", "call_id": "call_b", "name": "get_time", "arguments": "{}"},
+      {"type": "function_call_output", "call_id": "call_a", "output": "{\"temp\":21}"},
+      {"type": "function_call_output", "call_id": "call_b",
+       "output": [{"type": "input_text", "text": "12:00"}, {"type": "input_text", "text": "UTC"}]},
+      {"type": "function_call", "call_id": "call_c", "name": "get_time", "arguments": "{\"tz\":\"CET\"}"}]})");
+  EXPECT_EQ(chat["messages"], ojson::parse(R"([
+      {"role": "user", "content": "Weather?"},
+      {"role": "assistant", "content": [{"type": "text", "text": "Checking."}], "tool_calls": [
+          {"id": "call_a", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}},
+          {"id": "call_b", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}]},
+      {"role": "tool", "tool_call_id": "call_a", "content": "{\"temp\":21}", "name": "get_weather"},
+      {"role": "tool", "tool_call_id": "call_b", "content": "12:00\nUTC", "name": "get_time"},
+      {"role": "assistant", "content": null, "tool_calls": [
+          {"id": "call_c", "type": "function", "function": {"name": "get_time", "arguments": "{\"tz\":\"CET\"}"}}]}])"));
 }
 
 ResponsesRequestInfo Info() {
@@ -240,6 +306,129 @@ TEST(ResponsesWriter, EngineErrorInStreamFails) {
   EXPECT_EQ(events[events.size() - 2].second["message"], "boom");
   EXPECT_EQ(events.back().first, "response.failed");
   EXPECT_EQ(events.back().second["response"]["status"], "failed");
+}
+
+// A chat answer with text and tool calls: a message item, then one
+// function_call item per call (call_id = the chat call's id).
+TEST(ResponsesWriter, FullAnswerWithFunctionCalls) {
+  auto inner = std::make_shared<testing::CapturingWriter>();
+  ResponsesRequestInfo info = Info();
+  info.echo["tools"] = ojson::parse(R"([{"type": "function", "name": "f"}])");
+  MakeResponsesWriter(inner, info)
+      ->SendResponse(200, "application/json", R"({"choices": [{"index": 0, "finish_reason": "tool_calls",
+      "message": {"role": "assistant", "content": "Sure.", "tool_calls": [
+        {"id": "call_x_0_0", "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}},
+        {"id": "call_x_0_1", "type": "function", "function": {"name": "g", "arguments": "{}"}}]}}],
+      "usage": {"prompt_tokens": 5, "completion_tokens": 9}})");
+  ASSERT_EQ(inner->status(), 200);
+  ojson r = ojson::parse(inner->body());
+  EXPECT_EQ(r["status"], "completed");
+  ASSERT_EQ(r["output"].size(), 3u) << r.dump();
+  EXPECT_EQ(r["output"][0]["type"], "message");
+  EXPECT_EQ(r["output"][0]["content"][0]["text"], "Sure.");
+  EXPECT_EQ(r["output"][1], ojson::parse(R"({"type": "function_call", "id": "fc_1_0", "call_id": "call_x_0_0",
+      "name": "f", "arguments": "{\"a\":1}", "status": "completed"})"));
+  EXPECT_EQ(r["output"][2]["call_id"], "call_x_0_1");
+  EXPECT_EQ(r["output"][2]["id"], "fc_1_1");
+  EXPECT_EQ(r["tools"], info.echo["tools"]);
+  EXPECT_EQ(r["tool_choice"], "auto");  // OpenAI's defaults when the request leaves them out
+  EXPECT_EQ(r["parallel_tool_calls"], true);
+  // Only calls (content null): no message item.
+  auto calls_only = std::make_shared<testing::CapturingWriter>();
+  MakeResponsesWriter(calls_only, Info())
+      ->SendResponse(200, "application/json", R"({"choices": [{"finish_reason": "tool_calls",
+      "message": {"content": null, "tool_calls": [
+        {"id": "call_y", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}}]})");
+  ojson only = ojson::parse(calls_only->body());
+  ASSERT_EQ(only["output"].size(), 1u);
+  EXPECT_EQ(only["output"][0]["type"], "function_call");
+  EXPECT_EQ(only["output"][0]["call_id"], "call_y");
+}
+
+// Streamed: text, then a call (the chat route streams each call whole),
+// then text again: the message closes before the call's events, the later
+// text opens a second message; output indexes count the items.
+TEST(ResponsesWriter, StreamedFunctionCallEvents) {
+  auto inner = std::make_shared<testing::CapturingWriter>();
+  auto writer = MakeResponsesWriter(inner, Info());
+  writer->BeginStream();
+  EXPECT_EQ(inner->body(), "");  // the first events wait for the first chunk
+  writer->SendStreamData(
+      "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"
+      "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\n"
+      "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_q\",\"type\":\"function\","
+      "\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\"}}]}}]}\n\n"
+      "data: {\"choices\":[{\"delta\":{\"content\":\"ok\"}}]}\n\n"
+      "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n"
+      "data: [DONE]\n\n");
+  writer->EndStream();
+  auto events = ParseEvents(inner->body());
+  std::vector<std::string> types;
+  for (size_t i = 0; i < events.size(); ++i) {
+    types.push_back(events[i].first);
+    EXPECT_EQ(events[i].second["sequence_number"], static_cast<int64_t>(i));
+  }
+  EXPECT_EQ(types,
+            (std::vector<std::string>{
+                "response.created", "response.in_progress", "response.output_item.added",
+                "response.content_part.added", "response.output_text.delta", "response.output_text.done",
+                "response.content_part.done", "response.output_item.done", "response.output_item.added",
+                "response.function_call_arguments.delta", "response.function_call_arguments.done",
+                "response.output_item.done", "response.output_item.added", "response.content_part.added",
+                "response.output_text.delta", "response.output_text.done", "response.content_part.done",
+                "response.output_item.done", "response.completed"}));
+  const ojson& added = events[8].second;
+  EXPECT_EQ(added["output_index"], 1);
+  EXPECT_EQ(added["item"], ojson::parse(R"({"type": "function_call", "id": "fc_1_0", "call_id": "call_q",
+      "name": "f", "arguments": "", "status": "in_progress"})"));
+  EXPECT_EQ(events[9].second["item_id"], "fc_1_0");
+  EXPECT_EQ(events[9].second["delta"], "{\"a\":1}");
+  EXPECT_EQ(events[10].second["arguments"], "{\"a\":1}");
+  EXPECT_EQ(events[11].second["item"]["status"], "completed");
+  EXPECT_EQ(events[12].second["output_index"], 2);
+  EXPECT_EQ(events[12].second["item"]["id"], "msg_1_2");
+  const ojson& done = events.back().second["response"];
+  ASSERT_EQ(done["output"].size(), 3u);
+  EXPECT_EQ(done["output"][0]["content"][0]["text"], "Hi");
+  EXPECT_EQ(done["output"][1]["arguments"], "{\"a\":1}");
+  EXPECT_EQ(done["output"][2]["content"][0]["text"], "ok");
+}
+
+// The chat route's warnings (relaxed JSON Schema assertions) reach the
+// Responses object, named in Responses terms, full and streamed (from the
+// first event on).
+TEST(ResponsesWriter, WarningsReachTheResponse) {
+  const std::string warning =
+      R"J({"type": "relaxed_schema_assertion", "message": "m", "param": "response_format",
+          "keyword": "uniqueItems (items is not a finite set)", "pointer": "#/properties/ids"})J";
+  ojson want = ojson::parse(warning);
+  want["param"] = "text.format";
+  auto inner = std::make_shared<testing::CapturingWriter>();
+  MakeResponsesWriter(inner, Info())
+      ->SendResponse(
+          200, "application/json",
+          R"({"choices": [{"finish_reason": "stop", "message": {"content": "[]"}}], "warnings": [)" +
+              warning + "]}");
+  EXPECT_EQ(ojson::parse(inner->body())["warnings"], ojson::array({want}));
+
+  auto streamed = std::make_shared<testing::CapturingWriter>();
+  auto writer = MakeResponsesWriter(streamed, Info());
+  writer->BeginStream();
+  writer->SendStreamData(R"(data: {"choices":[{"delta":{"role":"assistant","content":"[]"}}],"warnings":[)" +
+                         ojson::parse(warning).dump() + "]}\n\n");
+  writer->SendStreamData(
+      "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n");
+  auto events = ParseEvents(streamed->body());
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events[0].first, "response.created");
+  EXPECT_EQ(events[0].second["response"]["warnings"], ojson::array({want}));
+  EXPECT_EQ(events.back().first, "response.completed");
+  EXPECT_EQ(events.back().second["response"]["warnings"], ojson::array({want}));
+  // Without warnings, no field.
+  auto plain = std::make_shared<testing::CapturingWriter>();
+  MakeResponsesWriter(plain, Info())
+      ->SendResponse(200, "application/json", R"({"choices": [{"message": {"content": "a"}}]})");
+  EXPECT_FALSE(ojson::parse(plain->body()).contains("warnings"));
 }
 
 }  // namespace

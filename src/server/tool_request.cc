@@ -33,6 +33,11 @@ MaybeError ParseToolList(const json& body, ParsedRequest* out) {
       return BadRequest("tool '" + f.name + "': 'parameters' must be a JSON Schema object", "tools");
     }
     f.parameters = params ? *params : json::object();
+    if (const json* strict = Find(*fn, "strict")) {
+      if (!strict->is_boolean())
+        return BadRequest("tool '" + f.name + "': 'strict' must be a boolean", "tools");
+      f.strict = strict->get<bool>();
+    }
     out->tools.push_back(std::move(f));
   }
   // The template gets the list as sent (HF apply_chat_template's `tools`).

@@ -15,6 +15,11 @@ on stories260K (its vocabulary is llama2.c's tok512 SentencePiece model, in shar
   responses   /v1/responses with the official `openai` npm client (responses_client.mjs: text,
               instructions, streaming events and the client's stream helper, text.format
               json_schema / json_object, errors; models.retrieve).
+  strict      response_format json_schema.strict (chat, completions) and text.format strict (responses):
+              a schema with a relaxed assertion (uniqueItems over strings) is a 400 naming the keyword and
+              its JSON pointer; best effort gives 200 with a top-level `warnings` entry (the first chunk of
+              a stream; response.created of a Responses stream), and the server logs it once for all
+              the identical requests.
   cors        with --allowed-origins: a preflight from an allowed origin gets 204 with the
               Access-Control-* headers, from another origin 403 without them; plain, streamed and
               error responses carry Access-Control-Allow-Origin only for an allowed origin.
@@ -197,10 +202,85 @@ try:
                         "http://127.0.0.1:%d/v1" % server.port, API_KEY, "org/tiny-stories"],
                        capture_output=True, text=True, timeout=120)
     check(r.returncode == 0, "openai client, /v1/responses and models.retrieve:\n" + r.stdout + r.stderr[-3000:])
-    status, err = server.post("/v1/responses", {"input": "x", "tools": [{"type": "function", "name": "f"}]})
-    check(status == 400 and is_error(err, param="tools"), "/v1/responses tools: 400 naming tools (not yet)")
+    status, err = server.post("/v1/responses", {"input": "x", "tools": [{"type": "web_search"}]})
+    check(status == 400 and is_error(err, param="tools", code="unsupported"),
+          "/v1/responses hosted tools: 400 naming tools (function tools only)")
+    status, err = server.post("/v1/responses", {"input": "x", "tools": [{"type": "function", "name": "f"}],
+                                                "tool_choice": "required"})
+    check(status == 400 and is_error(err, param="tool_choice"),
+          "/v1/responses tool_choice required on a template of no known tool-call format: 400 naming tool_choice")
     status, err = server.post("/v1/responses", {"input": "x", "bogus": 1})
     check(status == 400 and is_error(err, param="bogus"), "/v1/responses unknown field: 400 naming it")
+
+    # ---- json_schema.strict and relaxed-assertion warnings (issue 17): uniqueItems over strings is relaxed
+    # (docs/structured-output.md's keyword table: enforced only for finite item sets).
+    schema = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string", "maxLength": 5},
+                                                        "uniqueItems": True, "maxItems": 3}},
+              "required": ["tags"], "additionalProperties": False}
+    chat = {"messages": [{"role": "user", "content": "Tags?"}], "max_tokens": 24, "temperature": 0}
+
+    def rf(strict):
+        js = {"name": "tags", "schema": schema}
+        if strict is not None:
+            js["strict"] = strict
+        return {"type": "json_schema", "json_schema": js}
+
+    def names_it(err):
+        m = err["error"]["message"] if is_error(err) else ""
+        return "uniqueItems" in m and "#/properties/tags" in m
+
+    def warned(body, param):
+        w = body.get("warnings") if isinstance(body, dict) else None
+        return (isinstance(w, list) and len(w) == 1 and w[0]["pointer"] == "#/properties/tags"
+                and w[0]["keyword"].startswith("uniqueItems") and w[0]["param"] == param
+                and w[0]["type"] == "relaxed_schema_assertion" and "uniqueItems" in w[0]["message"])
+
+    def log_lines():
+        return [l for l in server.stderr if "relaxed assertions" in l and "#/properties/tags" in l]
+
+    status, err = server.post("/v1/chat/completions", dict(chat, response_format=rf(True)))
+    check(status == 400 and is_error(err, param="response_format", code="unsupported") and names_it(err),
+          "chat json_schema strict: 400 naming uniqueItems and #/properties/tags (%s)" % (err,))
+    status, err = server.post("/v1/completions", {"prompt": "Tags:", "max_tokens": 4, "response_format": rf(True)})
+    check(status == 400 and names_it(err), "completions response_format strict: 400 naming keyword and pointer")
+    status, err = server.post("/v1/responses", {"input": "Tags?", "max_output_tokens": 4, "text": {"format": {
+        "type": "json_schema", "name": "tags", "schema": schema, "strict": True}}})
+    check(status == 400 and is_error(err, param="text.format") and names_it(err),
+          "responses text.format strict: 400 naming keyword and pointer, param text.format (%s)" % (err,))
+    check(log_lines() == [], "a refused strict schema logs no relaxed assertions")
+    bodies = []
+    for strict in (False, None):  # two identical best-effort schemas (strict false = absent)
+        status, body = server.post("/v1/chat/completions", dict(chat, response_format=rf(strict)))
+        bodies.append(body)
+        check(status == 200 and warned(body, "response_format"),
+              "chat json_schema strict=%s: 200 with the relaxed assertion in 'warnings' (%s)" % (strict, body))
+    status, _, payload = server.request("POST", "/v1/chat/completions",
+                                        dict(chat, response_format=rf(False), stream=True))
+    chunks = [json.loads(l[6:]) for l in payload.decode().splitlines() if l.startswith("data: {")]
+    check(status == 200 and chunks and warned(chunks[0], "response_format")
+          and not any("warnings" in c for c in chunks[1:]),
+          "streamed chat: the first chunk carries the warnings, no other chunk")
+    status, body = server.post("/v1/completions", {"prompt": "Tags:", "max_tokens": 8, "guided_json": schema})
+    check(status == 200 and warned(body, "guided_json"), "completions guided_json: 200 with warnings (param guided_json)")
+    status, body = server.post("/v1/responses", {"input": "Tags?", "max_output_tokens": 8, "text": {"format": {
+        "type": "json_schema", "name": "tags", "schema": schema}}})
+    check(status == 200 and warned(body, "text.format"), "responses text.format: 200 with warnings (param text.format)")
+    status, _, payload = server.request("POST", "/v1/responses", {"input": "Tags?", "max_output_tokens": 8,
+                                                                 "stream": True, "text": {"format": {
+                                                                     "type": "json_schema", "name": "tags",
+                                                                     "schema": schema}}})
+    events = [json.loads(l[6:]) for l in payload.decode().splitlines() if l.startswith("data: {")]
+    check(status == 200 and events and events[0]["type"] == "response.created"
+          and warned(events[0]["response"], "text.format") and warned(events[-1]["response"], "text.format"),
+          "streamed responses: response.created and the final response carry the warnings")
+    # Every best-effort request above compiled the same schema text once (the grammar cache): one log line.
+    check(len(log_lines()) == 1, "the server logs the relaxed assertion once per schema, not per request (%r)"
+          % log_lines())
+    status, body = server.post("/v1/chat/completions", dict(chat, response_format={
+        "type": "json_schema", "json_schema": {"name": "e", "strict": True, "schema": {
+            "type": "object", "properties": {"tags": {"type": "array", "items": {"enum": ["a", "b"]},
+                                                      "uniqueItems": True}}, "required": ["tags"]}}}))
+    check(status == 200 and "warnings" not in body, "a schema enforced exactly: strict passes, no warnings field")
 
     # ---- CORS
     pre = {"Origin": ORIGIN, "Access-Control-Request-Method": "POST",

@@ -1,6 +1,6 @@
 // Drives /v1/responses of a running `deepinfer serve` with the official `openai` npm client (v4):
 // plain text, instructions, streaming (raw events and the client's ResponseStream helper) and the
-// structured-output form `text.format: {type: "json_schema"}`. Every generated text is checked
+// structured-output form `text.format: {type: "json_schema"}` (strict: a 400; best effort: `warnings`). Every generated text is checked
 // against the same request sent to /v1/chat/completions (greedy, so they must be equal). Exits
 // non-zero on the first failed check.
 //
@@ -120,6 +120,27 @@ assert.equal(helperText, r4.output_text);
 const r5 = await client.responses.create({ model, input: 'JSON please.', max_output_tokens: 60, temperature: 0,
                                           text: { format: { type: 'json_object' } } });
 if (r5.status === 'completed') assert.equal(typeof JSON.parse(r5.output_text), 'object');
+
+// json_schema.strict through the client: a relaxed assertion (uniqueItems over strings) is a typed 400
+// naming keyword and pointer; best effort returns the object with a top-level `warnings` list, which the
+// client passes through untouched (chat and responses).
+const loose = { type: 'object', properties: { ids: { type: 'array', items: { type: 'string', maxLength: 4 },
+                                                     uniqueItems: true, maxItems: 2 } }, required: ['ids'] };
+await assert.rejects(client.chat.completions.create({ model, messages: [{ role: 'user', content: 'ids' }], max_tokens: 8,
+  response_format: { type: 'json_schema', json_schema: { name: 'ids', schema: loose, strict: true } } }),
+  (e) => e.status === 400 && e.param === 'response_format' && /uniqueItems/.test(e.message) &&
+         e.message.includes('#/properties/ids'));
+const relaxed = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'ids' }],
+  max_tokens: 8, response_format: { type: 'json_schema', json_schema: { name: 'ids', schema: loose } } });
+assert.equal(relaxed.warnings.length, 1);
+assert.equal(relaxed.warnings[0].pointer, '#/properties/ids');
+assert.match(relaxed.warnings[0].keyword, /^uniqueItems/);
+const relaxedResponse = await client.responses.create({ model, input: 'ids', max_output_tokens: 8,
+  text: { format: { type: 'json_schema', name: 'ids', schema: loose, strict: false } } });
+assert.equal(relaxedResponse.warnings[0].param, 'text.format');
+await assert.rejects(client.responses.create({ model, input: 'ids', max_output_tokens: 8,
+  text: { format: { type: 'json_schema', name: 'ids', schema: loose, strict: true } } }),
+  (e) => e.status === 400 && e.param === 'text.format' && e.message.includes('#/properties/ids'));
 
 // Errors: the client's typed errors, the param named in Responses terms.
 await assert.rejects(client.responses.create({ model, input: prompt, max_output_tokens: 0 }),

@@ -17,7 +17,11 @@ weights only grammar-forced output can be a valid call, so:
     forces a valid call the same way;
   - tool_choice "none" parses no calls and renders the tools as "auto" does (vLLM's default);
   - the official `openai` npm client runs tools_client.mjs (auto, required, named, parallel, streamed,
-    a round trip whose prompt is checked against Jinja2 as above) against each model.
+    a round trip whose prompt is checked against Jinja2 as above) against each model, and
+    responses_tools_client.mjs (/v1/responses function tools: required, named, parallel, auto, none,
+    streamed events and the client's stream helper, a function_call / function_call_output round trip
+    whose prompt is the Jinja2 rendering of the equivalent chat request) against the Qwen3 and Llama-3 ones;
+    every call's arguments validate (jsonschema).
 usage: tools_e2e_test.py --deepinfer BUILD/deepinfer --shared SHARED [--npm-prefix DIR]
 """
 import argparse
@@ -284,6 +288,63 @@ def run_client(server, npm_prefix, family, tokenizer_dir):
             print(line)
 
 
+def responses_to_chat(items, tools):
+    """The chat request a Responses round trip stands for (OpenAI's mapping: a function_call item is a tool
+    call of an assistant message, a function_call_output a tool message answering its call_id)."""
+    messages, names = [], {}
+    for item in items:
+        if item.get("type") == "function_call":
+            names[item["call_id"]] = item["name"]
+            call = {"id": item["call_id"], "type": "function",
+                    "function": {"name": item["name"], "arguments": item["arguments"]}}
+            if messages and messages[-1]["role"] == "assistant":
+                messages[-1].setdefault("tool_calls", []).append(call)
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif item.get("type") == "function_call_output":
+            messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"],
+                             "name": names[item["call_id"]]})
+        else:
+            messages.append({"role": item["role"], "content": item["content"]})
+    chat_tools = [{"type": "function", "function": {k: v for k, v in t.items() if k != "type"}} for t in tools]
+    return {"messages": messages, "tools": chat_tools}
+
+
+def run_responses_client(server, npm_prefix, family, tokenizer_dir):
+    """/v1/responses function tools with the openai client (responses_tools_client.mjs): every call's
+    arguments validate against its declared schema; the round trip's prompt is the Jinja2 rendering of the
+    equivalent chat conversation (same tokens, same greedy text as the chat route)."""
+    r = subprocess.run(["node", os.path.join(HERE, "responses_tools_client.mjs"), npm_prefix,
+                        "http://127.0.0.1:%d/v1" % server.port, e2e.API_KEY, "e2e", family],
+                       capture_output=True, text=True, timeout=240)
+    if r.returncode != 0:
+        fail("responses_tools_client.mjs (%s) failed:\n%s%s" % (family, r.stdout[-3000:], r.stderr[-3000:]))
+    validated = 0
+    for line in r.stdout.splitlines():
+        if line.startswith("CALL "):
+            _, where, name, arguments = line.split(" ", 3)
+            try:
+                jsonschema.validate(json.loads(arguments), SCHEMAS[name])
+            except (ValueError, KeyError, jsonschema.ValidationError) as e:
+                fail("responses %s: %s(%s) does not validate: %s" % (where, name, arguments, e))
+            validated += 1
+        elif line.startswith("RESPONSES_ROUNDTRIP "):
+            trip = json.loads(line[len("RESPONSES_ROUNDTRIP "):])
+            request = responses_to_chat(trip["input"], trip["tools"])
+            want = check_same_prompt(server, request, tokenizer_dir, "the responses round trip")
+            if trip["input_tokens"] != want:
+                fail("responses round trip: %d input tokens, its Jinja2 prompt %d" % (trip["input_tokens"], want))
+            _, chat = server.post("/v1/chat/completions", dict(request, max_tokens=4, temperature=0))
+            if (chat["choices"][0]["message"]["content"] or "") != trip["output_text"]:
+                fail("responses round trip text %r != chat %r" % (trip["output_text"], chat["choices"][0]))
+            print("tools_e2e: the responses round trip renders byte-identical to Jinja2 (%d tokens)" % want)
+        else:
+            print(line)
+    if validated < 4:  # required, named, parallel, streamed
+        fail("responses: only %d calls validated" % validated)
+    print("tools_e2e: /v1/responses: %d function calls validate against their schemas (jsonschema)" % validated)
+
+
 def rendered(request, tokenizer_dir):
     with open(os.path.join(tokenizer_dir, "tokenizer_config.json")) as f:
         config = json.load(f)
@@ -329,6 +390,8 @@ def main():
                     if with_bos["usage"]["prompt_tokens"] != without["usage"]["prompt_tokens"] + 1:
                         fail("add_special_tokens false should drop BOS: %r %r" % (with_bos["usage"], without["usage"]))
                 run_client(server, args.npm_prefix, family, tokenizer_dir)
+                if family in ("qwen3", "llama3"):
+                    run_responses_client(server, args.npm_prefix, family, tokenizer_dir)
             finally:
                 server.stop()
             print("tools_e2e: %s ok" % family)

@@ -17,7 +17,9 @@ ForwardBatch ToForwardBatch(const StepPlan& plan) {
     chunk.start_pos = s.start_pos;
     chunk.block_table = s.block_table;
     chunk.layer_block_tables = s.layer_block_tables;
-    if (!s.samples) {
+    if (!s.prompt_targets.empty()) {
+      chunk.logits = SequenceChunk::Logits::kAll;  // prompt logprobs (the sampling row, if any, is the last)
+    } else if (!s.samples) {
       chunk.logits = SequenceChunk::Logits::kNone;
     } else if (s.num_draft_tokens > 0) {
       chunk.logits = SequenceChunk::Logits::kAll;

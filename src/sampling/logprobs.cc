@@ -34,4 +34,15 @@ LogprobResult ComputeLogprobs(const float* logits, int64_t vocab, int32_t token,
   return result;
 }
 
+std::vector<TokenLogprob> ComputeTokenLogprobs(const float* rows, int64_t vocab,
+                                               const std::vector<int32_t>& targets, int32_t top_k) {
+  std::vector<TokenLogprob> out;
+  out.reserve(targets.size());
+  for (size_t j = 0; j < targets.size(); ++j) {
+    LogprobResult r = ComputeLogprobs(rows + j * static_cast<size_t>(vocab), vocab, targets[j], top_k);
+    out.push_back(TokenLogprob{targets[j], r.logprob, std::move(r.top)});
+  }
+  return out;
+}
+
 }  // namespace deepinfer

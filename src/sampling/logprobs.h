@@ -24,4 +24,10 @@ struct TokenLogprob {
 // REQUIRES: 0 <= token < vocab, top_k >= 0. NaN logits count as -inf.
 LogprobResult ComputeLogprobs(const float* logits, int64_t vocab, int32_t token, int32_t top_k);
 
+// Prompt logprobs: rows f32 [targets.size(), vocab], row j the logits that
+// predict targets[j]; one entry per target (ComputeLogprobs of each row), so
+// the caller can drop the rows right away.
+std::vector<TokenLogprob> ComputeTokenLogprobs(const float* rows, int64_t vocab,
+                                               const std::vector<int32_t>& targets, int32_t top_k);
+
 }  // namespace deepinfer

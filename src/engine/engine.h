@@ -107,28 +107,30 @@ struct GenerationRequest {
   std::vector<std::string> stop;        // stop strings; the text ends before the match
   bool ignore_eos = false;
   int32_t logprobs = -1;  // -1 none; 0 <= k <= kMaxLogprobs: the sampled token's logprob plus the top k
+  int32_t priority = 0;   // lower first, under the priority policy
+  std::unique_ptr<TokenConstraint> constraint;  // structured output; null = none
+
   // -1 none; 0 <= k <= kMaxLogprobs: per prompt token after the first, its
   // logprob given the tokens before it plus the top k (vLLM's prompt_logprobs),
   // computed like `deepinfer score`. Such a request does not reuse the
   // prefix cache (cached positions have no logits): it computes its whole prompt.
   int32_t prompt_logprobs = -1;
-  int32_t priority = 0;                         // lower first, under the priority policy
-  std::unique_ptr<TokenConstraint> constraint;  // structured output; null = none
 };
 
 struct GenerationEvent {
   RequestId id = 0;
-  std::vector<int32_t> token_ids;      // tokens new since the previous event
-  std::string text;                    // their text (complete UTF-8; stop strings cut off)
-  std::vector<TokenLogprob> logprobs;  // one per new token when requested
-  // With prompt_logprobs, on the first event with tokens only: one entry per
-  // prompt token but the first (entry i: prompt token i + 1).
-  std::vector<TokenLogprob> prompt_logprobs;
+  std::vector<int32_t> token_ids;                    // tokens new since the previous event
+  std::string text;                                  // their text (complete UTF-8; stop strings cut off)
+  std::vector<TokenLogprob> logprobs;                // one per new token when requested
   FinishReason finish_reason = FinishReason::kNone;  // set on the final event
   std::string error;                                 // non-empty: the request failed (final event)
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;     // so far
   int64_t cached_prompt_tokens = 0;  // prompt tokens served from the prefix cache
+
+  // With prompt_logprobs, on the first event with tokens only: one entry per
+  // prompt token but the first (entry i: prompt token i + 1).
+  std::vector<TokenLogprob> prompt_logprobs;
 };
 
 using EventCallback = std::function<void(GenerationEvent)>;

@@ -57,14 +57,16 @@ struct PromptLogprobChunk {
 struct StepResult {
   StepOutput output;  // for Scheduler::OnStepSampled
   std::vector<SampledRow> rows;
-  std::vector<PromptLogprobChunk> prompt_logprobs;  // chunks with ScheduledSequence::prompt_targets
-  Status status;                                    // a failed forward pass: no tokens were sampled
-  std::vector<RequestId> failed_requests;           // with status: the requests of the step
-  int64_t num_tokens = 0;                           // tokens the forward pass computed
-  double forward_seconds = 0.0;                     // its wall time (the speculation cost model's sample)
-  double draft_seconds = 0.0;                       // the drafter's wall time after sampling
-  double draft_fixed_seconds = 0.0;                 // of which independent of the drafts proposed
-  int64_t proposed_tokens = 0;                      // drafts it proposed
+  // Chunks with ScheduledSequence::prompt_targets.
+  std::vector<PromptLogprobChunk> prompt_logprobs;
+
+  Status status;                           // a failed forward pass: no tokens were sampled
+  std::vector<RequestId> failed_requests;  // with status: the requests of the step
+  int64_t num_tokens = 0;                  // tokens the forward pass computed
+  double forward_seconds = 0.0;            // its wall time (the speculation cost model's sample)
+  double draft_seconds = 0.0;              // the drafter's wall time after sampling
+  double draft_fixed_seconds = 0.0;        // of which independent of the drafts proposed
+  int64_t proposed_tokens = 0;             // drafts it proposed
 };
 
 class StepRunner {

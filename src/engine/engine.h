@@ -130,7 +130,7 @@ struct GenerationEvent {
 
   // With prompt_logprobs, on the first event with tokens only: one entry per
   // prompt token but the first (entry i: prompt token i + 1).
-  std::vector<TokenLogprob> prompt_logprobs;
+  std::vector<RankedTokenLogprob> prompt_logprobs;
 };
 
 using EventCallback = std::function<void(GenerationEvent)>;

@@ -110,7 +110,7 @@ void EngineImpl::CollectPromptLogprobsLocked(StepResult& result) {
     if (ctx == contexts_.end() || ctx->second->prompt_logprobs_sent) continue;
     // A request's chunks arrive in position order; after a preemption its
     // recompute repeats positions already collected (with equal values).
-    std::vector<TokenLogprob>& have = ctx->second->prompt_logprob_entries;
+    std::vector<RankedTokenLogprob>& have = ctx->second->prompt_logprob_entries;
     const auto skip = static_cast<int64_t>(have.size()) - (chunk.first_pos - 1);
     if (skip < 0 || skip >= static_cast<int64_t>(chunk.entries.size())) continue;
     have.insert(have.end(), std::make_move_iterator(chunk.entries.begin() + skip),

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "engine/engine.h"
@@ -45,7 +46,7 @@ std::vector<int32_t> Prompt(std::mt19937& rng, int len) {
 
 // What `deepinfer score --tokens PROMPT --top K` prints, as floats: the whole
 // sequence in one kAll chunk, log-softmax in double, best first (ties: lower id).
-std::vector<TokenLogprob> ScoreReference(Model& model, const std::vector<int32_t>& tokens, int k) {
+std::vector<RankedTokenLogprob> ScoreReference(Model& model, const std::vector<int32_t>& tokens, int k) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   const int64_t vocab = model.config().vocab_size;
   const int64_t blocks = (n + 15) / 16;
@@ -56,7 +57,7 @@ std::vector<TokenLogprob> ScoreReference(Model& model, const std::vector<int32_t
   batch.seqs.push_back(SequenceChunk{tokens, 0, table, SequenceChunk::Logits::kAll});
   std::vector<float> logits(static_cast<size_t>(n * vocab));
   EXPECT_TRUE(model.Forward(batch, kv, logits.data()).ok());
-  std::vector<TokenLogprob> out;
+  std::vector<RankedTokenLogprob> out;
   for (int64_t i = 0; i + 1 < n; ++i) {
     const float* row = logits.data() + i * vocab;
     double max = -INFINITY, sum = 0;
@@ -68,9 +69,11 @@ std::vector<TokenLogprob> ScoreReference(Model& model, const std::vector<int32_t
     std::vector<int32_t> ids(static_cast<size_t>(vocab));
     std::iota(ids.begin(), ids.end(), 0);
     std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return lp[a] > lp[b]; });
-    TokenLogprob e;
+    RankedTokenLogprob e;
     e.token = tokens[i + 1];
     e.logprob = static_cast<float>(lp[e.token]);
+    e.rank = 1 + (std::find(ids.begin(), ids.end(), e.token) - ids.begin());
+    while (e.rank > 1 && lp[ids[e.rank - 2]] == lp[e.token]) --e.rank;  // ties share the best rank
     for (int j = 0; j < k; ++j) e.top.emplace_back(ids[j], static_cast<float>(lp[ids[j]]));
     out.push_back(std::move(e));
   }
@@ -79,13 +82,16 @@ std::vector<TokenLogprob> ScoreReference(Model& model, const std::vector<int32_t
 
 bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
 
-void ExpectIdentical(const std::vector<TokenLogprob>& got, const std::vector<TokenLogprob>& want,
-                     const std::string& what) {
+template <typename Entry>
+void ExpectIdentical(const std::vector<Entry>& got, const std::vector<Entry>& want, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_EQ(got[i].token, want[i].token) << what << ", prompt token " << i + 1;
     EXPECT_TRUE(SameBits(got[i].logprob, want[i].logprob))
         << what << ", prompt token " << i + 1 << ": " << got[i].logprob << " vs " << want[i].logprob;
+    if constexpr (std::is_same_v<Entry, RankedTokenLogprob>) {
+      EXPECT_EQ(got[i].rank, want[i].rank) << what << ", prompt token " << i + 1;
+    }
     ASSERT_EQ(got[i].top.size(), want[i].top.size()) << what;
     for (size_t j = 0; j < got[i].top.size(); ++j) {
       EXPECT_EQ(got[i].top[j].first, want[i].top[j].first) << what << ", prompt token " << i + 1;
@@ -107,7 +113,7 @@ TEST(PromptLogprobsTest, EqualScoreBitForBitWhateverTheChunking) {
   LoadedModel ref = testing::LoadStories260K();
   std::mt19937 rng(5);
   const std::vector<int32_t> prompt = Prompt(rng, 110);
-  const std::vector<TokenLogprob> want = ScoreReference(*ref.model, prompt, 4);
+  const std::vector<RankedTokenLogprob> want = ScoreReference(*ref.model, prompt, 4);
   // One chunk; chunks of 96 and of 7 tokens (splits at arbitrary positions).
   for (int64_t budget : {128, 96, 7}) {
     auto engine = Make(Config(budget));
@@ -124,7 +130,7 @@ TEST(PromptLogprobsTest, NoPrefixCacheReuseAndRepeatsAreEqual) {
   LoadedModel ref = testing::LoadStories260K();
   std::mt19937 rng(9);
   const std::vector<int32_t> prompt = Prompt(rng, 70);
-  const std::vector<TokenLogprob> want = ScoreReference(*ref.model, prompt, 2);
+  const std::vector<RankedTokenLogprob> want = ScoreReference(*ref.model, prompt, 2);
   auto engine = Make(Config(32));
   // A plain request fills the prefix cache with this prompt.
   Collector::Output plain = RunOne(*engine, Greedy(prompt, 2));

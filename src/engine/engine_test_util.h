@@ -67,7 +67,7 @@ class Collector {
     std::vector<int32_t> tokens;
     std::string text;
     std::vector<TokenLogprob> logprobs;
-    std::vector<TokenLogprob> prompt_logprobs;
+    std::vector<RankedTokenLogprob> prompt_logprobs;
     int prompt_logprob_events = 0;  // events that carried prompt_logprobs
     FinishReason finish = FinishReason::kNone;
     std::string error;

@@ -47,7 +47,7 @@ struct SamplingContext {
   // Engine thread, GenerationRequest::prompt_logprobs: the entries collected
   // so far (entry i: prompt token i + 1), until the first output event takes them.
   int32_t prompt_logprobs = -1;
-  std::vector<TokenLogprob> prompt_logprob_entries;
+  std::vector<RankedTokenLogprob> prompt_logprob_entries;
   bool prompt_logprobs_sent = false;
 };
 

@@ -51,7 +51,7 @@ struct LaunchedStep {
 struct PromptLogprobChunk {
   RequestId request_id = 0;
   int64_t first_pos = 0;
-  std::vector<TokenLogprob> entries;
+  std::vector<RankedTokenLogprob> entries;
 };
 
 struct StepResult {

@@ -21,6 +21,9 @@ std::optional<ApiError> GenerationJob::Start(std::vector<GenerationRequest> requ
       c.prompt_tokens = static_cast<int64_t>(requests[i].prompt_tokens.size());
       c.result.index = static_cast<int32_t>(i);
       c.result.want_logprobs = options_.want_logprobs;
+      c.result.prompt_logprobs = options_.prompt_logprobs;
+      c.result.echo_logprobs = options_.echo_logprobs;
+      if (!requests[i].prompt_tokens.empty()) c.result.first_prompt_token = requests[i].prompt_tokens.front();
       if (i < options_.echo_text.size()) c.result.text = options_.echo_text[i];
       if (options_.context.api == ParsedRequest::Api::kChat) {
         c.splitter = std::make_unique<ChatOutputSplitter>(options_.reasoning, options_.tool_parser,
@@ -78,6 +81,7 @@ void GenerationJob::OnEvent(size_t index, GenerationEvent event) {
     }
     std::string finish =
         event.finish_reason != FinishReason::kNone ? FinishReasonName(event.finish_reason) : "";
+    if (!event.prompt_logprobs.empty()) c.result.prompt_entries = std::move(event.prompt_logprobs);
 
     if (!event.error.empty()) {
       ApiError error;
@@ -99,9 +103,13 @@ void GenerationJob::OnEvent(size_t index, GenerationEvent event) {
       if (c.first && index < options_.echo_text.size()) text = options_.echo_text[index] + text;
       json logprobs = nullptr;
       if (options_.want_logprobs && !event.logprobs.empty()) {
+        // Completions echo: the first chunk's logprobs start with the prompt's.
+        const EchoLogprobs echo{c.result.first_prompt_token, &c.result.prompt_entries,
+                                options_.echo_logprobs};
         logprobs = options_.context.api == ParsedRequest::Api::kChat
                        ? ChatLogprobsJson(event.logprobs, token_text_)
-                       : CompletionLogprobsJson(event.logprobs, token_text_, c.text_bytes);
+                       : CompletionLogprobsJson(event.logprobs, token_text_, c.text_bytes,
+                                                c.first && options_.echo_logprobs >= 0 ? &echo : nullptr);
       }
       c.text_bytes += static_cast<int64_t>(text.size());
       const bool is_chat = options_.context.api == ParsedRequest::Api::kChat;

@@ -27,7 +27,7 @@ std::optional<ApiError> GenerationJob::Start(std::vector<GenerationRequest> requ
       if (i < options_.echo_text.size()) c.result.text = options_.echo_text[i];
       if (options_.context.api == ParsedRequest::Api::kChat) {
         c.splitter = std::make_unique<ChatOutputSplitter>(options_.reasoning, options_.tool_parser,
-                                                          options_.max_tool_calls);
+                                                          options_.max_tool_calls, options_.stream);
       }
     }
   }
@@ -129,6 +129,7 @@ void GenerationJob::OnEvent(size_t index, GenerationEvent event) {
           ChatOutputDelta rest = c.splitter->Finish();
           d.reasoning += rest.reasoning;
           d.content += rest.content;
+          for (ToolCallFragment& f : rest.fragments) d.fragments.push_back(std::move(f));
           for (ParsedToolCall& call : rest.calls) d.calls.push_back(std::move(call));
         }
         d.content = echo + d.content;
@@ -192,10 +193,23 @@ json GenerationJob::ChatDeltaLocked(Choice& c, const ChatOutputDelta& d) {
   json delta = json::object();
   if (c.first) delta["role"] = "assistant";
   // "" when nothing else: tokens that add no text yet still get a chunk.
-  if (!d.content.empty() || (d.reasoning.empty() && d.calls.empty())) delta["content"] = d.content;
+  if (!d.content.empty() || (d.reasoning.empty() && d.calls.empty() && d.fragments.empty()))
+    delta["content"] = d.content;
   if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
-  if (!d.calls.empty()) {
+  if (!d.calls.empty() || !d.fragments.empty()) {
     json calls = json::array();
+    for (const ToolCallFragment& f : d.fragments) {
+      const auto k = static_cast<int64_t>(f.index);
+      if (f.first) {
+        json entry = ToolCallJson(ToolCallId(c), ParsedToolCall{f.name, f.arguments}, k);
+        c.result.tool_calls.push_back(entry);
+        calls.push_back(std::move(entry));
+      } else if (f.index < c.result.tool_calls.size()) {
+        c.result.tool_calls[f.index]["function"]["arguments"] =
+            c.result.tool_calls[f.index]["function"]["arguments"].get<std::string>() + f.arguments;
+        calls.push_back({{"index", k}, {"function", {{"arguments", f.arguments}}}});
+      }
+    }
     for (const ParsedToolCall& call : d.calls) {
       const auto k = static_cast<int64_t>(c.result.tool_calls.size());
       json entry = ToolCallJson(ToolCallId(c), call, k);

@@ -185,6 +185,33 @@ TEST(PromptLogprobsTest, SameBitsAloneAndInABatch) {
   }
 }
 
+TEST(PromptLogprobsTest, PreemptedRequestsStillReportEveryEntryOnce) {
+  LoadedModel ref = testing::LoadStories260K();
+  EngineConfig c = Config(24);
+  c.scheduler.max_model_len = 96;
+  const int64_t bytes_per_token = KvCache(ref.model->config(), 1, 1).BytesPerToken();
+  c.kv_cache_memory_bytes = 12 * 16 * bytes_per_token;  // 12 blocks: two requests at most
+  auto engine = Make(c);
+  std::mt19937 rng(17);
+  Collector col;
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<RequestId> ids;
+  for (int i = 0; i < 6; ++i) {
+    prompts.push_back(Prompt(rng, 30 + 3 * i));
+    GenerationRequest r = Greedy(prompts.back(), 40);
+    r.prompt_logprobs = 3;
+    ids.push_back(*engine->Submit(std::move(r), col.Callback()));
+  }
+  col.Wait(6);
+  EXPECT_GT(engine->Metrics().num_preemptions_total, 0);
+  for (int i = 0; i < 6; ++i) {
+    const Collector::Output o = col.Get(ids[i]);
+    EXPECT_EQ(o.prompt_logprob_events, 1) << "request " << i;
+    ExpectIdentical(o.prompt_logprobs, ScoreReference(*ref.model, prompts[i], 3),
+                    "request " + std::to_string(i));
+  }
+}
+
 TEST(PromptLogprobsTest, OutOfRangeIsRejectedAndAOneTokenPromptHasNone) {
   auto engine = Make(Config(64));
   for (int k : {-2, kMaxLogprobs + 1}) {

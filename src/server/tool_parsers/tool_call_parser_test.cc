@@ -296,7 +296,9 @@ TEST(ChatOutputSplitter, StreamsArgumentFragmentsThatAddUpToTheCall) {
       EXPECT_EQ(arguments[0], whole.calls[0].arguments) << where;
       EXPECT_EQ(arguments[1], whole.calls[1].arguments) << where;
       EXPECT_EQ(ojson::parse(arguments[0]), ojson::parse(P(family).Parse(text).calls[0].arguments)) << where;
-      if (chunk == 1) EXPECT_GT(fragments_before_finish, 10u) << where << ": arguments were not streamed";
+      if (chunk == 1) {
+        EXPECT_GT(fragments_before_finish, 10u) << where << ": arguments were not streamed";
+      }
     }
   }
 }

@@ -267,6 +267,9 @@ Status EngineImpl::ValidateRequest(const GenerationRequest& r) const {
   if (r.logprobs < -1 || r.logprobs > kMaxLogprobs) {
     return InvalidArgument("logprobs must be in [0, " + std::to_string(kMaxLogprobs) + "]");
   }
+  if (r.prompt_logprobs < -1 || r.prompt_logprobs > kMaxLogprobs) {
+    return InvalidArgument("prompt_logprobs must be in [0, " + std::to_string(kMaxLogprobs) + "]");
+  }
   for (int32_t t : r.stop_token_ids) {
     if (t < 0 || t >= vocab) {
       return InvalidArgument("stop_token_ids: " + std::to_string(t) + " is out of range");
@@ -306,6 +309,8 @@ StatusOr<RequestId> EngineImpl::Submit(GenerationRequest request, EventCallback 
   }
   ctx->draw_stream = request.draw_stream;
   ctx->logprobs = request.logprobs;
+  ctx->prompt_logprobs = request.prompt_logprobs;
+  if (request.prompt_logprobs >= 0) ctx->prompt_logprob_entries.reserve(request.prompt_tokens.size() - 1);
   ctx->constraint = std::move(request.constraint);
   ctx->output_budget =
       std::min<int64_t>(request.max_tokens,
@@ -320,6 +325,7 @@ StatusOr<RequestId> EngineImpl::Submit(GenerationRequest request, EventCallback 
                                  end_of_generation_ids_.end());
   }
   params.priority = request.priority;
+  params.prompt_logprobs = request.prompt_logprobs;
 
   MutexLock lock(mu_);
   if (!accepting_ || broken_) return Unavailable("the engine is shutting down");

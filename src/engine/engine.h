@@ -118,6 +118,12 @@ struct GenerationRequest {
   int32_t logprobs = -1;  // -1 none; 0 <= k <= kMaxLogprobs: the sampled token's logprob plus the top k
   int32_t priority = 0;   // lower first, under the priority policy
   std::unique_ptr<TokenConstraint> constraint;  // structured output; null = none
+
+  // -1 none; 0 <= k <= kMaxLogprobs: per prompt token after the first, its
+  // logprob given the tokens before it plus the top k (vLLM's prompt_logprobs),
+  // computed like `deepinfer score`. Such a request does not reuse the
+  // prefix cache (cached positions have no logits): it computes its whole prompt.
+  int32_t prompt_logprobs = -1;
 };
 
 struct GenerationEvent {
@@ -130,6 +136,10 @@ struct GenerationEvent {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;     // so far
   int64_t cached_prompt_tokens = 0;  // prompt tokens served from the prefix cache
+
+  // With prompt_logprobs, on the first event with tokens only: one entry per
+  // prompt token but the first (entry i: prompt token i + 1).
+  std::vector<RankedTokenLogprob> prompt_logprobs;
 };
 
 using EventCallback = std::function<void(GenerationEvent)>;

@@ -68,6 +68,8 @@ class EngineImpl final : public Engine {
   void WaitForChangeLocked(MutexLock& lock, std::chrono::milliseconds timeout) REQUIRES(mu_);
   // PrepareLaunch + contexts. An empty result needs no launch.
   std::optional<LaunchedStep> PrepareLocked(StepPlan plan) REQUIRES(mu_);
+  // Prompt-logprob chunks of the step -> their requests' contexts.
+  void CollectPromptLogprobsLocked(StepResult& result) REQUIRES(mu_);
   void CommitLocked(StepResult& result) REQUIRES(mu_);
   // Ends a live request and posts its final event; false if it was not live.
   bool AbortLocked(RequestId id, FinishReason reason, const std::string& error = "") REQUIRES(mu_);

@@ -104,6 +104,20 @@ std::optional<LaunchedStep> EngineImpl::PrepareLocked(StepPlan plan) {
   return step;
 }
 
+void EngineImpl::CollectPromptLogprobsLocked(StepResult& result) {
+  for (PromptLogprobChunk& chunk : result.prompt_logprobs) {
+    auto ctx = contexts_.find(chunk.request_id);
+    if (ctx == contexts_.end() || ctx->second->prompt_logprobs_sent) continue;
+    // A request's chunks arrive in position order; after a preemption its
+    // recompute repeats positions already collected (with equal values).
+    std::vector<RankedTokenLogprob>& have = ctx->second->prompt_logprob_entries;
+    const auto skip = static_cast<int64_t>(have.size()) - (chunk.first_pos - 1);
+    if (skip < 0 || skip >= static_cast<int64_t>(chunk.entries.size())) continue;
+    have.insert(have.end(), std::make_move_iterator(chunk.entries.begin() + skip),
+                std::make_move_iterator(chunk.entries.end()));
+  }
+}
+
 void EngineImpl::CommitLocked(StepResult& result) {
   ++steps_total_;
   // No step runs during a commit, so the model's counters are stable here.
@@ -122,6 +136,7 @@ void EngineImpl::CommitLocked(StepResult& result) {
     if (!row.error.empty()) AbortLocked(row.request_id, FinishReason::kAbort, row.error);
     rows[row.request_id] = &row;
   }
+  CollectPromptLogprobsLocked(result);
   StatusOr<CommitResult> commit = scheduler_->OnStepSampled(result.output);
   if (!commit.ok()) {
     DI_LOG_ERROR("engine: %s", commit.status().ToString().c_str());
@@ -157,6 +172,11 @@ void EngineImpl::CommitLocked(StepResult& result) {
       const std::vector<TokenLogprob>& lps = row->second->logprobs;
       item.logprobs.assign(
           lps.begin(), lps.begin() + static_cast<std::ptrdiff_t>(std::min(lps.size(), u.new_tokens.size())));
+    }
+    if (ctx != contexts_.end() && ctx->second->prompt_logprobs >= 0 && !ctx->second->prompt_logprobs_sent &&
+        !u.new_tokens.empty()) {
+      ctx->second->prompt_logprobs_sent = true;
+      item.prompt_logprobs = std::move(ctx->second->prompt_logprob_entries);
     }
     item.tokens = std::move(u.new_tokens);
     if (u.finish_reason != FinishReason::kNone) {

@@ -67,6 +67,8 @@ class Collector {
     std::vector<int32_t> tokens;
     std::string text;
     std::vector<TokenLogprob> logprobs;
+    std::vector<RankedTokenLogprob> prompt_logprobs;
+    int prompt_logprob_events = 0;  // events that carried prompt_logprobs
     FinishReason finish = FinishReason::kNone;
     std::string error;
     int64_t cached_prompt_tokens = 0;
@@ -80,6 +82,10 @@ class Collector {
       o.tokens.insert(o.tokens.end(), ev.token_ids.begin(), ev.token_ids.end());
       o.text += ev.text;
       o.logprobs.insert(o.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
+      if (!ev.prompt_logprobs.empty()) {
+        ++o.prompt_logprob_events;
+        o.prompt_logprobs = ev.prompt_logprobs;
+      }
       o.cached_prompt_tokens = ev.cached_prompt_tokens;
       o.error = ev.error;
       if (ev.finish_reason != FinishReason::kNone) {

@@ -122,6 +122,7 @@ void OutputProcessor::Process(OutputItem& item) {
   ev.id = item.id;
   ev.token_ids = item.tokens;
   ev.logprobs = std::move(item.logprobs);
+  ev.prompt_logprobs = std::move(item.prompt_logprobs);
   ev.prompt_tokens = r.prompt_tokens;
   ev.completion_tokens = r.completion_tokens;
   ev.cached_prompt_tokens = item.cached_prompt_tokens;

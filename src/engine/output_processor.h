@@ -45,6 +45,7 @@ struct OutputItem {
   // kUpdate
   std::vector<int32_t> tokens;
   std::vector<TokenLogprob> logprobs;
+  std::vector<RankedTokenLogprob> prompt_logprobs;  // GenerationEvent::prompt_logprobs
   FinishReason finish_reason = FinishReason::kNone;
   std::string error;
   int64_t cached_prompt_tokens = 0;

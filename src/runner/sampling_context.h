@@ -17,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "sampling/logprobs.h"
 #include "sampling/sampler.h"
 #include "sampling/token_constraint.h"
 #include "scheduler/request.h"
@@ -49,6 +50,11 @@ struct SamplingContext {
   // Engine thread: when a step of the request was first launched (the end
   // of its queue time; default until then).
   std::chrono::steady_clock::time_point first_scheduled{};
+  // Engine thread, GenerationRequest::prompt_logprobs: the entries collected
+  // so far (entry i: prompt token i + 1), until the first output event takes them.
+  int32_t prompt_logprobs = -1;
+  std::vector<RankedTokenLogprob> prompt_logprob_entries;
+  bool prompt_logprobs_sent = false;
 };
 
 }  // namespace deepinfer

@@ -64,9 +64,22 @@ StepResult StepRunner::Run(LaunchedStep& step) {
   std::vector<int64_t> row_of_seq(step.plan.seqs.size(), -1);
   for (size_t i = 0; i < step.plan.seqs.size(); ++i) {
     const ScheduledSequence& seq = step.plan.seqs[i];
+    const SequenceChunk::Logits mode = batch.seqs[i].logits;
+    const size_t num_rows = mode == SequenceChunk::Logits::kAll    ? seq.tokens.size()
+                            : mode == SequenceChunk::Logits::kLast ? 1
+                                                                   : 0;
+    const float* first_row = logits_.data() + row * static_cast<size_t>(vocab_);
+    row += num_rows;
+    if (!seq.prompt_targets.empty()) {
+      // Converted now: the rows are overwritten by the next step.
+      result.prompt_logprobs.push_back(
+          {seq.request_id, seq.start_pos + 1,
+           ComputeTokenLogprobs(first_row, vocab_, seq.prompt_targets, seq.prompt_logprobs)});
+    }
     if (!seq.samples) continue;
-    const float* logits = logits_.data() + row * static_cast<size_t>(vocab_);
-    row += 1 + static_cast<size_t>(seq.num_draft_tokens);
+    // The sampling rows (the last token's, then the drafts') end the chunk's rows.
+    const float* logits =
+        first_row + (num_rows - 1 - static_cast<size_t>(seq.num_draft_tokens)) * static_cast<size_t>(vocab_);
     SamplingContext* ctx = step.contexts[i].get();
     if (ctx == nullptr) {  // cannot happen while contexts live exactly as long as requests
       SampledRow broken;
@@ -88,6 +101,11 @@ StepResult StepRunner::Run(LaunchedStep& step) {
   if (drafter_ != nullptr) {
     if (!step.released.empty()) drafter_->Release(step.released);
     if (step.draft) Draft(step, row_of_seq, result);
+  }
+  if (!result.prompt_logprobs.empty()) {
+    // A prompt-logprobs chunk's [chunk, vocab] rows are not kept past its step.
+    logits_.clear();
+    logits_.shrink_to_fit();
   }
   return result;
 }

@@ -46,9 +46,20 @@ struct LaunchedStep {
   std::shared_ptr<const AcceptanceCalibrator> draft_calibration;
 };
 
+// Prompt logprobs of one chunk: entries[j] is the prompt token at position
+// first_pos + j given the tokens before it.
+struct PromptLogprobChunk {
+  RequestId request_id = 0;
+  int64_t first_pos = 0;
+  std::vector<RankedTokenLogprob> entries;
+};
+
 struct StepResult {
   StepOutput output;  // for Scheduler::OnStepSampled
   std::vector<SampledRow> rows;
+  // Chunks with ScheduledSequence::prompt_targets.
+  std::vector<PromptLogprobChunk> prompt_logprobs;
+
   Status status;                           // a failed forward pass: no tokens were sampled
   std::vector<RequestId> failed_requests;  // with status: the requests of the step
   int64_t num_tokens = 0;                  // tokens the forward pass computed

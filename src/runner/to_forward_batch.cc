@@ -17,9 +17,10 @@ ForwardBatch ToForwardBatch(const StepPlan& plan) {
     chunk.start_pos = s.start_pos;
     chunk.block_table = s.block_table;
     chunk.layer_block_tables = s.layer_block_tables;
-    if (!s.samples) {
+    if (!s.samples && s.prompt_targets.empty()) {
       chunk.logits = SequenceChunk::Logits::kNone;
-    } else if (s.num_draft_tokens > 0) {
+    } else if (s.num_draft_tokens > 0 || !s.prompt_targets.empty()) {
+      // Drafts to verify, or prompt logprobs (the sampling row, if any, is the last).
       chunk.logits = SequenceChunk::Logits::kAll;
     } else {
       chunk.logits = SequenceChunk::Logits::kLast;

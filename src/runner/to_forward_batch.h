@@ -13,7 +13,8 @@ namespace deepinfer {
 
 // REQUIRES: placeholders were resolved (Scheduler::PrepareLaunch); an
 // unresolved one is a bug and aborts. Logits: kLast for a sampling row, kAll
-// when verifying drafts, kNone for a mid-prompt chunk.
+// when verifying drafts or computing prompt logprobs (prompt_targets), kNone
+// for a mid-prompt chunk.
 ForwardBatch ToForwardBatch(const StepPlan& plan);
 
 }  // namespace deepinfer

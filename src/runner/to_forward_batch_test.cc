@@ -28,6 +28,21 @@ TEST(ToForwardBatchTest, KeepsOrderAndChoosesLogitRows) {
   EXPECT_EQ(batch.NumLogitRows(), 1 + 3);
 }
 
+TEST(ToForwardBatchTest, PromptLogprobChunksComputeEveryRow) {
+  StepPlan plan;
+  ScheduledSequence mid{.request_id = 1, .start_pos = 0, .tokens = {5, 6, 7}, .samples = false};
+  mid.prompt_logprobs = 2;
+  mid.prompt_targets = {6, 7, 8};  // the next chunk's first token too
+  ScheduledSequence last{.request_id = 1, .start_pos = 3, .tokens = {8, 9}, .samples = true};
+  last.prompt_logprobs = 2;
+  last.prompt_targets = {9};  // the last row samples
+  plan.seqs = {mid, last};
+  ForwardBatch batch = ToForwardBatch(plan);
+  EXPECT_EQ(batch.seqs[0].logits, SequenceChunk::Logits::kAll);
+  EXPECT_EQ(batch.seqs[1].logits, SequenceChunk::Logits::kAll);
+  EXPECT_EQ(batch.NumLogitRows(), 5);
+}
+
 TEST(ToForwardBatchDeathTest, UnresolvedPlaceholderIsABug) {
   StepPlan plan;
   plan.seqs.push_back(

@@ -34,4 +34,23 @@ LogprobResult ComputeLogprobs(const float* logits, int64_t vocab, int32_t token,
   return result;
 }
 
+std::vector<RankedTokenLogprob> ComputeTokenLogprobs(const float* rows, int64_t vocab,
+                                                     const std::vector<int32_t>& targets, int32_t top_k) {
+  std::vector<RankedTokenLogprob> out;
+  out.reserve(targets.size());
+  for (size_t j = 0; j < targets.size(); ++j) {
+    const float* row = rows + j * static_cast<size_t>(vocab);
+    LogprobResult r = ComputeLogprobs(row, vocab, targets[j], top_k);
+    RankedTokenLogprob e;
+    e.token = targets[j];
+    e.logprob = r.logprob;
+    e.top = std::move(r.top);
+    // Ranked by logit, which orders like the logprob (NaN counts as -inf).
+    const float mine = std::isnan(row[targets[j]]) ? -INFINITY : row[targets[j]];
+    e.rank = 1 + std::count_if(row, row + vocab, [&](float v) { return !std::isnan(v) && v > mine; });
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 }  // namespace deepinfer

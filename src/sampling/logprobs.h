@@ -21,7 +21,18 @@ struct TokenLogprob {
   std::vector<std::pair<int32_t, float>> top;  // top alternatives, best first
 };
 
+// A prompt token's entry (vLLM's prompt_logprobs): also its vocabulary rank.
+struct RankedTokenLogprob : TokenLogprob {
+  int64_t rank = 0;  // 1 + the number of tokens with a higher logprob
+};
+
 // REQUIRES: 0 <= token < vocab, top_k >= 0. NaN logits count as -inf.
 LogprobResult ComputeLogprobs(const float* logits, int64_t vocab, int32_t token, int32_t top_k);
+
+// Prompt logprobs: rows f32 [targets.size(), vocab], row j the logits that
+// predict targets[j]; one entry per target (ComputeLogprobs of each row), so
+// the caller can drop the rows right away.
+std::vector<RankedTokenLogprob> ComputeTokenLogprobs(const float* rows, int64_t vocab,
+                                                     const std::vector<int32_t>& targets, int32_t top_k);
 
 }  // namespace deepinfer

@@ -38,12 +38,21 @@ struct RequestParams {
   int32_t max_tokens = 16;              // >= 1 output tokens
   std::vector<int32_t> stop_token_ids;  // include EOS here unless ignore_eos
   int32_t priority = 0;                 // lower is served first (priority policy only)
+  // >= 0: every prompt position's logit row is computed (prompt logprobs with
+  // the top k): no prefix-cache reuse, chunks of at most
+  // kPromptLogprobsMaxChunk tokens while prompt rows remain.
+  int32_t prompt_logprobs = -1;
 };
+
+// Bounds the f32 [chunk, vocab] logit rows one prompt-logprobs chunk needs
+// (512 x a 152k vocabulary: 311 MB), whatever max_num_batched_tokens is.
+inline constexpr int64_t kPromptLogprobsMaxChunk = 512;
 
 struct Request {
   RequestId id = 0;
   int32_t priority = 0;
-  uint64_t arrival_seq = 0;  // order of AddRequest; ties in priority go to the earlier
+  int32_t prompt_logprobs = -1;  // RequestParams::prompt_logprobs
+  uint64_t arrival_seq = 0;      // order of AddRequest; ties in priority go to the earlier
   int32_t max_tokens = 0;
   std::vector<int32_t> stop_token_ids;
 
@@ -76,6 +85,9 @@ struct Request {
     return std::span<const int32_t>(tokens).subspan(static_cast<size_t>(num_prompt_tokens));
   }
   bool IsFinished() const { return state == RequestState::kFinished; }
+  // Prompt logprobs: the prompt positions whose rows predict a prompt token
+  // are [0, num_prompt_tokens - 1).
+  bool WantsPromptRows() const { return prompt_logprobs >= 0 && num_computed_tokens < num_prompt_tokens - 1; }
 };
 
 }  // namespace deepinfer

@@ -70,6 +70,7 @@ Status Scheduler::AddRequest(RequestParams params) {
   Request r;
   r.id = params.id;
   r.priority = params.priority;
+  r.prompt_logprobs = params.prompt_logprobs;
   r.arrival_seq = next_arrival_seq_++;
   r.max_tokens = params.max_tokens;
   r.stop_token_ids = std::move(params.stop_token_ids);
@@ -166,7 +167,8 @@ void Scheduler::ScheduleDecode(Request& r, PlanState* state) {
 }
 
 void Scheduler::SchedulePrefillChunk(Request& r, PlanState* state) {
-  const int64_t want = std::min(r.NumUncomputedTokens(), state->budget);
+  int64_t want = std::min(r.NumUncomputedTokens(), state->budget);
+  if (r.WantsPromptRows()) want = std::min(want, kPromptLogprobsMaxChunk);
   int64_t fit = kv_.MaxAllocatableTokens(r.id, want);  // a shorter chunk before preempting anyone
   while (fit == 0) {
     Request* victim = LowestPriorityRunning();
@@ -188,14 +190,19 @@ void Scheduler::AdmitWaiting(PlanState* state) {
     if (r.num_placeholders > 0) {
       return;
     }
-    PrefixMatch hit = kv_.MatchPrefix(r.tokens);
+    // Prompt logprobs need a logit row at every prompt position, and cached
+    // positions have none: such a request recomputes its whole prefix.
+    const bool reuse = r.prompt_logprobs < 0;
+    PrefixMatch hit = reuse ? kv_.MatchPrefix(r.tokens) : PrefixMatch{};
+    const PrefixMatch* start = reuse ? &hit : nullptr;
     int64_t want = std::min(r.NumTokens() - hit.num_tokens, state->budget);
-    if (!kv_.CanAllocate(r.id, want, &hit)) {
+    if (!reuse) want = std::min(want, kPromptLogprobsMaxChunk);
+    if (!kv_.CanAllocate(r.id, want, start)) {
       Request* victim = running_.empty() ? nullptr : LowestPriorityRunning();
       if (victim == nullptr) {
         // Nothing running will ever free memory: start with the chunk that fits
         // (AddRequest guaranteed the whole request fits an empty pool).
-        want = kv_.MaxAllocatableTokens(r.id, want, &hit);
+        want = kv_.MaxAllocatableTokens(r.id, want, start);
         DI_CHECK(want > 0);
       } else if (config_.policy == SchedulingPolicy::kPriority && KeyOf(*victim) > KeyOf(r)) {
         Preempt(*victim, state);  // a lower priority gives way; then look again
@@ -204,7 +211,7 @@ void Scheduler::AdmitWaiting(PlanState* state) {
         return;  // FCFS: nobody overtakes the head of the queue
       }
     }
-    DI_CHECK(kv_.Allocate(r.id, want, &hit).ok());
+    DI_CHECK(kv_.Allocate(r.id, want, start).ok());
     // A repeat or an extension of this prompt resumes at its end with no replay
     // (window-bounded KV keeps a checkpoint there; a no-op otherwise).
     kv_.AddCheckpoint(r.id, r.num_prompt_tokens - 1);
@@ -274,6 +281,11 @@ StepPlan Scheduler::BuildPlan(PlanState* state) {
     }
     s.tokens.insert(s.tokens.end(), r.draft_tokens.begin(), r.draft_tokens.begin() + pick.num_drafts);
     s.samples = s.start_pos + base == r.NumTokens();
+    if (r.WantsPromptRows()) {
+      s.prompt_logprobs = r.prompt_logprobs;
+      const int64_t end = std::min(s.start_pos + base, r.num_prompt_tokens - 1);
+      s.prompt_targets.assign(r.tokens.begin() + s.start_pos + 1, r.tokens.begin() + end + 1);
+    }
     if (kv_.per_layer()) {
       s.layer_block_tables = kv_.LayerBlockTables(r.id);
     } else {

@@ -31,6 +31,12 @@ struct ScheduledSequence {
   // Instead of block_table when the KV is per layer (hybrid sliding window):
   // one table per KV layer, kNoBlock where a window released a block.
   std::vector<std::vector<BlockId>> layer_block_tables;
+  // Prompt logprobs (RequestParams::prompt_logprobs): the top k to report,
+  // and the prompt tokens the chunk's first rows predict — row j (position
+  // start_pos + j) predicts prompt_targets[j], the token at start_pos + j + 1.
+  // Non-empty: the chunk computes every logit row (its sampling row, if any, last).
+  int32_t prompt_logprobs = -1;
+  std::vector<int32_t> prompt_targets;
 };
 
 struct StepPlan {

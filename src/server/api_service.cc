@@ -384,6 +384,9 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
       g.stop = req.stop;
       g.ignore_eos = req.ignore_eos;
       g.logprobs = req.logprobs;
+      // Completions echo + logprobs report the prompt's tokens too (vLLM).
+      g.prompt_logprobs = std::max(req.prompt_logprobs,
+                                   req.echo && api == ParsedRequest::Api::kCompletion ? req.logprobs : -1);
       g.priority = req.priority;
       requests.push_back(std::move(g));
       job.echo_text.push_back(prompt_texts[p]);
@@ -400,6 +403,8 @@ void ApiService::HandleGeneration(ParsedRequest::Api api, const std::string& bod
   job.stream = req.stream;
   job.include_usage = req.include_usage;
   job.want_logprobs = req.logprobs >= 0;
+  job.prompt_logprobs = req.prompt_logprobs;
+  if (req.echo && api == ParsedRequest::Api::kCompletion) job.echo_logprobs = req.logprobs;
   job.n = req.n;
   if (!req.echo) job.echo_text.clear();
   if (req.min_tokens > 0 && !prepared->structured) {

@@ -18,8 +18,8 @@ size_t PartialSuffix(std::string_view s, std::string_view marker) {
 }  // namespace
 
 ChatOutputSplitter::ChatOutputSplitter(ReasoningFormat reasoning, const ToolCallParser* tools,
-                                       size_t max_calls)
-    : reasoning_(reasoning), tools_(tools), max_calls_(max_calls) {
+                                       size_t max_calls, bool stream_arguments)
+    : reasoning_(reasoning), tools_(tools), max_calls_(max_calls), stream_arguments_(stream_arguments) {
   if (reasoning_ == ReasoningFormat::kNone) phase_ = Phase::kContent;
 }
 
@@ -82,6 +82,22 @@ void ChatOutputSplitter::PushContent(const std::string& text, ChatOutputDelta* o
     out->content += content_.substr(emitted_, limit - emitted_);
     emitted_ = limit;
   }
+  if (tools_ != nullptr && stream_arguments_ && emitted_ < content_.size()) StreamArguments(out);
+}
+
+void ChatOutputSplitter::StreamArguments(ChatOutputDelta* out) {
+  const std::vector<StreamingToolCall> calls = tools_->StreamCalls(content_);
+  for (size_t j = 0; j < calls.size() && j < max_calls_; ++j) {
+    std::string args = tool_parsing::CompactJson(calls[j].arguments);
+    if (j == streamed_.size()) {
+      out->fragments.push_back({j, true, calls[j].name, args});
+      streamed_.push_back(std::move(args));
+      ++num_calls_;
+    } else if (args.size() > streamed_[j].size() && args.compare(0, streamed_[j].size(), streamed_[j]) == 0) {
+      out->fragments.push_back({j, false, "", args.substr(streamed_[j].size())});
+      streamed_[j] = std::move(args);
+    }
+  }
 }
 
 ChatOutputDelta ChatOutputSplitter::Finish() {
@@ -109,8 +125,21 @@ ChatOutputDelta ChatOutputSplitter::Finish() {
     } else {
       // Content the parser kept, beyond what was streamed already.
       if (parsed.content.size() > emitted_) out.content += parsed.content.substr(emitted_);
-      for (ParsedToolCall& call : parsed.calls) {
-        if (num_calls_ >= max_calls_) break;
+      // Arguments as generated (compacted), where the call's object is there to see.
+      const std::vector<StreamingToolCall> raw = tools_->StreamCalls(content_);
+      for (size_t j = 0; j < parsed.calls.size() && j < max_calls_; ++j) {
+        ParsedToolCall& call = parsed.calls[j];
+        if (j < raw.size() && raw[j].closed && raw[j].name == call.name) {
+          call.arguments = tool_parsing::CompactJson(raw[j].arguments);
+        }
+        if (j < streamed_.size()) {
+          // Sent already: the rest of its arguments.
+          const std::string& sent = streamed_[j];
+          if (call.arguments.size() > sent.size() && call.arguments.compare(0, sent.size(), sent) == 0) {
+            out.fragments.push_back({j, false, "", call.arguments.substr(sent.size())});
+          }
+          continue;
+        }
         out.calls.push_back(std::move(call));
         ++num_calls_;
       }

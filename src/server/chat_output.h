@@ -7,9 +7,15 @@
 // Unclosed reasoning runs to the end of the output.
 // Tool calls (a ToolCallParser, when the request may call tools): content is
 // streamed until the parser sees where a call section may begin; from there
-// the text is held and parsed when the output ends (calls are emitted whole,
-// one delta each; text that turns out not to be calls is released as
-// content then).
+// the text is held and parsed when the output ends (text that turns out not
+// to be calls is released as content then). With stream_arguments, a call
+// is sent as soon as its name is known (a fragment with the name and the
+// arguments so far) and its arguments as they grow (fragments to append, as
+// OpenAI streams them); otherwise calls come whole. Either way a call's
+// arguments are its generated arguments object without blanks outside
+// strings (tool_parsing::CompactJson), so the fragments add up to the
+// arguments a non-streamed response reports. A streamed call stays sent if
+// the section then fails to parse (its text is also released as content).
 // Not thread-safe: one per choice, driven by its job under the job's lock.
 #pragma once
 
@@ -22,18 +28,29 @@ namespace deepinfer::server {
 
 enum class ReasoningFormat { kNone, kDeepseekR1, kQwen3 };
 
+// A streamed call's piece: the first names it (OpenAI's delta with id, type
+// and function.name), the rest append to function.arguments.
+struct ToolCallFragment {
+  size_t index = 0;  // the call's number in the choice
+  bool first = false;
+  std::string name;       // first only
+  std::string arguments;  // to append
+};
+
 struct ChatOutputDelta {
   std::string reasoning;
   std::string content;
+  std::vector<ToolCallFragment> fragments;  // before `calls`, which are numbered after them
   std::vector<ParsedToolCall> calls;
-  bool empty() const { return reasoning.empty() && content.empty() && calls.empty(); }
+  bool empty() const { return reasoning.empty() && content.empty() && fragments.empty() && calls.empty(); }
 };
 
 class ChatOutputSplitter {
  public:
   // `tools`: null when tool calls are not parsed (no tools, tool_choice none).
   // `max_calls`: calls past it are dropped (parallel_tool_calls false: 1).
-  ChatOutputSplitter(ReasoningFormat reasoning, const ToolCallParser* tools, size_t max_calls);
+  ChatOutputSplitter(ReasoningFormat reasoning, const ToolCallParser* tools, size_t max_calls,
+                     bool stream_arguments = false);
 
   // New generated text -> what can be emitted now.
   ChatOutputDelta Push(const std::string& text);
@@ -44,10 +61,14 @@ class ChatOutputSplitter {
 
  private:
   void PushContent(const std::string& text, ChatOutputDelta* out);
+  // Streams what StreamCalls sees beyond what was sent.
+  void StreamArguments(ChatOutputDelta* out);
 
   const ReasoningFormat reasoning_;
   const ToolCallParser* const tools_;
   const size_t max_calls_;
+  const bool stream_arguments_;
+  std::vector<std::string> streamed_;  // per streamed call: the arguments sent so far
   enum class Phase { kStart, kReasoning, kContent } phase_ = Phase::kStart;
   std::string pending_;  // reasoning phase: text not yet classified (a marker may be forming)
   std::string content_;  // all content so far (the tool parser's input)

@@ -139,9 +139,9 @@ std::optional<ApiError> ParseChatRequest(const json& body, const RequestLimits& 
           body,
           {"messages", "max_tokens", "max_completion_tokens", "logprobs", "top_logprobs",
            "add_generation_prompt", "continue_final_message", "documents", "chat_template_kwargs", "tools",
-           "tool_choice", "parallel_tool_calls", "echo"},
-          {"chat_template", "suffix", "prompt_logprobs", "reasoning_effort", "audio", "modalities",
-           "prediction", "web_search_options", "mm_processor_kwargs", "guided_decoding_backend",
+           "tool_choice", "parallel_tool_calls", "echo", "prompt_logprobs"},
+          {"chat_template", "suffix", "reasoning_effort", "audio", "modalities", "prediction",
+           "web_search_options", "mm_processor_kwargs", "guided_decoding_backend",
            "truncate_prompt_tokens"})) {
     return e;
   }
@@ -162,6 +162,7 @@ std::optional<ApiError> ParseChatRequest(const json& body, const RequestLimits& 
   if (auto e = fields::Int(body, "top_logprobs", 0, limits.max_logprobs, &top)) return e;
   if (top >= 0 && !logprobs) return BadRequest("'top_logprobs' needs \"logprobs\": true", "top_logprobs");
   out->logprobs = logprobs ? static_cast<int32_t>(top < 0 ? 0 : top) : -1;
+  if (auto e = fields::PromptLogprobs(body, limits, out)) return e;
   return std::nullopt;
 }
 

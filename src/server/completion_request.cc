@@ -63,8 +63,9 @@ std::optional<ApiError> ParseCompletionRequest(const json& body, const RequestLi
                                                ParsedRequest* out) {
   if (!body.is_object()) return BadRequest("the request body must be a JSON object");
   out->api = ParsedRequest::Api::kCompletion;
-  if (auto e = fields::CheckFieldNames(body, {"prompt", "max_tokens", "logprobs", "echo", "best_of"},
-                                       {"suffix", "prompt_logprobs", "truncate_prompt_tokens"})) {
+  if (auto e = fields::CheckFieldNames(
+          body, {"prompt", "max_tokens", "logprobs", "echo", "best_of", "prompt_logprobs"},
+          {"suffix", "truncate_prompt_tokens"})) {
     return e;
   }
   if (auto e = ParsePrompts(body, limits.vocab_size, &out->prompts)) return e;
@@ -76,9 +77,7 @@ std::optional<ApiError> ParseCompletionRequest(const json& body, const RequestLi
   if (auto e = fields::Int(body, "logprobs", 0, limits.max_logprobs, &logprobs)) return e;
   out->logprobs = static_cast<int32_t>(logprobs);
   if (auto e = fields::Bool(body, "echo", &out->echo)) return e;
-  if (out->echo && out->logprobs >= 0) {
-    return BadRequest("'echo' together with 'logprobs' (prompt logprobs) is not supported", "echo");
-  }
+  if (auto e = fields::PromptLogprobs(body, limits, out)) return e;
   int64_t best_of = out->n;
   if (auto e = fields::Int(body, "best_of", 1, limits.max_n, &best_of)) return e;
   if (best_of != out->n) return BadRequest("'best_of' different from 'n' is not supported", "best_of");

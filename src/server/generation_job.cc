@@ -21,10 +21,13 @@ std::optional<ApiError> GenerationJob::Start(std::vector<GenerationRequest> requ
       c.prompt_tokens = static_cast<int64_t>(requests[i].prompt_tokens.size());
       c.result.index = static_cast<int32_t>(i);
       c.result.want_logprobs = options_.want_logprobs;
+      c.result.prompt_logprobs = options_.prompt_logprobs;
+      c.result.echo_logprobs = options_.echo_logprobs;
+      if (!requests[i].prompt_tokens.empty()) c.result.first_prompt_token = requests[i].prompt_tokens.front();
       if (i < options_.echo_text.size()) c.result.text = options_.echo_text[i];
       if (options_.context.api == ParsedRequest::Api::kChat) {
         c.splitter = std::make_unique<ChatOutputSplitter>(options_.reasoning, options_.tool_parser,
-                                                          options_.max_tool_calls);
+                                                          options_.max_tool_calls, options_.stream);
       }
     }
   }
@@ -78,6 +81,7 @@ void GenerationJob::OnEvent(size_t index, GenerationEvent event) {
     }
     std::string finish =
         event.finish_reason != FinishReason::kNone ? FinishReasonName(event.finish_reason) : "";
+    if (!event.prompt_logprobs.empty()) c.result.prompt_entries = std::move(event.prompt_logprobs);
 
     if (!event.error.empty()) {
       ApiError error;
@@ -99,9 +103,13 @@ void GenerationJob::OnEvent(size_t index, GenerationEvent event) {
       if (c.first && index < options_.echo_text.size()) text = options_.echo_text[index] + text;
       json logprobs = nullptr;
       if (options_.want_logprobs && !event.logprobs.empty()) {
+        // Completions echo: the first chunk's logprobs start with the prompt's.
+        const EchoLogprobs echo{c.result.first_prompt_token, &c.result.prompt_entries,
+                                options_.echo_logprobs};
         logprobs = options_.context.api == ParsedRequest::Api::kChat
                        ? ChatLogprobsJson(event.logprobs, token_text_)
-                       : CompletionLogprobsJson(event.logprobs, token_text_, c.text_bytes);
+                       : CompletionLogprobsJson(event.logprobs, token_text_, c.text_bytes,
+                                                c.first && options_.echo_logprobs >= 0 ? &echo : nullptr);
       }
       c.text_bytes += static_cast<int64_t>(text.size());
       const bool is_chat = options_.context.api == ParsedRequest::Api::kChat;
@@ -121,6 +129,7 @@ void GenerationJob::OnEvent(size_t index, GenerationEvent event) {
           ChatOutputDelta rest = c.splitter->Finish();
           d.reasoning += rest.reasoning;
           d.content += rest.content;
+          for (ToolCallFragment& f : rest.fragments) d.fragments.push_back(std::move(f));
           for (ParsedToolCall& call : rest.calls) d.calls.push_back(std::move(call));
         }
         d.content = echo + d.content;
@@ -183,10 +192,23 @@ json GenerationJob::ChatDeltaLocked(Choice& c, const ChatOutputDelta& d) {
   json delta = json::object();
   if (c.first) delta["role"] = "assistant";
   // "" when nothing else: tokens that add no text yet still get a chunk.
-  if (!d.content.empty() || (d.reasoning.empty() && d.calls.empty())) delta["content"] = d.content;
+  if (!d.content.empty() || (d.reasoning.empty() && d.calls.empty() && d.fragments.empty()))
+    delta["content"] = d.content;
   if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
-  if (!d.calls.empty()) {
+  if (!d.calls.empty() || !d.fragments.empty()) {
     json calls = json::array();
+    for (const ToolCallFragment& f : d.fragments) {
+      const auto k = static_cast<int64_t>(f.index);
+      if (f.first) {
+        json entry = ToolCallJson(ToolCallId(c), ParsedToolCall{f.name, f.arguments}, k);
+        c.result.tool_calls.push_back(entry);
+        calls.push_back(std::move(entry));
+      } else if (f.index < c.result.tool_calls.size()) {
+        c.result.tool_calls[f.index]["function"]["arguments"] =
+            c.result.tool_calls[f.index]["function"]["arguments"].get<std::string>() + f.arguments;
+        calls.push_back({{"index", k}, {"function", {{"arguments", f.arguments}}}});
+      }
+    }
     for (const ParsedToolCall& call : d.calls) {
       const auto k = static_cast<int64_t>(c.result.tool_calls.size());
       json entry = ToolCallJson(ToolCallId(c), call, k);

@@ -31,7 +31,9 @@ struct JobOptions {
   bool stream = false;
   bool include_usage = false;
   bool want_logprobs = false;
-  int32_t n = 1;  // choices per prompt
+  int32_t prompt_logprobs = -1;  // ChoiceResult::prompt_logprobs
+  int32_t echo_logprobs = -1;    // ChoiceResult::echo_logprobs
+  int32_t n = 1;                 // choices per prompt
   // Per choice: text shown before the generated text (completions `echo`;
   // chat `echo`: the final assistant message's content).
   std::vector<std::string> echo_text;

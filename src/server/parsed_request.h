@@ -74,6 +74,9 @@ struct ParsedRequest {
   // -1: none. Completions: `logprobs` (top count). Chat: `top_logprobs` when
   // `logprobs` is true (0 if top_logprobs is absent).
   int32_t logprobs = -1;
+  // vLLM's prompt_logprobs: -1 none, else the top count (<= max_logprobs);
+  // refused with stream.
+  int32_t prompt_logprobs = -1;
   std::optional<int32_t> max_tokens;  // max_tokens / max_completion_tokens
   SamplingParams sampling;
   bool has_seed = false;

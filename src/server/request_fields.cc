@@ -201,6 +201,16 @@ MaybeError Int(const json& body, const char* name, int64_t lo, int64_t hi, int64
   return std::nullopt;
 }
 
+MaybeError PromptLogprobs(const json& body, const RequestLimits& limits, ParsedRequest* out) {
+  int64_t k = -1;
+  if (auto e = Int(body, "prompt_logprobs", 0, limits.max_logprobs, &k)) return e;
+  if (k >= 0 && out->stream) {
+    return BadRequest("'prompt_logprobs' is not available with \"stream\": true", "prompt_logprobs");
+  }
+  out->prompt_logprobs = static_cast<int32_t>(k);
+  return std::nullopt;
+}
+
 MaybeError Number(const json& body, const char* name, double lo, double hi, double* out) {
   const json* v = Find(body, name);
   if (!v) return std::nullopt;

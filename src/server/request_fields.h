@@ -36,6 +36,10 @@ MaybeError ParseCommonFields(const json& body, const RequestLimits& limits, Pars
 MaybeError CheckFieldNames(const json& body, std::initializer_list<const char*> known,
                            std::initializer_list<const char*> unsupported);
 
+// prompt_logprobs (both APIs, after ParseCommonFields): an integer in
+// [0, max_logprobs]; with stream a 400 (as vLLM refuses it there).
+MaybeError PromptLogprobs(const json& body, const RequestLimits& limits, ParsedRequest* out);
+
 // The chat-only parts: tools, tool_choice, parallel_tool_calls.
 MaybeError ParseTools(const json& body, ParsedRequest* out);
 

@@ -126,7 +126,11 @@ TEST(CompletionRequest, BadFieldsNameTheField) {
   EXPECT_EQ(CompletionError(R"({"prompt": "x", "logprobs": true})").param, "logprobs");
   EXPECT_EQ(CompletionError(R"({"prompt": "x", "stream_options": {"include_usage": true}})").param,
             "stream_options");
-  EXPECT_EQ(CompletionError(R"({"prompt": "x", "echo": true, "logprobs": 1})").param, "echo");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "prompt_logprobs": 21})").param, "prompt_logprobs");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "prompt_logprobs": -1})").param, "prompt_logprobs");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "prompt_logprobs": 1.5})").param, "prompt_logprobs");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "prompt_logprobs": 0, "stream": true})").param,
+            "prompt_logprobs");
   EXPECT_EQ(CompletionError(R"({"prompt": "x", "best_of": 2})").param, "best_of");
   ApiError e = CompletionError(R"({"prompt": "x", "max_tokens": "16"})");
   EXPECT_EQ(e.http_status, 400);
@@ -302,8 +306,7 @@ TEST(ChatRequest, Tools) {
 
 TEST(RequestFields, UnsupportedFieldsAreNamed) {
   const std::string base = R"({"messages": [{"role": "user", "content": "x"}], )";
-  for (const char* field :
-       {"suffix", "prompt_logprobs", "reasoning_effort", "use_beam_search", "bad_words"}) {
+  for (const char* field : {"suffix", "reasoning_effort", "use_beam_search", "bad_words"}) {
     EXPECT_EQ(ChatError(base + "\"" + field + "\": 1}").param, field);
   }
   EXPECT_EQ(ChatError(base + R"("skip_special_tokens": false})").param, "skip_special_tokens");
@@ -314,6 +317,19 @@ TEST(RequestFields, UnsupportedFieldsAreNamed) {
   EXPECT_EQ(r.add_special_tokens, true);
   EXPECT_TRUE(r.echo);
   EXPECT_EQ(ChatError(base + R"("min_tokens": -1})").param, "min_tokens");
+}
+
+TEST(RequestFields, PromptLogprobs) {
+  const std::string base = R"({"messages": [{"role": "user", "content": "x"}], )";
+  EXPECT_EQ(Chat(base + R"("prompt_logprobs": 20})").prompt_logprobs, 20);
+  EXPECT_EQ(Chat(base + R"("prompt_logprobs": null})").prompt_logprobs, -1);
+  EXPECT_EQ(ChatError(base + R"("prompt_logprobs": 21})").param, "prompt_logprobs");
+  EXPECT_EQ(ChatError(base + R"("prompt_logprobs": 2, "stream": true})").param, "prompt_logprobs");
+  auto r = Completion(R"({"prompt": "x", "prompt_logprobs": 0, "echo": true, "logprobs": 3})");
+  EXPECT_EQ(r.prompt_logprobs, 0);
+  EXPECT_TRUE(r.echo);
+  EXPECT_EQ(r.logprobs, 3);
+  EXPECT_EQ(Completion(R"({"prompt": "x"})").prompt_logprobs, -1);
 }
 
 TEST(RequestFields, SchemaObjectsKeepPropertyOrder) {

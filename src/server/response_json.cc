@@ -37,22 +37,50 @@ json UsageJson(const Usage& usage) {
 }
 
 json CompletionLogprobsJson(const std::vector<TokenLogprob>& lps, const TokenTextFn& token_text,
-                            int64_t text_offset) {
+                            int64_t text_offset, const EchoLogprobs* echo) {
   json tokens = json::array(), token_logprobs = json::array(), top = json::array(), offsets = json::array();
-  for (const TokenLogprob& lp : lps) {
-    std::string text = token_text(lp.token);
+  auto add = [&](int32_t token, json logprob, json alternatives) {
+    std::string text = token_text(token);
     tokens.push_back(text);
-    token_logprobs.push_back(lp.logprob);
-    json alternatives = json::object();
-    for (const auto& [id, logprob] : lp.top) alternatives[token_text(id)] = logprob;
+    token_logprobs.push_back(std::move(logprob));
     top.push_back(std::move(alternatives));
     offsets.push_back(text_offset);
     text_offset += static_cast<int64_t>(text.size());
+  };
+  auto alternatives = [&](const TokenLogprob& lp, size_t k) {
+    json out = json::object();
+    for (size_t j = 0; j < lp.top.size() && j < k; ++j) out[token_text(lp.top[j].first)] = lp.top[j].second;
+    return out;
+  };
+  if (echo != nullptr && echo->first_token >= 0) {
+    add(echo->first_token, nullptr, nullptr);  // nothing precedes it
+    for (const RankedTokenLogprob& lp : *echo->prompt) {
+      add(lp.token, lp.logprob, alternatives(lp, static_cast<size_t>(echo->top_k)));
+    }
   }
+  for (const TokenLogprob& lp : lps) add(lp.token, lp.logprob, alternatives(lp, lp.top.size()));
   return json{{"tokens", tokens},
               {"token_logprobs", token_logprobs},
               {"top_logprobs", top},
               {"text_offset", offsets}};
+}
+
+json PromptLogprobsJson(const std::vector<RankedTokenLogprob>& entries, int32_t top_k,
+                        const TokenTextFn& token_text) {
+  json out = json::array({nullptr});  // the first prompt token has no context
+  for (const RankedTokenLogprob& e : entries) {
+    json entry = json::object();
+    entry[std::to_string(e.token)] = {
+        {"logprob", e.logprob}, {"rank", e.rank}, {"decoded_token", token_text(e.token)}};
+    for (size_t j = 0; j < e.top.size() && j < static_cast<size_t>(top_k); ++j) {
+      const auto& [id, logprob] = e.top[j];
+      if (id == e.token) continue;  // listed with its own rank
+      entry[std::to_string(id)] = {
+          {"logprob", logprob}, {"rank", static_cast<int64_t>(j) + 1}, {"decoded_token", token_text(id)}};
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
 }
 
 json ChatLogprobsJson(const std::vector<TokenLogprob>& lps, const TokenTextFn& token_text) {
@@ -86,13 +114,23 @@ json FullResponseJson(const ResponseContext& ctx, const std::vector<ChoiceResult
       choice["logprobs"] = c.want_logprobs ? ChatLogprobsJson(c.logprobs, token_text) : json(nullptr);
     } else {
       choice["text"] = c.text;
-      choice["logprobs"] =
-          c.want_logprobs ? CompletionLogprobsJson(c.logprobs, token_text, 0) : json(nullptr);
+      const EchoLogprobs echo{c.first_prompt_token, &c.prompt_entries, c.echo_logprobs};
+      choice["logprobs"] = c.want_logprobs ? CompletionLogprobsJson(c.logprobs, token_text, 0,
+                                                                    c.echo_logprobs >= 0 ? &echo : nullptr)
+                                           : json(nullptr);
+      if (c.prompt_logprobs >= 0) {
+        choice["prompt_logprobs"] = PromptLogprobsJson(c.prompt_entries, c.prompt_logprobs, token_text);
+      }
     }
     list.push_back(std::move(choice));
   }
   out["choices"] = std::move(list);
   out["usage"] = UsageJson(usage);
+  // Chat: vLLM reports the (one) prompt's logprobs beside the choices.
+  if (ctx.api == ParsedRequest::Api::kChat && !choices.empty() && choices[0].prompt_logprobs >= 0) {
+    out["prompt_logprobs"] =
+        PromptLogprobsJson(choices[0].prompt_entries, choices[0].prompt_logprobs, token_text);
+  }
   return out;
 }
 

@@ -44,6 +44,21 @@ struct ChoiceResult {
   std::string finish_reason;           // "stop", "length", "abort", "tool_calls"
   std::vector<TokenLogprob> logprobs;  // when requested
   bool want_logprobs = false;
+  // prompt_logprobs (-1: not requested) and completions echo + logprobs
+  // (echo_logprobs: its top count, -1: not both): the prompt's entries from
+  // its second token on (GenerationEvent::prompt_logprobs) and its first token.
+  int32_t prompt_logprobs = -1;
+  int32_t echo_logprobs = -1;
+  int32_t first_prompt_token = -1;
+  std::vector<RankedTokenLogprob> prompt_entries;
+};
+
+// Completions echo with logprobs: the prompt's tokens lead the logprobs
+// (the first with null logprob and top_logprobs), top lists cut to top_k.
+struct EchoLogprobs {
+  int32_t first_token = -1;
+  const std::vector<RankedTokenLogprob>* prompt = nullptr;
+  int32_t top_k = 0;
 };
 
 // Serializes with invalid UTF-8 replaced (never throws).
@@ -55,7 +70,11 @@ inline constexpr const char* kSseDone = "data: [DONE]\n\n";
 json UsageJson(const Usage& usage);
 // text_offset starts at `text_offset` (the choice's text length so far).
 json CompletionLogprobsJson(const std::vector<TokenLogprob>& lps, const TokenTextFn& token_text,
-                            int64_t text_offset);
+                            int64_t text_offset, const EchoLogprobs* echo = nullptr);
+// vLLM's prompt_logprobs: [null, {"<id>": {logprob, rank, decoded_token}, ...}, ...]
+// — per prompt token after the first, the token itself then the top_k.
+json PromptLogprobsJson(const std::vector<RankedTokenLogprob>& entries, int32_t top_k,
+                        const TokenTextFn& token_text);
 json ChatLogprobsJson(const std::vector<TokenLogprob>& lps, const TokenTextFn& token_text);
 
 // A full (non-streaming) response.

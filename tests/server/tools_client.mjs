@@ -74,12 +74,20 @@ for (const c of parallel.choices[0].message.tool_calls) checkCall(c, names, 'par
 const stream = await client.chat.completions.create({ model, messages, tools, max_tokens: 200, seed: 2, stream: true,
   tool_choice: { type: 'function', function: { name: 'get_weather' } } });
 const calls = [];
+const argumentDeltas = [];  // per call: deltas carrying arguments
 let finish = null;
 for await (const chunk of stream) {
   const choice = chunk.choices[0];
   if (!choice) continue;
   for (const d of choice.delta.tool_calls ?? []) {
+    if (calls[d.index] === undefined) {
+      // OpenAI's shape: a call's first delta has its id, type and name.
+      assert.ok(d.id && d.type === 'function' && d.function?.name, 'first delta of a call: ' + JSON.stringify(d));
+    } else {
+      assert.ok(!d.function?.name, 'the name comes once: ' + JSON.stringify(d));
+    }
     calls[d.index] ??= { id: '', type: 'function', function: { name: '', arguments: '' } };
+    if (d.function?.arguments) argumentDeltas[d.index] = (argumentDeltas[d.index] ?? 0) + 1;
     if (d.id) calls[d.index].id = d.id;
     calls[d.index].function.name += d.function?.name ?? '';
     calls[d.index].function.arguments += d.function?.arguments ?? '';
@@ -90,6 +98,15 @@ assert.equal(finish, 'tool_calls');
 for (const c of calls) checkCall(c, ['get_weather'], 'streamed');
 assert.deepEqual(calls.map((c) => c.function.arguments),
                  named.choices[0].message.tool_calls.map((c) => c.function.arguments), 'streamed == non-streamed');
+// The arguments arrive in fragments as they are generated, not in one piece at the end.
+assert.ok(argumentDeltas.every((n) => n > 1), 'argument fragments per call: ' + JSON.stringify(argumentDeltas));
+// The client's own accumulation (its stream helper) reconstructs the same calls.
+const helper = client.beta.chat.completions.stream({ model, messages, tools, max_tokens: 200, seed: 2,
+  tool_choice: { type: 'function', function: { name: 'get_weather' } } });
+const assembled = await helper.finalChatCompletion();
+assert.deepEqual(assembled.choices[0].message.tool_calls.map((c) => [c.id.length > 0, c.function.name, c.function.arguments]),
+                 named.choices[0].message.tool_calls.map((c) => [true, c.function.name, c.function.arguments]),
+                 'the stream helper assembles the non-streamed calls');
 
 // Round trip: the call and its result go back; the server renders them into the prompt.
 const call = required.choices[0].message.tool_calls[0];

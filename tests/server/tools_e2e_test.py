@@ -153,7 +153,8 @@ def check_errors(server):
            ({"tool_choice": {"type": "function", "function": {"name": "nope"}}, "tools": TOOLS}, "tool_choice"),
            ({"tool_choice": "required"}, "tool_choice"),
            ({"tools": [{"type": "function", "function": {"parameters": {}}}]}, "tools"),
-           ({"suffix": "x"}, "suffix"), ({"prompt_logprobs": 1}, "prompt_logprobs"),
+           ({"suffix": "x"}, "suffix"), ({"prompt_logprobs": 21}, "prompt_logprobs"),
+           ({"prompt_logprobs": 1, "stream": True}, "prompt_logprobs"),
            ({"reasoning_effort": "high"}, "reasoning_effort"),
            ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
             "messages"),
@@ -163,7 +164,7 @@ def check_errors(server):
         status, r = server.post("/v1/chat/completions", dict({"messages": USER, "max_tokens": 2}, **extra))
         if status != 400 or r["error"]["param"] != param:
             fail("%r: expected 400 naming %r, got %d %r" % (extra, param, status, r))
-    for field, value in (("suffix", "x"), ("prompt_logprobs", 1)):
+    for field, value in (("suffix", "x"), ("prompt_logprobs", 21)):
         status, r = server.post("/v1/completions", {"prompt": "hi", field: value})
         if status != 400 or r["error"]["param"] != field:
             fail("completions %s: %d %r" % (field, status, r))

@@ -64,6 +64,25 @@ class DeepseekV3Parser final : public ToolCallParser {
     return result;
   }
 
+  std::vector<StreamingToolCall> StreamCalls(std::string_view text) const override {
+    std::vector<StreamingToolCall> out;
+    const size_t start = text.find(kCallsBegin);
+    if (start == std::string_view::npos) return out;
+    for (size_t at = text.find(kCallBegin, start); at != std::string_view::npos;) {
+      const size_t sep = text.find(kSep, at);
+      if (sep == std::string_view::npos) break;
+      const size_t name_begin = sep + kSep.size();
+      const size_t newline = text.find('\n', name_begin);
+      if (newline == std::string_view::npos) break;
+      const size_t args = text.find('{', newline);
+      if (args == std::string_view::npos) break;
+      out.push_back(StreamingCall(std::string(text.substr(name_begin, newline - name_begin)), text, args));
+      if (!out.back().closed) break;
+      at = text.find(kCallBegin, args);
+    }
+    return out;
+  }
+
   grammar::TaggedJsonFormat CallFormat(const std::vector<ToolFunction>& tools, bool parallel) const override {
     grammar::TaggedJsonFormat f;
     for (const ToolFunction& t : tools) {

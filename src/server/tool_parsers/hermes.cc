@@ -43,6 +43,17 @@ class HermesParser final : public ToolCallParser {
     return result;
   }
 
+  std::vector<StreamingToolCall> StreamCalls(std::string_view text) const override {
+    std::vector<StreamingToolCall> out;
+    for (size_t at = text.find(kBegin); at != std::string_view::npos;) {
+      const size_t before = out.size();
+      StreamCallObjects(text, at + kBegin.size(), '\0', &out);
+      if (out.size() == before || !out.back().closed) break;
+      at = text.find(kBegin, at + kBegin.size());
+    }
+    return out;
+  }
+
   grammar::TaggedJsonFormat CallFormat(const std::vector<ToolFunction>& tools, bool parallel) const override {
     grammar::TaggedJsonFormat f;
     for (const ToolFunction& t : tools) {

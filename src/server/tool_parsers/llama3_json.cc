@@ -44,6 +44,15 @@ class Llama3JsonParser final : public ToolCallParser {
     }
   }
 
+  std::vector<StreamingToolCall> StreamCalls(std::string_view text) const override {
+    std::vector<StreamingToolCall> out;
+    size_t i = text.find_first_not_of(kSpace);
+    if (i == std::string_view::npos) return out;
+    if (text.substr(i, kPythonTag.size()) == kPythonTag) i += kPythonTag.size();
+    StreamCallObjects(text, i, ';', &out);
+    return out;
+  }
+
   grammar::TaggedJsonFormat CallFormat(const std::vector<ToolFunction>& tools, bool parallel) const override {
     grammar::TaggedJsonFormat f;
     for (const ToolFunction& t : tools) {

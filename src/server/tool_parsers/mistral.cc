@@ -38,6 +38,21 @@ class MistralParser final : public ToolCallParser {
     return result;
   }
 
+  std::vector<StreamingToolCall> StreamCalls(std::string_view text) const override {
+    std::vector<StreamingToolCall> out;
+    const size_t at = text.find(kMarker);
+    if (at == std::string_view::npos) return out;
+    size_t i = text.find_first_not_of(" \t\r\n", at + kMarker.size());
+    if (i == std::string_view::npos) return out;
+    if (text[i] != '[') {
+      StreamCallObjects(text, i, '\0', &out);  // one object, no list
+      return out;
+    }
+    i = text.find_first_not_of(" \t\r\n", i + 1);
+    if (i != std::string_view::npos) StreamCallObjects(text, i, ',', &out);
+    return out;
+  }
+
   grammar::TaggedJsonFormat CallFormat(const std::vector<ToolFunction>& tools, bool parallel) const override {
     grammar::TaggedJsonFormat f;
     for (const ToolFunction& t : tools) {

@@ -99,6 +99,106 @@ bool ParseCallObject(std::string_view object_text, ParsedToolCall* out) {
   return true;
 }
 
+namespace {
+constexpr std::string_view kBlank = " \t\r\n";
+
+size_t SkipBlank(std::string_view text, size_t i) {
+  while (i < text.size() && kBlank.find(text[i]) != std::string_view::npos) ++i;
+  return i;
+}
+
+// The end of the JSON string at text[i] (one past its closing quote); npos
+// when it is not closed yet.
+size_t StringEnd(std::string_view text, size_t i) {
+  if (i >= text.size() || text[i] != '"') return std::string_view::npos;
+  for (size_t j = i + 1; j < text.size(); ++j) {
+    if (text[j] == '\\') {
+      ++j;
+    } else if (text[j] == '"') {
+      return j + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+}  // namespace
+
+bool CallObjectPrefix(std::string_view text, std::string* name, size_t* args_begin) {
+  size_t i = SkipBlank(text, 0);
+  if (i >= text.size() || text[i] != '{') return false;
+  i = SkipBlank(text, i + 1);
+  size_t end = StringEnd(text, i);
+  if (end == std::string_view::npos || text.substr(i, end - i) != "\"name\"") return false;
+  i = SkipBlank(text, end);
+  if (i >= text.size() || text[i] != ':') return false;
+  i = SkipBlank(text, i + 1);
+  end = StringEnd(text, i);
+  if (end == std::string_view::npos) return false;
+  const auto value = nlohmann::json::parse(text.substr(i, end - i), nullptr, false);
+  if (!value.is_string()) return false;
+  i = SkipBlank(text, end);
+  if (i >= text.size() || text[i] != ',') return false;
+  i = SkipBlank(text, i + 1);
+  end = StringEnd(text, i);
+  if (end == std::string_view::npos) return false;
+  const std::string_view key = text.substr(i, end - i);
+  if (key != "\"arguments\"" && key != "\"parameters\"") return false;
+  i = SkipBlank(text, end);
+  if (i >= text.size() || text[i] != ':') return false;
+  i = SkipBlank(text, i + 1);
+  if (i >= text.size() || text[i] != '{') return false;
+  *name = value.get<std::string>();
+  *args_begin = i;
+  return true;
+}
+
+StreamingToolCall StreamingCall(std::string name, std::string_view text, size_t args_begin) {
+  StreamingToolCall call;
+  call.name = std::move(name);
+  const size_t end = JsonValueEnd(text, args_begin);
+  call.closed = end != std::string_view::npos;
+  call.arguments = text.substr(args_begin, call.closed ? end - args_begin : std::string_view::npos);
+  return call;
+}
+
+void StreamCallObjects(std::string_view text, size_t at, char separator,
+                       std::vector<StreamingToolCall>* out) {
+  while (at < text.size()) {
+    std::string name;
+    size_t args = 0;
+    const std::string_view rest = text.substr(at);
+    if (!CallObjectPrefix(rest, &name, &args)) return;
+    out->push_back(StreamingCall(std::move(name), rest, args));
+    if (!out->back().closed || separator == '\0') return;
+    const size_t end = JsonValueEnd(rest, SkipBlank(rest, 0));
+    if (end == std::string_view::npos) return;
+    at = SkipBlank(text, at + end);
+    if (at >= text.size() || text[at] != separator) return;
+    at = SkipBlank(text, at + 1);
+  }
+}
+
+std::string CompactJson(std::string_view text) {
+  std::string out;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (kBlank.find(c) != std::string_view::npos) {
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
 std::string JsonString(const std::string& s) {
   return nlohmann::ordered_json(s).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }

@@ -30,6 +30,14 @@ struct ParsedToolCall {
   std::string arguments;  // a JSON object's text
 };
 
+// A call as far as the output has generated it (streaming): its name is
+// complete, its arguments object has begun.
+struct StreamingToolCall {
+  std::string name;
+  std::string_view arguments;  // raw text from the arguments object's '{' (to its '}' or the end)
+  bool closed = false;         // the arguments object is complete
+};
+
 struct ToolParseResult {
   std::string content;  // text outside the calls ("" when there is none)
   std::vector<ParsedToolCall> calls;
@@ -49,6 +57,12 @@ class ToolCallParser {
   // The whole generated content -> text and calls. Output that is not a
   // well-formed call section stays content (no calls), as vLLM's parsers do.
   virtual ToolParseResult Parse(std::string_view text) const = 0;
+
+  // The calls of the content so far whose name is known and whose arguments
+  // object has begun, in order (stops at the first that is not, or cannot be
+  // streamed: e.g. arguments sent as a JSON string). Streaming sends their
+  // arguments as they grow; Parse still decides at the end.
+  virtual std::vector<StreamingToolCall> StreamCalls(std::string_view text) const = 0;
 
   // The format of one call (or, with `parallel`, one or more) of one of
   // `tools`, for grammar-forced tool choice.
@@ -76,6 +90,18 @@ size_t JsonValueEnd(std::string_view text, size_t begin);
 // or "parameters"; an arguments string holding JSON is accepted too).
 // False when `object_text` is not one.
 bool ParseCallObject(std::string_view object_text, ParsedToolCall* out);
+// A call object's beginning: {"name": STRING, "arguments"|"parameters": {
+// (in that order, blanks allowed): the name and the offset of the
+// arguments' '{' in `text`. False when `text` does not (yet) begin so.
+bool CallObjectPrefix(std::string_view text, std::string* name, size_t* args_begin);
+// The call whose arguments object begins at text[args_begin].
+StreamingToolCall StreamingCall(std::string name, std::string_view text, size_t args_begin);
+// The calls object after object from text[at] ({call} then `separator`,
+// blanks around it, then the next); `separator` '\0': one call only.
+void StreamCallObjects(std::string_view text, size_t at, char separator, std::vector<StreamingToolCall>* out);
+// Arguments as streamed and reported: the object's text without blanks
+// outside strings (the same JSON value as the generated text).
+std::string CompactJson(std::string_view text);
 // `"name"` as JSON text.
 std::string JsonString(const std::string& s);
 // The trailing part of a parameters schema as the grammar needs it (an

@@ -226,5 +226,82 @@ TEST(ChatOutputSplitter, SplitsReasoningContentAndCalls) {
   EXPECT_EQ(one.Finish().calls.size(), 1u);
 }
 
+// Streamed arguments: with stream_arguments each family's calls arrive as a
+// first fragment (name) and argument fragments while the text grows, and
+// the fragments add up to the arguments a non-streamed split reports —
+// the generated object without blanks outside strings — whatever the chunking.
+TEST(ChatOutputSplitter, StreamsArgumentFragmentsThatAddUpToTheCall) {
+  const std::string ds_calls =
+      "<\xef\xbd\x9ctool\xe2\x96\x81"
+      "calls\xe2\x96\x81"
+      "begin\xef\xbd\x9c>";
+  const std::string ds_calls_end =
+      "<\xef\xbd\x9ctool\xe2\x96\x81"
+      "calls\xe2\x96\x81"
+      "end\xef\xbd\x9c>";
+  const std::string ds_call =
+      "<\xef\xbd\x9ctool\xe2\x96\x81"
+      "call\xe2\x96\x81"
+      "begin\xef\xbd\x9c>";
+  const std::string ds_call_end =
+      "<\xef\xbd\x9ctool\xe2\x96\x81"
+      "call\xe2\x96\x81"
+      "end\xef\xbd\x9c>";
+  const std::string ds_sep =
+      "<\xef\xbd\x9ctool\xe2\x96\x81"
+      "sep\xef\xbd\x9c>";
+  const std::string args = R"({"city": "Paris, FR", "days": [1, 2], "q": "a \"b\" }"})";
+  const std::string want = R"({"city":"Paris, FR","days":[1,2],"q":"a \"b\" }"})";
+  const std::vector<std::pair<const char*, std::string>> cases = {
+      {"hermes", "Sure.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": " + args +
+                     "}\n</tool_call>\n<tool_call>\n{\"name\": \"t\", \"arguments\": {}}\n</tool_call>"},
+      {"llama3_json", "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": " + args +
+                          "}; {\"name\": \"t\", \"parameters\": {}}"},
+      {"mistral", "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": " + args +
+                      "}, {\"name\": \"t\", \"arguments\": {}}]"},
+      {"deepseek_v3", ds_calls + ds_call + "function" + ds_sep + "get_weather\n```json\n" + args + "\n```" +
+                          ds_call_end + "\n" + ds_call + "function" + ds_sep + "t\n```json\n{}\n```" +
+                          ds_call_end + ds_calls_end},
+  };
+  for (const auto& [family, text] : cases) {
+    // The non-streamed split: whole calls.
+    ChatOutputDelta whole = Split(ReasoningFormat::kNone, &P(family), text, 1000);
+    ASSERT_EQ(whole.calls.size(), 2u) << family;
+    EXPECT_EQ(whole.calls[0].arguments, want) << family;
+    EXPECT_EQ(whole.calls[1].arguments, "{}") << family;
+    for (size_t chunk : {1, 2, 3, 5, 1000}) {
+      const std::string where = std::string(family) + ", chunks of " + std::to_string(chunk);
+      ChatOutputSplitter s(ReasoningFormat::kNone, &P(family), 16, /*stream_arguments=*/true);
+      std::vector<std::string> names, arguments;
+      size_t fragments_before_finish = 0;
+      auto add = [&](const ChatOutputDelta& d, bool finishing) {
+        EXPECT_TRUE(d.calls.empty()) << where << ": every call here is streamable";
+        for (const ToolCallFragment& f : d.fragments) {
+          if (f.first) {
+            ASSERT_EQ(f.index, names.size()) << where;
+            names.push_back(f.name);
+            arguments.push_back(f.arguments);
+          } else {
+            ASSERT_LT(f.index, names.size()) << where << ": a fragment before its call's first";
+            arguments[f.index] += f.arguments;
+          }
+          if (!finishing) ++fragments_before_finish;
+        }
+      };
+      for (size_t i = 0; i < text.size(); i += chunk) add(s.Push(text.substr(i, chunk)), false);
+      add(s.Finish(), true);
+      ASSERT_EQ(names.size(), 2u) << where;
+      EXPECT_EQ(names[0], "get_weather") << where;
+      EXPECT_EQ(names[1], "t") << where;
+      EXPECT_EQ(arguments[0], whole.calls[0].arguments) << where;
+      EXPECT_EQ(arguments[1], whole.calls[1].arguments) << where;
+      EXPECT_EQ(ojson::parse(arguments[0]), ojson::parse(P(family).Parse(text).calls[0].arguments)) << where;
+      if (chunk == 1) {
+        EXPECT_GT(fragments_before_finish, 10u) << where << ": arguments were not streamed";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace deepinfer::server

@@ -146,7 +146,7 @@ const char* MatMulKernelName(Isa isa, DType t) {
       return AmxInt8Enabled() ? "packed-int8-vnni+amx" : "packed-int8-vnni";
     case DType::kQ4_K:
       if (!packed) return avx512 ? "int8-vnni" : "int8-avx2";
-      return "packed-int8-vnni";
+      return AmxInt8Enabled() ? "packed-int8-vnni+amx" : "packed-int8-vnni";
     case DType::kQ6_K:
       return packed ? "packed-int8-vnni" : "int8";
     default:

@@ -118,10 +118,28 @@ struct Q4_0Panel {
   }
 };
 
+// Q4_K (packed_weights.h): the nibbles q = 0..15 as they are (no offset:
+// the minimum is a separate term), signed for TDPBSSD.
+struct Q4_KPanel {
+  static constexpr DType kType = DType::kQ4_K;
+  static __m512i Step(const uint8_t* g, int s, int lanes) {
+    __m512i raw;
+    if (lanes == 16) {
+      raw = _mm512_load_si512(g + (s & 3) * 64);
+    } else {
+      raw = _mm512_castsi256_si512(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + (s & 3) * 32)));
+    }
+    const __m512i mask = _mm512_set1_epi8(0x0f);
+    return s < 4 ? _mm512_and_si512(raw, mask) : _mm512_and_si512(_mm512_srli_epi16(raw, 4), mask);
+  }
+};
+
 // Per-thread scratch: the transposed panel and the epilogue's buffers.
 struct Scratch {
   AlignedBuffer<int8_t> w;       // [blocks][8][16][4]
-  AlignedBuffer<float> dw;       // [blocks][16]
+  AlignedBuffer<float> dw;       // [blocks][16] (Q4_K: d * sc)
+  AlignedBuffer<float> dm;       // Q4_K: [blocks][16] dmin * m
+  AlignedBuffer<float> dxsum;    // Q4_K: [tile_tokens / 16][blocks][16 tokens] d_x * sum(q_x)
   AlignedBuffer<int32_t> c;      // 2 x [16 tokens][16 rows]
   AlignedBuffer<float> lane;     // [16 lanes][16 tokens][16 rows]
   AlignedBuffer<int32_t> order;  // blocks in the order they are folded
@@ -132,16 +150,48 @@ Scratch& ThreadScratch() {
   return scratch;
 }
 
-// Step 1: rows [r0, r0 + 16) into s.w / s.dw (real blocks only).
+// Q4_K row `row`'s f32 d * sc (*dsc) and dmin * m (*dm) of the lanes of
+// group g (16, or 8 in the half group): the products the AVX-512 kernel
+// forms (kquant_avx512.cc), lane l = sub-block 16g + l.
+inline void Q4_KGroupScales(const uint8_t* row, BlockGroups groups, int64_t g, __m512* dsc, __m512* dm) {
+  const uint8_t* sc = row + Q4_KScalesOffset(groups) + g * 2 * kGroupBlocks;
+  const uint8_t* dd = row + Q4_KDOffset(groups) + g * 8;
+  if (g < groups.full) {
+    const __m512i even = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i odd = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m128 d = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(dd)));
+    *dsc = _mm512_mul_ps(
+        _mm512_permutexvar_ps(even, _mm512_castps128_ps512(d)),
+        _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)))));
+    *dm = _mm512_mul_ps(
+        _mm512_permutexvar_ps(odd, _mm512_castps128_ps512(d)),
+        _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16)))));
+  } else {  // half group: one super-block, lanes 0..7
+    uint16_t h[2];
+    __builtin_memcpy(h, dd, 4);
+    const __m256 d_sc = _mm256_mul_ps(
+        _mm256_set1_ps(_cvtsh_ss(h[0])),
+        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc)))));
+    const __m256 d_m = _mm256_mul_ps(
+        _mm256_set1_ps(_cvtsh_ss(h[1])),
+        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8)))));
+    *dsc = _mm512_zextps256_ps512(d_sc);
+    *dm = _mm512_zextps256_ps512(d_m);
+  }
+}
+
+// Step 1: rows [r0, r0 + 16) into s.w / s.dw (Q4_K: and s.dm; real blocks only).
 template <class Panel>
 void TransposePanel(const MatMulArgs& a, int64_t r0, Scratch& s) {
+  constexpr bool kQ4_K = Panel::kType == DType::kQ4_K;
   const Int8Activations& xq = *a.xq;
   const BlockGroups groups = xq.groups;
   const int64_t blocks = xq.blocks;
-  const int64_t full_bytes = GroupValueBytes(Panel::kType, kGroupBlocks);
-  const int64_t scales_offset = InterleavedScalesOffset(Panel::kType, groups);
+  const int64_t full_bytes = kQ4_K ? 256 : GroupValueBytes(Panel::kType, kGroupBlocks);
+  const int64_t scales_offset = kQ4_K ? 0 : InterleavedScalesOffset(Panel::kType, groups);
   s.w.Resize(static_cast<size_t>(blocks * kBlockBytes));
   s.dw.Resize(static_cast<size_t>(blocks * 16));
+  if constexpr (kQ4_K) s.dm.Resize(static_cast<size_t>(blocks * 16));
   const int64_t n_groups = groups.full + groups.half;
   for (int64_t g = 0; g < n_groups; ++g) {
     const int lanes = g < groups.full ? 16 : 8;
@@ -154,6 +204,22 @@ void TransposePanel(const MatMulArgs& a, int64_t r0, Scratch& s) {
       }
       Transpose16x16(v);  // v[l] = the 16 rows' step st of block b0 + l
       for (int l = 0; l < real; ++l) _mm512_store_si512(s.w.data() + (b0 + l) * kBlockBytes + st * 64, v[l]);
+    }
+    if constexpr (kQ4_K) {
+      __m512i m[16];
+      for (int r = 0; r < 16; ++r) {
+        __m512 dsc, dm;
+        Q4_KGroupScales(a.w + (r0 + r) * a.row_bytes, groups, g, &dsc, &dm);
+        v[r] = _mm512_castps_si512(dsc);
+        m[r] = _mm512_castps_si512(dm);
+      }
+      Transpose16x16(v);  // v[l] = the 16 rows' d * sc of sub-block b0 + l
+      Transpose16x16(m);
+      for (int l = 0; l < real; ++l) {
+        _mm512_store_si512(s.dw.data() + (b0 + l) * 16, v[l]);
+        _mm512_store_si512(s.dm.data() + (b0 + l) * 16, m[l]);
+      }
+      continue;
     }
     for (int r = 0; r < 16; ++r) {
       const auto* ws = reinterpret_cast<const uint16_t*>(a.w + (r0 + r) * a.row_bytes + scales_offset) + b0;
@@ -194,6 +260,20 @@ inline void FoldBlock(const int32_t* c, const float* dw, const float* dx, __m512
   }
 }
 
+// The Q4_K fold, as the AVX-512 kernel's per lane (kquant_avx512.cc):
+//   acc[t] += float(C[t]) * (d_sc * d_x[t]);  acc[t] -= d_m * dxsum[t]
+// (dxsum: the 16 tokens' d_x * sum(q_x) of this sub-block).
+inline void FoldBlockMin(const int32_t* c, const float* dsc, const float* dm, const float* dx,
+                         const float* dxsum, __m512 acc[16]) {
+  const __m512 dscv = _mm512_load_ps(dsc), dmv = _mm512_load_ps(dm);
+#pragma GCC unroll 16
+  for (int t = 0; t < 16; ++t) {
+    const __m512 scale = _mm512_mul_ps(dscv, _mm512_set1_ps(dx[t]));
+    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c + t * 16)), scale, acc[t]);
+    acc[t] = _mm512_fnmadd_ps(dmv, _mm512_set1_ps(dxsum[t]), acc[t]);
+  }
+}
+
 // The order in which this kernel visits blocks: lane by lane (ForEachLaneBlock),
 // with lane_first[l] = the index in `order` of lane l's first block.
 void LaneOrder(const Int8Activations& xq, AlignedBuffer<int32_t>& order,
@@ -213,6 +293,7 @@ void LaneOrder(const Int8Activations& xq, AlignedBuffer<int32_t>& order,
 // store waits for the tile unit (each right behind its producer stalled it:
 // docs/kernels.md, "AMX int8 GEMM").
 // Tile registers are not renamed, so two tile sets alternate.
+template <bool kMin>
 void TokenTile(const MatMulArgs& a, int64_t r0, int64_t t0, Scratch& s,
                const int32_t lane_first[kGroupBlocks + 1]) {
   const Int8Activations& xq = *a.xq;
@@ -260,7 +341,13 @@ void TokenTile(const MatMulArgs& a, int64_t r0, int64_t t0, Scratch& s,
       if (i + 1 < n) store(i + 1);
       if (i + 2 < n) multiply(i + 2);
       const int64_t b = order[i];
-      FoldBlock(c_base + (i % kBuffers) * 256, dw + b * 16, dx + b * 16, acc);
+      if constexpr (kMin) {
+        const float* dxsum = s.dxsum.data() + (t0 / 16) * xq.blocks * 16;
+        FoldBlockMin(c_base + (i % kBuffers) * 256, dw + b * 16, s.dm.data() + b * 16, dx + b * 16,
+                     dxsum + b * 16, acc);
+      } else {
+        FoldBlock(c_base + (i % kBuffers) * 256, dw + b * 16, dx + b * 16, acc);
+      }
     }
     for (int t = 0; t < 16; ++t) _mm512_store_ps(lanes + l * 256 + t * 16, acc[t]);
   }
@@ -287,9 +374,22 @@ void Panels(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   const Int8Activations& xq = *a.xq;
   int32_t lane_first[kGroupBlocks + 1];
   LaneOrder(xq, s.order, lane_first);
+  constexpr bool kMin = Panel::kType == DType::kQ4_K;
+  if constexpr (kMin) {
+    // d_x * float(sum q_x) per (sub-block, token), the product the AVX-512
+    // kernel forms from group_d / group_bias (Prepare: bias = + sum(q)),
+    // in the tile order [tile][blocks][16 tokens].
+    s.dxsum.Resize(static_cast<size_t>(xq.tile_tokens * xq.blocks));
+    for (int64_t t = 0; t < xq.tile_tokens; ++t) {
+      const float* gd = xq.group_d.data() + t * xq.GroupLaneStride();
+      const int32_t* gs = xq.group_bias.data() + t * xq.GroupLaneStride();
+      float* out = s.dxsum.data() + (t / 16) * xq.blocks * 16 + t % 16;
+      for (int64_t b = 0; b < xq.blocks; ++b) out[b * 16] = gd[b] * static_cast<float>(gs[b]);
+    }
+  }
   for (int64_t r0 = row_begin; r0 < row_end; r0 += 16) {
     TransposePanel<Panel>(a, r0, s);
-    for (int64_t t0 = 0; t0 < xq.tile_tokens; t0 += 16) TokenTile(a, r0, t0, s, lane_first);
+    for (int64_t t0 = 0; t0 < xq.tile_tokens; t0 += 16) TokenTile<kMin>(a, r0, t0, s, lane_first);
   }
 }
 
@@ -298,6 +398,8 @@ void Panels(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 void PackedInt8PanelsAmx(const MatMulArgs& args, int64_t row_begin, int64_t row_end) {
   if (args.dtype == DType::kQ8_0) {
     Panels<Q8_0Panel>(args, row_begin, row_end);
+  } else if (args.dtype == DType::kQ4_K) {
+    Panels<Q4_KPanel>(args, row_begin, row_end);
   } else {
     Panels<Q4_0Panel>(args, row_begin, row_end);
   }

@@ -315,6 +315,7 @@ void Prepare(Int8Activations* xq, DType dtype, int64_t t) {
     if (t < xq->tile_tokens) PrepareAmxTileToken(xq, t);
   } else if (dtype == DType::kQ6_K) {
     PrepareQ6_KGroups(xq, t);
+    if (t < xq->tile_tokens) PrepareAmxTileToken(xq, t);
   }
 }
 

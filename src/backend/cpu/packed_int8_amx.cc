@@ -1,4 +1,4 @@
-// AMX int8 GEMM over the interleaved packed Q8_0 / Q4_0 layouts
+// AMX int8 GEMM over the interleaved packed Q8_0 / Q4_0 / Q4_K / Q6_K layouts
 // (packed_weights.h), bit-identical to the AVX-512 kernels of
 // interleaved_avx512.cc.
 //

@@ -1,6 +1,6 @@
 // AMX int8 GEMM over the interleaved packed Q8_0 / Q4_0 / Q4_K / Q6_K layouts
 // (packed_weights.h), bit-identical to the AVX-512 kernels of
-// interleaved_avx512.cc.
+// interleaved_avx512.cc and kquant_avx512.cc.
 //
 // Why AMX: one TDPBSSD computes a 16 x 16 block of exact int32 dot products
 // (16 tokens x 16 weight rows) over one 32-element block - 8192

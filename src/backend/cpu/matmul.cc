@@ -148,7 +148,8 @@ const char* MatMulKernelName(Isa isa, DType t) {
       if (!packed) return avx512 ? "int8-vnni" : "int8-avx2";
       return AmxInt8Enabled() ? "packed-int8-vnni+amx" : "packed-int8-vnni";
     case DType::kQ6_K:
-      return packed ? "packed-int8-vnni" : "int8";
+      if (!packed) return "int8";
+      return AmxInt8Enabled() ? "packed-int8-vnni+amx" : "packed-int8-vnni";
     default:
       return "fallback";
   }

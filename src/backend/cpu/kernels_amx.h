@@ -9,7 +9,7 @@
 
 namespace deepinfer::cpu {
 
-// Packed Q8_0 / Q4_0 (args.dtype; interleaved layout, packed_weights.h):
+// Packed Q8_0 / Q4_0 / Q4_K / Q6_K (args.dtype; interleaved layouts, packed_weights.h):
 // y for rows [row_begin, row_end) (a multiple of 16 rows) and tokens
 // [0, args.xq->tile_tokens) (a multiple of 16), bit-identical to the
 // AVX-512 kernels.

@@ -312,8 +312,10 @@ void Prepare(Int8Activations* xq, DType dtype, int64_t t) {
     if (t < xq->tile_tokens) PrepareAmxTileToken(xq, t);
   } else if (dtype == DType::kQ4_K) {
     PrepareGroupsAvx512(xq, -1, t);  // group_bias = + sum(q): the minimum's term
+    if (t < xq->tile_tokens) PrepareAmxTileToken(xq, t);
   } else if (dtype == DType::kQ6_K) {
     PrepareQ6_KGroups(xq, t);
+    if (t < xq->tile_tokens) PrepareAmxTileToken(xq, t);
   }
 }
 

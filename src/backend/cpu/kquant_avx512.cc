@@ -26,6 +26,7 @@
 
 #include <algorithm>
 
+#include "backend/cpu/kernels_amx.h"
 #include "backend/cpu/kernels_avx512.h"
 #include "backend/cpu/packed_weights.h"
 #include "backend/cpu/simd_avx512.h"
@@ -437,12 +438,12 @@ void RowTiles(const MatMulArgs& a, int64_t b0, int64_t b1, int64_t t, Q4_K) {
 // tiles; the n < kT leftover tokens run as one n-token tile (the same
 // per-(row, token) operations in every tile shape).
 template <int kT, class Type>
-void PackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+void PackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end, int64_t t_begin) {
   constexpr int kR = 4;
   const int64_t row_block = std::clamp<int64_t>((32 << 10) / a.row_bytes / kR * kR, kR, 16);
   for (int64_t b0 = row_begin; b0 < row_end; b0 += row_block) {
     const int64_t b1 = std::min(row_end, b0 + row_block);
-    int64_t t = 0;
+    int64_t t = t_begin;
     for (; t + kT <= a.n_tokens; t += kT) RowTiles<kR, kT>(a, b0, b1, t, Type{});
     const int64_t n = a.n_tokens - t;
     if (n == 2 && kT > 2) RowTiles<kR, kT == 3 ? 2 : 1>(a, b0, b1, t, Type{});
@@ -453,11 +454,23 @@ void PackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 }  // namespace
 
 void PackedQ6_KRowsAvx512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
-  PackedRows<2, Q6_K>(a, row_begin, row_end);
+  PackedRows<2, Q6_K>(a, row_begin, row_end, 0);
 }
 
+// With AMX (amx.h) and at least 16 tokens, whole 16-row panels x 16-token
+// tiles go to the AMX kernel, which gives the same bits (packed_int8_amx.cc);
+// leftover tokens and rows run the tiles above (as for Q8_0 / Q4_0).
 void PackedQ4_KRowsAvx512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
-  PackedRows<3, Q4_K>(a, row_begin, row_end);
+  constexpr int64_t kAmxPanel = 16;
+  const int64_t amx_tokens = a.xq->tile_tokens;  // > 0 only when Prepare filled the tiles
+  const int64_t amx_rows_end = row_begin + (row_end - row_begin) / kAmxPanel * kAmxPanel;
+  if (amx_tokens == 0 || amx_rows_end == row_begin) {
+    PackedRows<3, Q4_K>(a, row_begin, row_end, 0);
+    return;
+  }
+  PackedInt8PanelsAmx(a, row_begin, amx_rows_end);
+  if (amx_tokens < a.n_tokens) PackedRows<3, Q4_K>(a, row_begin, amx_rows_end, amx_tokens);
+  if (amx_rows_end < row_end) PackedRows<3, Q4_K>(a, amx_rows_end, row_end, 0);
 }
 
 }  // namespace deepinfer::cpu

@@ -485,7 +485,7 @@ TEST(MatMulTest, PackedResultsAreBatchAndThreadInvariant) {
     if (!PacksType(ActiveIsa(), t)) continue;
     ++packed_types;
     std::vector<int64_t> ks = {96, 768, 800};
-    if (t == DType::kQ4_K) ks = {512};
+    if (t == DType::kQ4_K) ks = {512, 768};
     if (t == DType::kQ6_K) ks = {256, 768, 2048};
     if (t == DType::kBF16) ks = {45, 1000, 4100};
     if (t == DType::kF16) ks = {45, 2049, 4100};  // 2049: K in 2 parts (F16Step::kPart), odd
@@ -518,7 +518,7 @@ TEST(MatMulTest, PackedResultsAreBatchAndThreadInvariant) {
 }
 
 // The AMX int8 kernel (packed_int8_amx.cc) against the AVX-512 one, bit
-// for bit, on the packed Q8_0 / Q4_0 layouts: K with full groups only
+// for bit, on the packed Q8_0 / Q4_0 / Q4_K / Q6_K layouts: K with full groups only
 // (2048), a half group (768 = 16 + 8 blocks, 160 = one half group of 5
 // blocks), a padded full group (288 = 9 blocks, 96 = 3 blocks, 5632 = 176
 // blocks), rows that leave a partial 16-row panel (37, 21), tokens that
@@ -527,10 +527,15 @@ TEST(MatMulTest, AmxMatchesAvx512BitForBit) {
   if (!AmxInt8Supported()) GTEST_SKIP() << "no AMX int8 on this machine";
   const bool was_enabled = SetAmxEnabled(true);
   std::mt19937 rng(11);
-  const Shape shapes[] = {{48, 2048, 16}, {37, 768, 33}, {21, 288, 20}, {64, 160, 16},
-                          {32, 5632, 48}, {16, 96, 64},  {37, 800, 17}};
-  for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
-    for (const Shape& s : shapes) {
+  const std::vector<Shape> shapes = {{48, 2048, 16}, {37, 768, 33}, {21, 288, 20}, {64, 160, 16},
+                                     {32, 5632, 48}, {16, 96, 64},  {37, 800, 17}};
+  // K-quants (K a multiple of 256): full groups only (2048, 5632 = 11 groups),
+  // one full and one half group (768), a half group only (256).
+  const std::vector<Shape> kquant_shapes = {{48, 2048, 16}, {37, 768, 33},  {21, 256, 20},
+                                            {32, 5632, 48}, {16, 1280, 64}, {37, 512, 17}};
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+    const bool kquant = t == DType::kQ4_K || t == DType::kQ6_K;
+    for (const Shape& s : kquant ? kquant_shapes : shapes) {
       Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);
       PackedWeights packer;
       UsePacked(packer, m);

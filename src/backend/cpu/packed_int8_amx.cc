@@ -1,6 +1,6 @@
-// AMX int8 GEMM over the interleaved packed Q8_0 / Q4_0 layouts
+// AMX int8 GEMM over the interleaved packed Q8_0 / Q4_0 / Q4_K / Q6_K layouts
 // (packed_weights.h), bit-identical to the AVX-512 kernels of
-// interleaved_avx512.cc.
+// interleaved_avx512.cc and kquant_avx512.cc.
 //
 // Why AMX: one TDPBSSD computes a 16 x 16 block of exact int32 dot products
 // (16 tokens x 16 weight rows) over one 32-element block - 8192
@@ -62,6 +62,15 @@ constexpr TileConfig kTileConfig = {1,
                                     {64, 64, 32, 32, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
                                     {16, 16, 16, 16, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
 
+// Q6_K: its two 16-element halves have their own scales, so one product per
+// half: 0, 1 = C of set 0 (low, high half), 2, 3 = C of set 1, 4 / 5 = A
+// (16 tokens x 16 bytes), 6 / 7 = B (4 steps x 64 bytes).
+constexpr TileConfig kHalvesConfig = {1,
+                                      0,
+                                      {},
+                                      {64, 64, 64, 64, 16, 16, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0},
+                                      {16, 16, 16, 16, 16, 16, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0}};
+
 // In-place transpose of a 16 x 16 matrix of dwords (row i = v[i]).
 inline void Transpose16x16(__m512i v[16]) {
   __m512i t[16], u[16];
@@ -118,10 +127,57 @@ struct Q4_0Panel {
   }
 };
 
+// Q4_K (packed_weights.h): the nibbles q = 0..15 as they are (no offset:
+// the minimum is a separate term), signed for TDPBSSD.
+struct Q4_KPanel {
+  static constexpr DType kType = DType::kQ4_K;
+  static __m512i Step(const uint8_t* g, int s, int lanes) {
+    __m512i raw;
+    if (lanes == 16) {
+      raw = _mm512_load_si512(g + (s & 3) * 64);
+    } else {
+      raw = _mm512_castsi256_si512(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + (s & 3) * 32)));
+    }
+    const __m512i mask = _mm512_set1_epi8(0x0f);
+    return s < 4 ? _mm512_and_si512(raw, mask) : _mm512_and_si512(_mm512_srli_epi16(raw, 4), mask);
+  }
+};
+
+// Q6_K (packed_weights.h): q = low nibble | two high bits, then q - 32
+// (the signed weight). The high bits of step s sit at bits 2 (s % 4) of
+// high byte vector s / 4.
+struct Q6_KPanel {
+  static constexpr DType kType = DType::kQ6_K;
+  static __m512i Step(const uint8_t* g, int s, int lanes) {
+    const int64_t unit = lanes == 16 ? 64 : 32;
+    __m512i raw, h;
+    if (lanes == 16) {
+      raw = _mm512_load_si512(g + (s & 3) * unit);
+      h = _mm512_load_si512(g + 4 * unit + (s / 4) * unit);
+    } else {
+      raw = _mm512_castsi256_si512(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + (s & 3) * unit)));
+      h = _mm512_castsi256_si512(
+          _mm256_load_si256(reinterpret_cast<const __m256i*>(g + 4 * unit + (s / 4) * unit)));
+    }
+    const __m512i nib = s < 4 ? raw : _mm512_srli_epi16(raw, 4);
+    const int m = s % 4;
+    const __m512i hs = m == 0   ? _mm512_slli_epi16(h, 4)
+                       : m == 1 ? _mm512_slli_epi16(h, 2)
+                       : m == 2 ? h
+                                : _mm512_srli_epi16(h, 2);
+    const __m512i q = _mm512_or_si512(_mm512_and_si512(nib, _mm512_set1_epi8(0x0f)),
+                                      _mm512_and_si512(hs, _mm512_set1_epi8(0x30)));
+    return _mm512_sub_epi8(q, _mm512_set1_epi8(32));
+  }
+};
+
 // Per-thread scratch: the transposed panel and the epilogue's buffers.
 struct Scratch {
   AlignedBuffer<int8_t> w;       // [blocks][8][16][4]
-  AlignedBuffer<float> dw;       // [blocks][16]
+  AlignedBuffer<float> dw;       // [blocks][16] (Q4_K: d * sc)
+  AlignedBuffer<float> dm;       // Q4_K: [blocks][16] dmin * m
+  AlignedBuffer<float> dxsum;    // Q4_K: [tile_tokens / 16][blocks][16 tokens] d_x * sum(q_x)
+  AlignedBuffer<float> sc;       // Q6_K: [blocks][2 halves][16] the sub-block scales
   AlignedBuffer<int32_t> c;      // 2 x [16 tokens][16 rows]
   AlignedBuffer<float> lane;     // [16 lanes][16 tokens][16 rows]
   AlignedBuffer<int32_t> order;  // blocks in the order they are folded
@@ -132,16 +188,49 @@ Scratch& ThreadScratch() {
   return scratch;
 }
 
-// Step 1: rows [r0, r0 + 16) into s.w / s.dw (real blocks only).
+// Q4_K row `row`'s f32 d * sc (*dsc) and dmin * m (*dm) of the lanes of
+// group g (16, or 8 in the half group): the products the AVX-512 kernel
+// forms (kquant_avx512.cc), lane l = sub-block 16g + l.
+inline void Q4_KGroupScales(const uint8_t* row, BlockGroups groups, int64_t g, __m512* dsc, __m512* dm) {
+  const uint8_t* sc = row + Q4_KScalesOffset(groups) + g * 2 * kGroupBlocks;
+  const uint8_t* dd = row + Q4_KDOffset(groups) + g * 8;
+  if (g < groups.full) {
+    const __m512i even = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i odd = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m128 d = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(dd)));
+    *dsc = _mm512_mul_ps(
+        _mm512_permutexvar_ps(even, _mm512_castps128_ps512(d)),
+        _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)))));
+    *dm = _mm512_mul_ps(
+        _mm512_permutexvar_ps(odd, _mm512_castps128_ps512(d)),
+        _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16)))));
+  } else {  // half group: one super-block, lanes 0..7
+    uint16_t h[2];
+    __builtin_memcpy(h, dd, 4);
+    const __m256 d_sc = _mm256_mul_ps(
+        _mm256_set1_ps(_cvtsh_ss(h[0])),
+        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc)))));
+    const __m256 d_m = _mm256_mul_ps(
+        _mm256_set1_ps(_cvtsh_ss(h[1])),
+        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8)))));
+    *dsc = _mm512_zextps256_ps512(d_sc);
+    *dm = _mm512_zextps256_ps512(d_m);
+  }
+}
+
+// Step 1: rows [r0, r0 + 16) into s.w / s.dw (Q4_K: and s.dm; real blocks only).
 template <class Panel>
 void TransposePanel(const MatMulArgs& a, int64_t r0, Scratch& s) {
+  constexpr bool kQ4_K = Panel::kType == DType::kQ4_K, kQ6_K = Panel::kType == DType::kQ6_K;
   const Int8Activations& xq = *a.xq;
   const BlockGroups groups = xq.groups;
   const int64_t blocks = xq.blocks;
-  const int64_t full_bytes = GroupValueBytes(Panel::kType, kGroupBlocks);
-  const int64_t scales_offset = InterleavedScalesOffset(Panel::kType, groups);
+  const int64_t full_bytes = kQ4_K ? 256 : kQ6_K ? 384 : GroupValueBytes(Panel::kType, kGroupBlocks);
+  const int64_t scales_offset = kQ4_K || kQ6_K ? 0 : InterleavedScalesOffset(Panel::kType, groups);
   s.w.Resize(static_cast<size_t>(blocks * kBlockBytes));
   s.dw.Resize(static_cast<size_t>(blocks * 16));
+  if constexpr (kQ4_K) s.dm.Resize(static_cast<size_t>(blocks * 16));
+  if constexpr (kQ6_K) s.sc.Resize(static_cast<size_t>(blocks * 32));
   const int64_t n_groups = groups.full + groups.half;
   for (int64_t g = 0; g < n_groups; ++g) {
     const int lanes = g < groups.full ? 16 : 8;
@@ -154,6 +243,56 @@ void TransposePanel(const MatMulArgs& a, int64_t r0, Scratch& s) {
       }
       Transpose16x16(v);  // v[l] = the 16 rows' step st of block b0 + l
       for (int l = 0; l < real; ++l) _mm512_store_si512(s.w.data() + (b0 + l) * kBlockBytes + st * 64, v[l]);
+    }
+    if constexpr (kQ4_K) {
+      __m512i m[16];
+      for (int r = 0; r < 16; ++r) {
+        __m512 dsc, dm;
+        Q4_KGroupScales(a.w + (r0 + r) * a.row_bytes, groups, g, &dsc, &dm);
+        v[r] = _mm512_castps_si512(dsc);
+        m[r] = _mm512_castps_si512(dm);
+      }
+      Transpose16x16(v);  // v[l] = the 16 rows' d * sc of sub-block b0 + l
+      Transpose16x16(m);
+      for (int l = 0; l < real; ++l) {
+        _mm512_store_si512(s.dw.data() + (b0 + l) * 16, v[l]);
+        _mm512_store_si512(s.dm.data() + (b0 + l) * 16, m[l]);
+      }
+      continue;
+    }
+    if constexpr (kQ6_K) {
+      // As kquant_avx512.cc: int8 scales of the low / high 16-element half
+      // of each lane's block, the f32 d of its super-block.
+      const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+      __m512i lo[16], hi[16];
+      for (int r = 0; r < 16; ++r) {
+        const uint8_t* row = a.w + (r0 + r) * a.row_bytes;
+        const uint8_t* sc = row + Q6_KScalesOffset(groups) + g * 2 * kGroupBlocks;
+        const uint8_t* d = row + Q6_KDOffset(groups) + g * 4;
+        uint16_t h[2];
+        __builtin_memcpy(h, d, lanes == 16 ? 4 : 2);
+        if (lanes == 16) {
+          lo[r] = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
+          hi[r] = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16)));
+          v[r] = _mm512_castps_si512(_mm512_permutexvar_ps(
+              halves, _mm512_castps128_ps512(_mm_set_ps(0, 0, _cvtsh_ss(h[1]), _cvtsh_ss(h[0])))));
+        } else {
+          lo[r] = _mm512_zextsi256_si512(
+              _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc))));
+          hi[r] = _mm512_zextsi256_si512(
+              _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8))));
+          v[r] = _mm512_castps_si512(_mm512_set1_ps(_cvtsh_ss(h[0])));
+        }
+      }
+      Transpose16x16(v);
+      Transpose16x16(lo);
+      Transpose16x16(hi);
+      for (int l = 0; l < real; ++l) {
+        _mm512_store_si512(s.dw.data() + (b0 + l) * 16, v[l]);
+        _mm512_store_ps(s.sc.data() + (b0 + l) * 32, _mm512_cvtepi32_ps(lo[l]));
+        _mm512_store_ps(s.sc.data() + (b0 + l) * 32 + 16, _mm512_cvtepi32_ps(hi[l]));
+      }
+      continue;
     }
     for (int r = 0; r < 16; ++r) {
       const auto* ws = reinterpret_cast<const uint16_t*>(a.w + (r0 + r) * a.row_bytes + scales_offset) + b0;
@@ -194,6 +333,39 @@ inline void FoldBlock(const int32_t* c, const float* dw, const float* dx, __m512
   }
 }
 
+// The Q4_K fold, as the AVX-512 kernel's per lane (kquant_avx512.cc):
+//   acc[t] += float(C[t]) * (d_sc * d_x[t]);  acc[t] -= d_m * dxsum[t]
+// (dxsum: the 16 tokens' d_x * sum(q_x) of this sub-block).
+inline void FoldBlockMin(const int32_t* c, const float* dsc, const float* dm, const float* dx,
+                         const float* dxsum, __m512 acc[16]) {
+  const __m512 dscv = _mm512_load_ps(dsc), dmv = _mm512_load_ps(dm);
+#pragma GCC unroll 16
+  for (int t = 0; t < 16; ++t) {
+    const __m512 scale = _mm512_mul_ps(dscv, _mm512_set1_ps(dx[t]));
+    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c + t * 16)), scale, acc[t]);
+    acc[t] = _mm512_fnmadd_ps(dmv, _mm512_set1_ps(dxsum[t]), acc[t]);
+  }
+}
+
+// The Q6_K fold, as the AVX-512 kernel's per lane (kquant_avx512.cc), from
+// the two halves' products c_lo / c_hi:
+//   acc[t] += float(sc_lo * c_lo[t] + sc_hi * c_hi[t]) * (d_w * d_x[t])
+// The integer is formed in f32 (fewer uops than two vpmulld): |sc| <= 128
+// and |c| <= 16 * 32 * 127, so both products and their sum are integers
+// below 2^24, each exact in f32 - the same float as converting the int32
+// sum, bit for bit.
+inline void FoldBlockHalves(const int32_t* c_lo, const int32_t* c_hi, const float* sc, const float* dw,
+                            const float* dx, __m512 acc[16]) {
+  const __m512 dwv = _mm512_load_ps(dw);
+  const __m512 sc_lo = _mm512_load_ps(sc), sc_hi = _mm512_load_ps(sc + 16);
+#pragma GCC unroll 16
+  for (int t = 0; t < 16; ++t) {
+    const __m512 hi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c_hi + t * 16)), sc_hi);
+    const __m512 isum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c_lo + t * 16)), sc_lo, hi);
+    acc[t] = _mm512_fmadd_ps(isum, _mm512_mul_ps(dwv, _mm512_set1_ps(dx[t])), acc[t]);
+  }
+}
+
 // The order in which this kernel visits blocks: lane by lane (ForEachLaneBlock),
 // with lane_first[l] = the index in `order` of lane l's first block.
 void LaneOrder(const Int8Activations& xq, AlignedBuffer<int32_t>& order,
@@ -213,8 +385,10 @@ void LaneOrder(const Int8Activations& xq, AlignedBuffer<int32_t>& order,
 // store waits for the tile unit (each right behind its producer stalled it:
 // docs/kernels.md, "AMX int8 GEMM").
 // Tile registers are not renamed, so two tile sets alternate.
+template <DType kType>
 void TokenTile(const MatMulArgs& a, int64_t r0, int64_t t0, Scratch& s,
                const int32_t lane_first[kGroupBlocks + 1]) {
+  constexpr bool kMin = kType == DType::kQ4_K, kHalves = kType == DType::kQ6_K;
   const Int8Activations& xq = *a.xq;
   const int32_t* order = s.order.data();
   const int8_t* q = xq.tile_q.data() + (t0 / 16) * xq.blocks * 512;  // [blocks][16 tokens][32]
@@ -226,6 +400,30 @@ void TokenTile(const MatMulArgs& a, int64_t r0, int64_t t0, Scratch& s,
   // folded one iteration after that, from buffer j % kBuffers.
   const auto multiply = [&](int64_t j) {
     const int64_t b = order[j];
+    if constexpr (kHalves) {  // Q6_K: C = tiles 0..3 (set, half), A 4 / 5, B 6 / 7 (kHalvesConfig)
+      const int8_t* qb = q + b * 512;
+      const int8_t* wb = s.w.data() + b * kBlockBytes;
+      if (j % 2 == 0) {
+        _tile_loadd(4, qb, 32);
+        _tile_loadd(6, wb, 64);
+        _tile_zero(0);
+        _tile_dpbssd(0, 4, 6);
+        _tile_loadd(5, qb + 16, 32);
+        _tile_loadd(7, wb + 256, 64);
+        _tile_zero(1);
+        _tile_dpbssd(1, 5, 7);
+      } else {
+        _tile_loadd(4, qb, 32);
+        _tile_loadd(6, wb, 64);
+        _tile_zero(2);
+        _tile_dpbssd(2, 4, 6);
+        _tile_loadd(5, qb + 16, 32);
+        _tile_loadd(7, wb + 256, 64);
+        _tile_zero(3);
+        _tile_dpbssd(3, 5, 7);
+      }
+      return;
+    }
     if (j % 2 == 0) {
       _tile_loadd(2, q + b * 512, 32);
       _tile_loadd(4, s.w.data() + b * kBlockBytes, 64);
@@ -239,7 +437,17 @@ void TokenTile(const MatMulArgs& a, int64_t r0, int64_t t0, Scratch& s,
     }
   };
   const auto store = [&](int64_t j) {
-    int32_t* c = s.c.data() + (j % kBuffers) * 256;
+    int32_t* c = s.c.data() + (j % kBuffers) * 512;
+    if constexpr (kHalves) {
+      if (j % 2 == 0) {
+        _tile_stored(0, c, 64);
+        _tile_stored(1, c + 256, 64);
+      } else {
+        _tile_stored(2, c, 64);
+        _tile_stored(3, c + 256, 64);
+      }
+      return;
+    }
     if (j % 2 == 0) {
       _tile_stored(0, c, 64);
     } else {
@@ -260,7 +468,15 @@ void TokenTile(const MatMulArgs& a, int64_t r0, int64_t t0, Scratch& s,
       if (i + 1 < n) store(i + 1);
       if (i + 2 < n) multiply(i + 2);
       const int64_t b = order[i];
-      FoldBlock(c_base + (i % kBuffers) * 256, dw + b * 16, dx + b * 16, acc);
+      const int32_t* c = c_base + (i % kBuffers) * 512;
+      if constexpr (kMin) {
+        const float* dxsum = s.dxsum.data() + (t0 / 16) * xq.blocks * 16;
+        FoldBlockMin(c, dw + b * 16, s.dm.data() + b * 16, dx + b * 16, dxsum + b * 16, acc);
+      } else if constexpr (kHalves) {
+        FoldBlockHalves(c, c + 256, s.sc.data() + b * 32, dw + b * 16, dx + b * 16, acc);
+      } else {
+        FoldBlock(c, dw + b * 16, dx + b * 16, acc);
+      }
     }
     for (int t = 0; t < 16; ++t) _mm512_store_ps(lanes + l * 256 + t * 16, acc[t]);
   }
@@ -280,16 +496,29 @@ void TokenTile(const MatMulArgs& a, int64_t r0, int64_t t0, Scratch& s,
 
 template <class Panel>
 void Panels(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
-  UseTileConfig(kTileConfig);
+  UseTileConfig(Panel::kType == DType::kQ6_K ? kHalvesConfig : kTileConfig);
   Scratch& s = ThreadScratch();
-  s.c.Resize(4 * 256);
+  s.c.Resize(4 * 512);
   s.lane.Resize(16 * 256);
   const Int8Activations& xq = *a.xq;
   int32_t lane_first[kGroupBlocks + 1];
   LaneOrder(xq, s.order, lane_first);
+  constexpr bool kMin = Panel::kType == DType::kQ4_K;
+  if constexpr (kMin) {
+    // d_x * float(sum q_x) per (sub-block, token), the product the AVX-512
+    // kernel forms from group_d / group_bias (Prepare: bias = + sum(q)),
+    // in the tile order [tile][blocks][16 tokens].
+    s.dxsum.Resize(static_cast<size_t>(xq.tile_tokens * xq.blocks));
+    for (int64_t t = 0; t < xq.tile_tokens; ++t) {
+      const float* gd = xq.group_d.data() + t * xq.GroupLaneStride();
+      const int32_t* gs = xq.group_bias.data() + t * xq.GroupLaneStride();
+      float* out = s.dxsum.data() + (t / 16) * xq.blocks * 16 + t % 16;
+      for (int64_t b = 0; b < xq.blocks; ++b) out[b * 16] = gd[b] * static_cast<float>(gs[b]);
+    }
+  }
   for (int64_t r0 = row_begin; r0 < row_end; r0 += 16) {
     TransposePanel<Panel>(a, r0, s);
-    for (int64_t t0 = 0; t0 < xq.tile_tokens; t0 += 16) TokenTile(a, r0, t0, s, lane_first);
+    for (int64_t t0 = 0; t0 < xq.tile_tokens; t0 += 16) TokenTile<Panel::kType>(a, r0, t0, s, lane_first);
   }
 }
 
@@ -298,6 +527,10 @@ void Panels(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 void PackedInt8PanelsAmx(const MatMulArgs& args, int64_t row_begin, int64_t row_end) {
   if (args.dtype == DType::kQ8_0) {
     Panels<Q8_0Panel>(args, row_begin, row_end);
+  } else if (args.dtype == DType::kQ4_K) {
+    Panels<Q4_KPanel>(args, row_begin, row_end);
+  } else if (args.dtype == DType::kQ6_K) {
+    Panels<Q6_KPanel>(args, row_begin, row_end);
   } else {
     Panels<Q4_0Panel>(args, row_begin, row_end);
   }

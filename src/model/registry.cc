@@ -13,6 +13,7 @@ namespace {
 constexpr const ArchitectureSpec* kArchitectures[] = {
     &archs::kLlama,    &archs::kMistral,  &archs::kQwen2,      &archs::kQwen3,      &archs::kMixtral,
     &archs::kQwen2Moe, &archs::kQwen3Moe, &archs::kDeepseekV2, &archs::kDeepseekV3,
+    &archs::kGemma2,   &archs::kGemma3,
 };
 
 }  // namespace

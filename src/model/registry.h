@@ -67,6 +67,7 @@ struct ArchitectureSpec {
   int64_t hf_default_window = 4096;    // transformers' default when `sliding_window` is absent
   HfConfigHook read_hf = nullptr;      // null: no keys beyond the common ones
   GgufConfigHook read_gguf = nullptr;  // null: the standard GQA keys
+  GgufConfigHook read_gguf_extra = nullptr;  // read after the standard GQA keys (Gemma's extras)
   GgufMoeDefaults gguf_moe;            // used by the standard GQA keys when expert_count > 0
   ModelFactory factory = nullptr;
 };

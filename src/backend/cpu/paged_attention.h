@@ -35,6 +35,7 @@ struct AttentionShape {
   int64_t head_dim = 0;
   int64_t window = 0;  // 0 = full; W > 0 = keys at positions > pos - W
   float scale = 1.0f;  // usually 1 / sqrt(head_dim)
+  float softcap = 0.0f;  // > 0: scores become softcap * tanh(score / softcap) (Gemma-2)
 };
 
 // The 16-bit K/V element type (f16 or bf16) the attention kernels of the

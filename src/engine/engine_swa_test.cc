@@ -327,7 +327,8 @@ TEST(SwaPrefixHit, GemmaLocalGlobalLayers) {
   for (const char* arch : {"gemma2", "gemma3"}) {
     for (int64_t window : {8, 16}) {
       const std::string path = Synth(arch, "tiny", window, 1024);
-      ExpectHitsEqualColdRuns(path, 600, 333, 41, true, std::string(arch) + ", window " + std::to_string(window));
+      ExpectHitsEqualColdRuns(path, 600, 333, 41, true,
+                              std::string(arch) + ", window " + std::to_string(window));
     }
   }
 }

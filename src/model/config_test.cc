@@ -202,7 +202,8 @@ TEST(ConfigHf, Gemma3LocalGlobalLayers) {
   EXPECT_EQ(c->attn_logit_softcap, 0.0);
   EXPECT_EQ(c->final_logit_softcap, 0.0);
   std::string types = R"(, "layer_types": [)";
-  for (int i = 0; i < 26; ++i) types += std::string(i ? "," : "") + (i < 2 ? R"("full_attention")" : R"("sliding_attention")");
+  for (int i = 0; i < 26; ++i)
+    types += std::string(i ? "," : "") + (i < 2 ? R"("full_attention")" : R"("sliding_attention")");
   auto lt = ModelConfigFromHfJson(base + types + "]}");
   ASSERT_TRUE(lt.ok()) << lt.status().ToString();
   EXPECT_EQ(lt->sliding_window[0], 0);

@@ -23,7 +23,8 @@ class GemmaDecoderLayer : public DecoderLayer {
     float* xn = s.xn.data();
     float* proj = s.proj.data();
     for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, input_norm.data(), h, eps, xn + t * h);
-    GqaAttentionForward(config_, attn, *rope_, kv_layer, window_, batch, plan, xn, kv, pool, s.attention, proj);
+    GqaAttentionForward(config_, attn, *rope_, kv_layer, window_, batch, plan, xn, kv, pool, s.attention,
+                        proj);
     for (int64_t t = 0; t < n; ++t) ops::RmsNorm(proj + t * h, post_attn_norm.data(), h, eps, proj + t * h);
     for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
     for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, pre_ffn_norm.data(), h, eps, xn + t * h);
@@ -48,7 +49,8 @@ class GemmaDecoderLayer : public DecoderLayer {
 
 StatusOr<std::vector<float>> BindNorm(const WeightBinder& b, const ModelConfig& c, TensorRole role,
                                       int64_t layer) {
-  DI_ASSIGN_OR_RETURN(std::vector<float> w, b.Vector(WeightName(b.naming(), role, layer), c.hidden_size, true));
+  DI_ASSIGN_OR_RETURN(std::vector<float> w,
+                      b.Vector(WeightName(b.naming(), role, layer), c.hidden_size, true));
   for (float& v : w) v += c.norm_weight_offset;
   return w;
 }

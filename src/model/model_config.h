@@ -95,11 +95,11 @@ struct ModelConfig {
   // HF checkpoints, whose norms scale by (1 + w); llama.cpp's converter
   // stores 1 + w in GGUF, so 0 there.
   float norm_weight_offset = 0.0f;
-  double embedding_scale = 1.0;         // the embedding rows are multiplied by this (Gemma: sqrt(hidden))
-  double attn_logit_softcap = 0.0;      // > 0: scores = cap * tanh(scores / cap) before the softmax
-  double final_logit_softcap = 0.0;     // > 0: logits = cap * tanh(logits / cap)
-  double query_pre_attn_scalar = 0.0;   // > 0: attention scale query_pre_attn_scalar^-0.5, else head_dim^-0.5
-  double rope_local_theta = 0.0;        // > 0: sliding layers use this RoPE base, unscaled (Gemma-3)
+  double embedding_scale = 1.0;        // the embedding rows are multiplied by this (Gemma: sqrt(hidden))
+  double attn_logit_softcap = 0.0;     // > 0: scores = cap * tanh(scores / cap) before the softmax
+  double final_logit_softcap = 0.0;    // > 0: logits = cap * tanh(logits / cap)
+  double query_pre_attn_scalar = 0.0;  // > 0: attention scale query_pre_attn_scalar^-0.5, else head_dim^-0.5
+  double rope_local_theta = 0.0;       // > 0: sliding layers use this RoPE base, unscaled (Gemma-3)
   // Multi-token-prediction (DeepSeek-V3 "next-n") layers stored after the
   // decoder layers (HF num_nextn_predict_layers, GGUF {arch}.nextn_predict_layers).
   // The main Forward never runs them; model/mtp.h does.

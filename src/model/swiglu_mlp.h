@@ -14,8 +14,8 @@
 namespace deepinfer {
 
 struct SwigluWeights {
-  ops::Matrix gate, up;  // [ffn, hidden]
-  ops::Matrix down;      // [hidden, ffn]
+  ops::Matrix gate, up;    // [ffn, hidden]
+  ops::Matrix down;        // [hidden, ffn]
   bool gelu_tanh = false;  // GeGLU (gelu_tanh gate, Gemma) instead of SiLU
   int64_t ffn() const { return gate.shape.empty() ? 0 : gate.shape[0]; }
 };

@@ -390,7 +390,8 @@ StatusOr<SynthSpec> ResolveSynthSpec(const std::string& arch, const std::string&
     s.gemma = true, s.neox_rope = true, s.tie_embeddings = true, s.rms_eps = 1e-6;
     s.head_dim = 32, s.query_pre_attn_scalar = 24, s.sliding_window = 16;
     if (g3) {
-      s.layers = 6, s.qk_norm = true, s.rope_theta = 1e6, s.rope_local_theta = 10000, s.rope_linear_factor = 2;
+      s.layers = 6, s.qk_norm = true, s.rope_theta = 1e6, s.rope_local_theta = 10000,
+      s.rope_linear_factor = 2;
       s.sliding_layers = {true, true, true, true, true, false};
     } else {
       s.layers = 4, s.attn_softcap = 2, s.final_softcap = 3;

@@ -69,7 +69,8 @@ TEST(GeluTanhMulKernel, MatchesFormula) {
     GeluTanhMul(out.data(), u.data(), n);
     for (int64_t i = 0; i < n; ++i) {
       const double x = g[i];
-      const double ref = 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))) * u[i];
+      const double ref =
+          0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))) * u[i];
       ASSERT_NEAR(out[i], ref, 2e-6 * (1 + std::abs(ref))) << "g " << g[i];
     }
   }

@@ -38,7 +38,8 @@ StatusOr<double> SoftCapOr(const Json& j, const char* key, double def) {
 Status ReadGemmaHf(const Json& j, bool gemma3, ModelConfig& c) {
   c.norm_weight_offset = 1.0f;  // HF stores w of (1 + w)
   c.embedding_scale = std::sqrt(static_cast<double>(c.hidden_size));
-  if (!Present(j, "hidden_activation") && !Present(j, "hidden_act")) c.ffn_activation = FfnActivation::kGeluTanh;
+  if (!Present(j, "hidden_activation") && !Present(j, "hidden_act"))
+    c.ffn_activation = FfnActivation::kGeluTanh;
   if (c.ffn_activation != FfnActivation::kGeluTanh) {
     return Unimplemented("config.json: Gemma's hidden_activation must be gelu_pytorch_tanh");
   }
@@ -105,7 +106,8 @@ Status ReadGemmaGguf(const GgufFile& gguf, bool gemma3, ModelConfig& c) {
     if (gguf.Find(p + "attention.sliding_window_pattern") != nullptr) {
       DI_ASSIGN_OR_RETURN(pattern, gguf.GetInt(p + "attention.sliding_window_pattern"));
     }
-    if (pattern <= 0) return InvalidArgument("GGUF '" + p + "attention.sliding_window_pattern' must be positive");
+    if (pattern <= 0)
+      return InvalidArgument("GGUF '" + p + "attention.sliding_window_pattern' must be positive");
     ApplyLayerPattern(c.sliding_window.empty() ? 0 : c.sliding_window[0], pattern, c);
   }
   if (gemma3) {

@@ -59,6 +59,13 @@ int WriteConfigSeeds(const std::string& dir, const std::string& shared) {
 "scoring_func":"sigmoid","topk_method":"noaux_tc","norm_topk_prob":true,"routed_scaling_factor":2.5,
 "rope_scaling":{"type":"yarn","factor":4.0,"original_max_position_embeddings":512,"mscale":1.0,
 "mscale_all_dim":1.0,"beta_fast":32,"beta_slow":1},"num_nextn_predict_layers":1})",
+      R"({"architectures":["Gemma2ForCausalLM"],"vocab_size":300,"hidden_size":64,"intermediate_size":96,
+"num_hidden_layers":4,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":32,"query_pre_attn_scalar":24,
+"hidden_activation":"gelu_pytorch_tanh","attn_logit_softcapping":50.0,"final_logit_softcapping":null,
+"sliding_window":16})",
+      R"({"architectures":["Gemma3ForCausalLM"],"vocab_size":300,"hidden_size":64,"intermediate_size":96,
+"num_hidden_layers":6,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":32,"sliding_window":16,
+"sliding_window_pattern":6,"rope_local_base_freq":10000.0,"rope_scaling":{"rope_type":"linear","factor":8.0}})",
   };
   int n = 0;
   for (const char* text : hf) {

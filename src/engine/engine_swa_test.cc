@@ -1,5 +1,6 @@
 // Window-bounded sliding-window KV through the engine (synth hybrid models:
-// qwen3 tiny-hybrid-swa with its window overridden, deepseek_v3 with MLA):
+// qwen3 tiny-hybrid-swa with its window overridden, deepseek_v3 with MLA,
+// gemma2 (sliding / full alternating, soft-capped) and gemma3 (5 sliding : 1 full)):
 // every output, with log-probs compared bit for bit, equals the
 // --swa-full-kv baseline's (full KV in every layer, the pre-existing path),
 // with long prompts and small chunks so windows slide across chunk and block
@@ -187,6 +188,24 @@ TEST_P(SwaWindows, OutputsEqualTheFullKvBaselineBitwise) {
 
 INSTANTIATE_TEST_SUITE_P(Windows, SwaWindows, ::testing::Values(8, 16, 37, 128));
 
+// Gemma's local/global patterns (gemma2: S F S F; gemma3: S S S S S F) with
+// windows below and above the block size.
+TEST(SwaWindowsGemma, OutputsEqualTheFullKvBaselineBitwise) {
+  for (const char* arch : {"gemma2", "gemma3"}) {
+    for (int64_t window : {8, 37}) {
+      const std::string what = std::string(arch) + ", window " + std::to_string(window);
+      const std::string path = Synth(arch, "tiny", window, 4096);
+      const auto prompts = Prompts(4, 512, 200, 700, false);
+      const RunResult full = RunEngine(path, {.full_kv = true}, prompts, 16);
+      const RunResult bounded = RunEngine(path, {.full_kv = false, .chunk = 37}, prompts, 16);
+      ExpectBitwiseEqual(full, bounded, what);
+      ASSERT_EQ(bounded.metrics.kv_groups.size(), 2u) << what;
+      EXPECT_EQ(GroupInUse(bounded.metrics, "swa"), 0) << what;
+      EXPECT_EQ(bounded.metrics.kv_blocks_in_use, 0) << what;
+    }
+  }
+}
+
 // 3,000-4,000-token prompts in chunks of 100 (chunk edges never on block edges).
 TEST(SwaLongPrompts, OutputsEqualTheFullKvBaselineBitwise) {
   for (int64_t window : {8, 128}) {
@@ -301,6 +320,16 @@ TEST(SwaPrefixHit, HybridDeepSeekWithMlaCache) {
   for (int64_t window : {8, 64}) {
     const std::string path = Synth("deepseek_v3", "tiny-hybrid-swa", window, 1024);
     ExpectHitsEqualColdRuns(path, 600, 333, 41, true, "deepseek_v3, window " + std::to_string(window));
+  }
+}
+
+TEST(SwaPrefixHit, GemmaLocalGlobalLayers) {
+  for (const char* arch : {"gemma2", "gemma3"}) {
+    for (int64_t window : {8, 16}) {
+      const std::string path = Synth(arch, "tiny", window, 1024);
+      ExpectHitsEqualColdRuns(path, 600, 333, 41, true,
+                              std::string(arch) + ", window " + std::to_string(window));
+    }
   }
 }
 
@@ -426,12 +455,12 @@ TEST(SwaPrefixHit, ReplayTokensBelowTheWindowIsAStartUpError) {
 // Metrics) never exceed, per windowed layer, ceil((W - 1 + 1) / B) + 1 (a
 // decode step claims one position), while the full layer's pages grow with
 // the sequence.
-TEST(SwaMetrics, WindowedPagesStayBoundedThroughoutA4kGeneration) {
-  constexpr int64_t kWindow = 16, kBlock = 16, kWindowedLayers = 2;  // tiny-hybrid-swa: S F S
-  const std::string path = Synth("qwen3", "tiny-hybrid-swa", kWindow, 4096);
+void ExpectWindowedPagesBounded(const std::string& arch, const std::string& preset, int64_t kWindowedLayers) {
+  constexpr int64_t kWindow = 16, kBlock = 16;
+  const std::string path = Synth(arch, preset, kWindow, 4096);
   EngineConfig c;
   c.scheduler.max_model_len = 4096;
-  c.kv_cache_memory_bytes = 8 << 20;
+  c.kv_cache_memory_bytes = 16 << 20;  // gemma3: 6 layers of K+V
   auto created = Engine::Create(Load(path), c);
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   Engine& engine = **created;
@@ -458,7 +487,15 @@ TEST(SwaMetrics, WindowedPagesStayBoundedThroughoutA4kGeneration) {
   }
   EXPECT_GT(polls, 100);
   EXPECT_GT(max_swa, 0);
-  EXPECT_GE(max_full, (100 + 3990 - 1) / kBlock);  // the full layer kept everything
+  EXPECT_GE(max_full, (100 + 3990 - 1) / kBlock) << arch;  // the full layer kept everything
+}
+
+TEST(SwaMetrics, WindowedPagesStayBoundedThroughoutA4kGeneration) {
+  ExpectWindowedPagesBounded("qwen3", "tiny-hybrid-swa", 2);  // S F S
+}
+
+TEST(SwaMetrics, GemmaWindowedPagesStayBoundedThroughoutA4kGeneration) {
+  ExpectWindowedPagesBounded("gemma3", "tiny", 5);  // S S S S S F
 }
 
 TEST(SwaMetrics, PrometheusTextHasOneLinePerGroup) {

@@ -187,6 +187,7 @@ StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   if (standard_gqa) {
     DI_RETURN_IF_ERROR(ReadRopeScaling(gguf, arch, c));
     DI_RETURN_IF_ERROR(ReadMoe(gguf, p, spec->gguf_moe, c));
+    if (spec->read_gguf_extra != nullptr) DI_RETURN_IF_ERROR(spec->read_gguf_extra(gguf, c));
   } else {
     DI_RETURN_IF_ERROR(spec->read_gguf(gguf, c));
   }

@@ -216,10 +216,17 @@ StatusOr<ModelConfig> ModelConfigFromHfJson(std::string_view json_text) {
   if (mlp_bias) {
     return Unimplemented("config.json: 'mlp_bias': true is not supported");
   }
-  if (Present(j, "hidden_act")) {
-    const Json& act = j.at("hidden_act");
-    if (!act.is_string() || act.get<std::string>() != "silu") {
-      return Unimplemented("config.json: hidden_act " + act.dump() + " is not supported (only silu)");
+  // Gemma's configs name the MLP's activation `hidden_activation` (it wins
+  // over `hidden_act` there, as in transformers).
+  const char* act_key = Present(j, "hidden_activation") ? "hidden_activation" : "hidden_act";
+  if (Present(j, act_key)) {
+    const Json& act = j.at(act_key);
+    const std::string name = act.is_string() ? act.get<std::string>() : "";
+    if (name == "gelu_pytorch_tanh") {
+      c.ffn_activation = FfnActivation::kGeluTanh;
+    } else if (name != "silu") {
+      return Unimplemented(std::string("config.json: ") + act_key + " " + act.dump() +
+                           " is not supported (silu, gelu_pytorch_tanh)");
     }
   }
   DI_RETURN_IF_ERROR(ReadSlidingWindow(j, *spec, c));

@@ -146,6 +146,70 @@ TEST(ConfigHf, Qwen3LayerTypes) {
   EXPECT_EQ(c->q_dim(), 128);  // != hidden_size
 }
 
+// Gemma-2 2B's config.json keys (no layer_types: the alternating pattern,
+// layer 0 sliding), with HF's defaults for what a config may omit.
+TEST(ConfigHf, Gemma2PatternSoftCapsAndScales) {
+  const std::string base = R"({"architectures": ["Gemma2ForCausalLM"], "hidden_size": 2304,
+    "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+    "head_dim": 256, "vocab_size": 256000, "hidden_act": "gelu_pytorch_tanh",
+    "hidden_activation": "gelu_pytorch_tanh", "query_pre_attn_scalar": 224, "sliding_window": 4096)";
+  auto c = ModelConfigFromHfJson(base + "}");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->arch, "gemma2");
+  for (int64_t i = 0; i < 26; ++i) EXPECT_EQ(c->sliding_window[i], i % 2 == 0 ? 4096 : 0) << i;
+  EXPECT_EQ(c->ffn_activation, FfnActivation::kGeluTanh);
+  EXPECT_DOUBLE_EQ(c->attn_logit_softcap, 50.0);  // Gemma2Config defaults
+  EXPECT_DOUBLE_EQ(c->final_logit_softcap, 30.0);
+  EXPECT_DOUBLE_EQ(c->query_pre_attn_scalar, 224.0);
+  EXPECT_DOUBLE_EQ(c->embedding_scale, std::sqrt(2304.0));
+  EXPECT_EQ(c->norm_weight_offset, 1.0f);
+  EXPECT_TRUE(c->tie_word_embeddings);  // Gemma's default
+  EXPECT_EQ(c->head_dim, 256);          // != hidden / heads (288)
+  EXPECT_DOUBLE_EQ(c->rope_local_theta, 0.0);
+  // null soft-caps mean none.
+  auto uncapped = ModelConfigFromHfJson(base + R"(, "attn_logit_softcapping": null,
+    "final_logit_softcapping": null})");
+  ASSERT_TRUE(uncapped.ok()) << uncapped.status().ToString();
+  EXPECT_EQ(uncapped->attn_logit_softcap, 0.0);
+  EXPECT_EQ(uncapped->final_logit_softcap, 0.0);
+  // Errors name the key.
+  auto gelu = ModelConfigFromHfJson(base + R"(, "hidden_activation": "gelu"})");
+  ASSERT_FALSE(gelu.ok());
+  EXPECT_NE(gelu.status().message().find("hidden_activation"), std::string::npos) << gelu.status().ToString();
+  auto neg = ModelConfigFromHfJson(base + R"(, "attn_logit_softcapping": -1})");
+  ASSERT_FALSE(neg.ok());
+  EXPECT_NE(neg.status().message().find("soft-capping"), std::string::npos) << neg.status().ToString();
+}
+
+// Gemma-3 1B's config.json: 5 local layers per global one, a local RoPE base,
+// q/k norms; layer_types, when present, wins over the pattern.
+TEST(ConfigHf, Gemma3LocalGlobalLayers) {
+  const std::string base = R"({"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
+    "hidden_size": 1152, "intermediate_size": 6912, "num_hidden_layers": 26, "num_attention_heads": 4,
+    "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 262144, "hidden_activation": "gelu_pytorch_tanh",
+    "query_pre_attn_scalar": 256, "sliding_window": 512, "sliding_window_pattern": 6, "rope_theta": 1000000.0,
+    "rope_local_base_freq": 10000.0, "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+    "attn_logit_softcapping": null, "final_logit_softcapping": null)";
+  auto c = ModelConfigFromHfJson(base + "}");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->arch, "gemma3");
+  for (int64_t i = 0; i < 26; ++i) EXPECT_EQ(c->sliding_window[i], (i + 1) % 6 != 0 ? 512 : 0) << i;
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_DOUBLE_EQ(c->rope_theta, 1e6);
+  EXPECT_DOUBLE_EQ(c->rope_local_theta, 10000.0);
+  EXPECT_EQ(c->rope_scaling.type, "linear");
+  EXPECT_DOUBLE_EQ(c->rope_scaling.factor, 8.0);
+  EXPECT_EQ(c->attn_logit_softcap, 0.0);
+  EXPECT_EQ(c->final_logit_softcap, 0.0);
+  std::string types = R"(, "layer_types": [)";
+  for (int i = 0; i < 26; ++i)
+    types += std::string(i ? "," : "") + (i < 2 ? R"("full_attention")" : R"("sliding_attention")");
+  auto lt = ModelConfigFromHfJson(base + types + "]}");
+  ASSERT_TRUE(lt.ok()) << lt.status().ToString();
+  EXPECT_EQ(lt->sliding_window[0], 0);
+  EXPECT_EQ(lt->sliding_window[5], 512);
+}
+
 TEST(ConfigHf, ErrorsNameTheProblem) {
   auto missing = ModelConfigFromHfJson(R"({"architectures": ["LlamaForCausalLM"],
     "vocab_size": 100, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4})");

@@ -66,6 +66,7 @@ StatusOr<std::unique_ptr<FeedForward>> BindDenseFeedForward(const WeightBinder& 
   DI_RETURN_IF_ERROR(BindSwiglu(b, WeightName(n, TensorRole::kGate, layer),
                                 WeightName(n, TensorRole::kUp, layer),
                                 WeightName(n, TensorRole::kDown, layer), c.hidden_size, ffn, w));
+  w.gelu_tanh = c.ffn_activation == FfnActivation::kGeluTanh;
   return std::unique_ptr<FeedForward>(new DenseFeedForward(std::move(w)));
 }
 

@@ -98,6 +98,10 @@ Status DecoderStackModel::ForwardWithHidden(const ForwardBatch& batch, KvCache& 
         static_cast<const uint8_t*>(embedding.data) + plan_.token_ids[static_cast<size_t>(t)] * row_bytes;
     DequantizeRow(embedding.dtype, row, &x_[static_cast<size_t>(t * h)], h);
   }
+  if (config_.embedding_scale != 1.0) {  // Gemma: x * sqrt(hidden), the factor rounded to f32 as HF does
+    const auto scale = static_cast<float>(config_.embedding_scale);
+    for (float& v : x_) v *= scale;
+  }
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     parts_.layers[static_cast<size_t>(l)]->Forward(batch, plan_, kv, l, pool_, scratch_, x_.data());
   }
@@ -121,6 +125,9 @@ Status DecoderStackModel::ForwardWithHidden(const ForwardBatch& batch, KvCache& 
     }
   }
   ops::MatMul(output, xn_.data(), rows, nullptr, logits_out, pool_);
+  if (config_.final_logit_softcap > 0) {
+    ops::SoftCap(logits_out, rows * config_.vocab_size, static_cast<float>(config_.final_logit_softcap));
+  }
   return Status::Ok();
 }
 
@@ -144,6 +151,7 @@ StatusOr<std::unique_ptr<Model>> CreateDecoderStackModel(const ModelConfig& conf
                       b.Matrix(WeightName(n, TensorRole::kTokenEmbedding), c.vocab_size, c.hidden_size));
   DI_ASSIGN_OR_RETURN(std::vector<float> norm,
                       b.Vector(WeightName(n, TensorRole::kOutputNorm), c.hidden_size, true));
+  for (float& v : norm) v += c.norm_weight_offset;
   if (c.tie_word_embeddings) {
     output = embedding;
   } else if (b.Find(WeightName(n, TensorRole::kOutput)) == nullptr) {

@@ -28,10 +28,12 @@ struct DecoderStackParts {
 using DecoderLayerBuilder =
     std::function<StatusOr<DecoderStackParts>(const WeightBinder& b, ModelConfig& config)>;
 
-// Binds the embedding, final norm and LM head (standard role names, tied or
-// not), then the layers by `build_layers`, and wraps them into a Model over
+// Binds the embedding, final norm (+ config.norm_weight_offset) and LM head
+// (standard role names, tied or not), then the layers by `build_layers`, and wraps them into a Model over
 // `config` (validated by the caller) that repacks every matrix the layers
-// and an untied head read once into the kernels' layout. The model's Forward
+// and an untied head read once into the kernels' layout; the embedding rows
+// are scaled by config.embedding_scale and the logits soft-capped by
+// config.final_logit_softcap (when > 0). The model's Forward
 // checks the KV cache shape and the batch (CheckBatch; when every layer is
 // windowed, block-table entries older than the widest window are never read
 // and not checked).

@@ -20,6 +20,8 @@ Status BindGqaAttention(const WeightBinder& b, const ModelConfig& c, int64_t l, 
   if (c.qk_norm) {
     DI_ASSIGN_OR_RETURN(w.q_norm, b.Vector(WeightName(n, TensorRole::kQNorm, l), c.head_dim, true));
     DI_ASSIGN_OR_RETURN(w.k_norm, b.Vector(WeightName(n, TensorRole::kKNorm, l), c.head_dim, true));
+    for (float& x : w.q_norm) x += c.norm_weight_offset;
+    for (float& x : w.k_norm) x += c.norm_weight_offset;
   }
   return Status::Ok();
 }
@@ -71,7 +73,9 @@ void GqaAttentionForward(const ModelConfig& c, const GqaAttentionWeights& w, con
   p.num_kv_heads = nkv;
   p.head_dim = hd;
   p.window = window;
-  p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  const double scale_base = c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(hd);
+  p.scale = static_cast<float>(1.0 / std::sqrt(scale_base));
+  p.softcap = static_cast<float>(c.attn_logit_softcap);
   std::vector<const std::vector<int32_t>*> tables(static_cast<size_t>(n_tokens));
   for (int64_t t = 0; t < n_tokens; ++t)
     tables[static_cast<size_t>(t)] = &BlockTableOf(batch, plan, t, kv_layer);

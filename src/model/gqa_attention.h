@@ -1,6 +1,7 @@
 // The Llama-style attention sub-block of every GQA decoder layer (the dense
-// Llama family, Mixtral / Qwen-MoE, the MTP draft's block): q/k/v projections (+ optional bias, Qwen3 q/k
-// norm), RoPE, K/V into the paged cache, grouped-query attention, output projection.
+// Llama family, Mixtral / Qwen-MoE, Gemma-2/3, the MTP draft's block): q/k/v projections (+ optional bias,
+// Qwen3 / Gemma-3 q/k norm), RoPE, K/V into the paged cache, grouped-query attention (scale
+// query_pre_attn_scalar^-0.5 when set, else head_dim^-0.5; Gemma-2's score soft-capping), output projection.
 #pragma once
 
 #include <cstdint>

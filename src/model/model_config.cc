@@ -195,6 +195,14 @@ std::string DescribeModelConfig(const ModelConfig& c) {
                     "/" + std::to_string(m.n_group) + (m.score_correction_bias ? ", bias" : "") + ", " +
                     std::to_string(sparse) + "/" + std::to_string(c.num_layers) + " layers sparse");
   }
+  if (c.ffn_activation == FfnActivation::kGeluTanh) line("ffn_activation", "gelu_tanh (GeGLU)");
+  if (c.query_pre_attn_scalar > 0) line("query_pre_attn_scalar", num(c.query_pre_attn_scalar));
+  if (c.attn_logit_softcap > 0) line("attn_logit_softcap", num(c.attn_logit_softcap));
+  if (c.final_logit_softcap > 0) line("final_logit_softcap", num(c.final_logit_softcap));
+  if (c.rope_local_theta > 0)
+    line("rope_local_theta", num(c.rope_local_theta) + " (sliding layers, unscaled)");
+  if (c.embedding_scale != 1.0) line("embedding_scale", num(c.embedding_scale));
+  if (c.norm_weight_offset != 0.0f) line("norm_weight_offset", num(c.norm_weight_offset));
   if (c.num_nextn_predict_layers > 0) {
     line("mtp_layers", std::to_string(c.num_nextn_predict_layers));
   }

@@ -62,6 +62,12 @@ struct YarnConfig {
   double mscale = 1, mscale_all_dim = 0;
 };
 
+// The gate activation of the gated MLP down(act(gate x) * up x).
+enum class FfnActivation {
+  kSilu,      // SwiGLU: HF "silu"
+  kGeluTanh,  // GeGLU with the tanh approximation of GELU: HF "gelu_pytorch_tanh" (Gemma-2/3)
+};
+
 struct ModelConfig {
   std::string arch;  // a registered ArchitectureSpec::name (model/registry.h)
   int64_t vocab_size = 0;
@@ -83,6 +89,17 @@ struct ModelConfig {
   // Per layer: 0 = full attention, W > 0 = sliding window of W tokens (the
   // query attends to keys at positions > pos - W).
   std::vector<int64_t> sliding_window;
+  FfnActivation ffn_activation = FfnActivation::kSilu;
+  // Gemma-2/3 (model/gemma.h); the defaults change nothing for other models.
+  // Added to every RMSNorm weight as the checkpoint stores it: 1 for Gemma's
+  // HF checkpoints, whose norms scale by (1 + w); llama.cpp's converter
+  // stores 1 + w in GGUF, so 0 there.
+  float norm_weight_offset = 0.0f;
+  double embedding_scale = 1.0;        // the embedding rows are multiplied by this (Gemma: sqrt(hidden))
+  double attn_logit_softcap = 0.0;     // > 0: scores = cap * tanh(scores / cap) before the softmax
+  double final_logit_softcap = 0.0;    // > 0: logits = cap * tanh(logits / cap)
+  double query_pre_attn_scalar = 0.0;  // > 0: attention scale query_pre_attn_scalar^-0.5, else head_dim^-0.5
+  double rope_local_theta = 0.0;       // > 0: sliding layers use this RoPE base, unscaled (Gemma-3)
   // Multi-token-prediction (DeepSeek-V3 "next-n") layers stored after the
   // decoder layers (HF num_nextn_predict_layers, GGUF {arch}.nextn_predict_layers).
   // The main Forward never runs them; model/mtp.h does.

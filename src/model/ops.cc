@@ -78,6 +78,8 @@ void SharedInputMatMul(std::initializer_list<Projection> projections, const floa
 
 void SiluMul(float* gate, const float* up, int64_t n) { cpu::SiluMul(gate, up, n); }
 
+void GeluTanhMul(float* gate, const float* up, int64_t n) { cpu::GeluTanhMul(gate, up, n); }
+void SoftCap(float* x, int64_t n, float cap) { cpu::SoftCap(x, n, cap); }
 void Softmax(float* x, int64_t n) { cpu::Softmax(x, n); }
 
 void TopK(const float* scores, int64_t n, int64_t k, int32_t* ids) { cpu::TopK(scores, n, k, ids, nullptr); }

@@ -100,6 +100,12 @@ void SharedInputMatMul(std::initializer_list<Projection> projections, const floa
 // gate[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)).
 void SiluMul(float* gate, const float* up, int64_t n);
 
+// gate[i] = gelu_tanh(gate[i]) * up[i] (GeGLU; the tanh approximation of GELU).
+void GeluTanhMul(float* gate, const float* up, int64_t n);
+
+// x[i] = cap * tanh(x[i] / cap), cap > 0 (Gemma-2's logit soft-capping).
+void SoftCap(float* x, int64_t n, float cap);
+
 // x[i] = exp(x[i] - max) / sum_j exp(x[j] - max), in place (n >= 1): f32
 // exp, the sum in double in index order, one multiply by float(1 / sum).
 void Softmax(float* x, int64_t n);
@@ -129,7 +135,8 @@ struct AttentionParams : cpu::AttentionShape {
 };
 
 // out f32 [n_tokens, num_heads * head_dim]: for token t at position
-// positions[t], softmax(scale * q . K[j]) . V[j] over its sequence's key
+// positions[t], softmax(s_j) . V[j] with s_j = scale * q . K[j], soft-capped
+// to softcap * tanh(s_j / softcap) when p.softcap > 0, over its sequence's key
 // positions j in [lo, positions[t]] (lo = 0, or pos - window + 1) of layer
 // p.layer, where the sequence's blocks are *block_tables[t]. q is f32
 // [n_tokens, num_heads * head_dim] (RoPE applied); the tokens' own K/V must

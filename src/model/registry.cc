@@ -11,8 +11,9 @@ namespace {
 // specs that share a GGUF name without a claim: the first wins (deepseek2 ->
 // DeepSeek-V2, whose GGUF hook may pick V3).
 constexpr const ArchitectureSpec* kArchitectures[] = {
-    &archs::kLlama,    &archs::kMistral,  &archs::kQwen2,      &archs::kQwen3,      &archs::kMixtral,
-    &archs::kQwen2Moe, &archs::kQwen3Moe, &archs::kDeepseekV2, &archs::kDeepseekV3,
+    &archs::kLlama,      &archs::kMistral,  &archs::kQwen2,    &archs::kQwen3,
+    &archs::kMixtral,    &archs::kQwen2Moe, &archs::kQwen3Moe, &archs::kDeepseekV2,
+    &archs::kDeepseekV3, &archs::kGemma2,   &archs::kGemma3,
 };
 
 }  // namespace

@@ -64,10 +64,11 @@ struct ArchitectureSpec {
   bool qkv_bias = false;                   // q/k/v projections always carry a bias (Qwen2)
   bool qk_norm = false;                    // per-head RMSNorm on q and k (Qwen3)
   HfWindowRule hf_windows = HfWindowRule::kLayerTypes;
-  int64_t hf_default_window = 4096;    // transformers' default when `sliding_window` is absent
-  HfConfigHook read_hf = nullptr;      // null: no keys beyond the common ones
-  GgufConfigHook read_gguf = nullptr;  // null: the standard GQA keys
-  GgufMoeDefaults gguf_moe;            // used by the standard GQA keys when expert_count > 0
+  int64_t hf_default_window = 4096;          // transformers' default when `sliding_window` is absent
+  HfConfigHook read_hf = nullptr;            // null: no keys beyond the common ones
+  GgufConfigHook read_gguf = nullptr;        // null: the standard GQA keys
+  GgufConfigHook read_gguf_extra = nullptr;  // read after the standard GQA keys (Gemma's extras)
+  GgufMoeDefaults gguf_moe;                  // used by the standard GQA keys when expert_count > 0
   ModelFactory factory = nullptr;
 };
 

@@ -18,7 +18,11 @@ void SwigluForward(const SwigluWeights& w, const float* x, int64_t n, ThreadPool
   s.gate.resize(static_cast<size_t>(n * ff));
   s.up.resize(static_cast<size_t>(n * ff));
   ops::SharedInputMatMul({{&w.gate, nullptr, s.gate.data()}, {&w.up, nullptr, s.up.data()}}, x, n, pool);
-  ops::SiluMul(s.gate.data(), s.up.data(), n * ff);
+  if (w.gelu_tanh) {
+    ops::GeluTanhMul(s.gate.data(), s.up.data(), n * ff);
+  } else {
+    ops::SiluMul(s.gate.data(), s.up.data(), n * ff);
+  }
   ops::MatMul(w.down, s.gate.data(), n, nullptr, out, pool);
 }
 

@@ -14,8 +14,9 @@
 namespace deepinfer {
 
 struct SwigluWeights {
-  ops::Matrix gate, up;  // [ffn, hidden]
-  ops::Matrix down;      // [hidden, ffn]
+  ops::Matrix gate, up;    // [ffn, hidden]
+  ops::Matrix down;        // [hidden, ffn]
+  bool gelu_tanh = false;  // GeGLU (gelu_tanh gate, Gemma) instead of SiLU
   int64_t ffn() const { return gate.shape.empty() ? 0 : gate.shape[0]; }
 };
 
@@ -27,7 +28,8 @@ struct SwigluScratch {
   std::vector<float> gate, up;
 };
 
-// out f32 [n, hidden] = down(silu(gate x) * up x) for x f32 [n, hidden].
+// out f32 [n, hidden] = down(act(gate x) * up x) for x f32 [n, hidden], act
+// silu, or gelu_tanh when w.gelu_tanh.
 void SwigluForward(const SwigluWeights& w, const float* x, int64_t n, ThreadPool& pool, SwigluScratch& s,
                    float* out);
 

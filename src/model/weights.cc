@@ -40,6 +40,9 @@ RoleNames NamesOf(TensorRole role) {
     case TensorRole::kGate: return {"ffn_gate.weight", "mlp.gate_proj.weight", true};
     case TensorRole::kUp: return {"ffn_up.weight", "mlp.up_proj.weight", true};
     case TensorRole::kDown: return {"ffn_down.weight", "mlp.down_proj.weight", true};
+    case TensorRole::kPostAttnNorm: return {"post_attention_norm.weight", "post_attention_layernorm.weight", true};
+    case TensorRole::kPreFfnNorm: return {"ffn_norm.weight", "pre_feedforward_layernorm.weight", true};
+    case TensorRole::kPostFfnNorm: return {"post_ffw_norm.weight", "post_feedforward_layernorm.weight", true};
   }
   // clang-format on
   DI_CHECK_MSG(false, "unknown TensorRole");

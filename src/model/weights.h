@@ -46,6 +46,12 @@ enum class TensorRole {
   kGate,
   kUp,    // [intermediate, hidden]
   kDown,  // [hidden, intermediate]
+  // Gemma-2/3's sandwich norms [hidden]. HF Gemma's `post_attention_layernorm`
+  // scales the attention output (not the MLP input, as kFfnNorm's HF name
+  // means elsewhere), and GGUF's `ffn_norm` is its pre-feedforward norm.
+  kPostAttnNorm,
+  kPreFfnNorm,
+  kPostFfnNorm,
 };
 
 // The tensor name of `role` (at `layer` for per-layer roles) under `naming`.

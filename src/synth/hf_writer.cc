@@ -54,7 +54,29 @@ json ConfigJson(const SynthSpec& s, DType dtype) {
   } else {
     j["rope_scaling"] = nullptr;
   }
-  j["hidden_act"] = "silu";
+  j["hidden_act"] = s.gemma ? "gelu_pytorch_tanh" : "silu";
+  if (s.gemma) {
+    const bool g3 = s.arch == "gemma3";
+    j["model_type"] = g3 ? "gemma3_text" : "gemma2";
+    j["hidden_activation"] = "gelu_pytorch_tanh";
+    j["query_pre_attn_scalar"] = s.query_pre_attn_scalar;
+    j["attn_logit_softcapping"] = s.attn_softcap > 0 ? json(s.attn_softcap) : json(nullptr);
+    j["final_logit_softcapping"] = s.final_softcap > 0 ? json(s.final_softcap) : json(nullptr);
+    j["sliding_window"] = s.sliding_window;
+    if (g3) {  // Gemma-3 as its older configs say it: the pattern, not layer_types
+      int64_t pattern = 0;
+      while (pattern < s.layers && s.sliding_layers[static_cast<size_t>(pattern)]) ++pattern;
+      j["sliding_window_pattern"] = pattern + 1;
+      j["rope_local_base_freq"] = s.rope_local_theta;
+      if (s.rope_linear_factor > 0) {
+        j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", s.rope_linear_factor}};
+      }
+    } else {
+      json types = json::array();
+      for (bool sl : s.sliding_layers) types.push_back(sl ? "sliding_attention" : "full_attention");
+      j["layer_types"] = types;
+    }
+  }
   if (s.arch != "qwen2" && s.arch != "qwen2_moe") {
     j["attention_bias"] = s.qkv_bias;  // Qwen2 always has q/k/v biases
   }

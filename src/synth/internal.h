@@ -14,7 +14,8 @@ namespace deepinfer::synth_internal {
 // One logical weight, named in both conventions. Values are generated in HF
 // layout; `permute` says how GGUF reorders the rows.
 struct SynthTensor {
-  enum class Init { kProjection, kEmbedding, kNorm, kBias };
+  // kGemmaNorm: HF values ~ N(0, 0.2^2) (Gemma scales by 1 + w); GGUF stores 1 + w.
+  enum class Init { kProjection, kEmbedding, kNorm, kBias, kGemmaNorm };
   // kQ/kK: llama.cpp's Q/K row order; kMlaKB/kMlaVB: the converter's split
   // of kv_b_proj into attn_k_b / attn_v_b (model/deepseek_gguf.h).
   enum class Permute { kNone, kQ, kK, kMlaKB, kMlaVB };

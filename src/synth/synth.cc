@@ -169,7 +169,20 @@ Status SetGgufMetadata(const SynthSpec& s, const SynthOptions& o,
     }
     w.SetBool(a + ".expert_weights_norm", s.norm_topk_prob);
   }
-  if (!s.sliding_layers.empty()) {
+  if (s.gemma) {
+    // As llama.cpp's converter writes Gemma: one window (the layer pattern is
+    // the architecture's), the soft-caps; plus deepinfer's readings of the
+    // attention scale and Gemma-3's local RoPE base (llama.cpp derives both).
+    w.SetU32(a + ".attention.sliding_window", static_cast<uint32_t>(s.sliding_window));
+    w.SetF32(a + ".attention.scale", static_cast<float>(1.0 / std::sqrt(s.query_pre_attn_scalar)));
+    if (s.attn_softcap > 0) w.SetF32(a + ".attn_logit_softcapping", static_cast<float>(s.attn_softcap));
+    if (s.final_softcap > 0) w.SetF32(a + ".final_logit_softcapping", static_cast<float>(s.final_softcap));
+    if (s.rope_local_theta > 0) w.SetF32(a + ".rope.freq_base_swa", static_cast<float>(s.rope_local_theta));
+    if (s.rope_linear_factor > 0) {
+      w.SetString(a + ".rope.scaling.type", "linear");
+      w.SetF32(a + ".rope.scaling.factor", static_cast<float>(s.rope_linear_factor));
+    }
+  } else if (!s.sliding_layers.empty()) {
     // One window per layer, 0 = full attention (llama.cpp's `llama` arch
     // ignores this key; deepinfer reads it).
     std::vector<int32_t> windows;
@@ -233,6 +246,9 @@ Status WriteSynthGguf(const SynthSpec& spec, const SynthOptions& o,
               v.insert(v.end(), part.begin(), part.end());
             }
           }
+          if (t.init == SynthTensor::Init::kGemmaNorm) {
+            for (float& x : v) x += 1.0f;  // llama.cpp's converter stores Gemma's 1 + w
+          }
           if (t.permute == SynthTensor::Permute::kMlaKB || t.permute == SynthTensor::Permute::kMlaVB) {
             v = SplitMlaKvB(v, spec.heads, spec.qk_nope, spec.v_head, spec.kv_lora,
                             t.permute == SynthTensor::Permute::kMlaKB);
@@ -271,10 +287,14 @@ StatusOr<SynthSpec> ResolveSynthSpec(const std::string& arch, const std::string&
   SynthSpec s;
   const bool deepseek = arch == "deepseek_v2" || arch == "deepseek_v3";
   const bool moe = arch == "mixtral" || arch == "qwen2_moe" || arch == "qwen3_moe" || deepseek;
-  if (arch != "llama" && arch != "mistral" && arch != "qwen2" && arch != "qwen3" && !moe) {
-    return InvalidArgument(
-        "--arch: unknown architecture '" + arch +
-        "' (llama, mistral, qwen2, qwen3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3)");
+  const bool gemma = arch == "gemma2" || arch == "gemma3";
+  if (arch != "llama" && arch != "mistral" && arch != "qwen2" && arch != "qwen3" && !moe && !gemma) {
+    return InvalidArgument("--arch: unknown architecture '" + arch +
+                           "' (llama, mistral, qwen2, qwen3, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, "
+                           "deepseek_v3, gemma2, gemma3)");
+  }
+  if (gemma && preset != "tiny") {
+    return InvalidArgument("--preset: the " + arch + " synth has only the 'tiny' preset");
   }
   const bool deepseek_big = deepseek && (preset == "v2-lite" || preset == "v3-mini");
   const bool swa_bench = preset == "swa-bench";
@@ -364,6 +384,19 @@ StatusOr<SynthSpec> ResolveSynthSpec(const std::string& arch, const std::string&
       s.head_dim = 64, s.experts = 8, s.experts_per_token = 2, s.expert_ffn = 256, s.shared_experts = 1;
       s.n_group = 4, s.topk_group = 2;
       s.yarn = SynthSpec::Yarn{4, 1, 1, 2048};
+    }
+  }
+  if (gemma) {
+    const bool g3 = arch == "gemma3";
+    s.gemma = true, s.neox_rope = true, s.tie_embeddings = true, s.rms_eps = 1e-6;
+    s.head_dim = 32, s.query_pre_attn_scalar = 24, s.sliding_window = 16;
+    if (g3) {
+      s.layers = 6, s.qk_norm = true, s.rope_theta = 1e6, s.rope_local_theta = 10000,
+      s.rope_linear_factor = 2;
+      s.sliding_layers = {true, true, true, true, true, false};
+    } else {
+      s.layers = 4, s.attn_softcap = 2, s.final_softcap = 3;
+      s.sliding_layers = {true, false, true, false};
     }
   }
   if (preset == "tiny-hybrid-swa") {
@@ -561,7 +594,8 @@ std::vector<SynthTensor> SynthTensors(const SynthSpec& s) {
     const std::string hf = "model.layers." + std::to_string(l) + ".";
     const std::string gg = "blk." + std::to_string(l) + ".";
     if (l >= s.layers) AddMtpTensors(s, l, add);
-    add(hf + "input_layernorm.weight", gg + "attn_norm.weight", {s.hidden}, I::kNorm);
+    const I norm = s.gemma ? I::kGemmaNorm : I::kNorm;
+    add(hf + "input_layernorm.weight", gg + "attn_norm.weight", {s.hidden}, norm);
     if (s.kv_lora > 0) {
       AddMlaTensors(s, l, add, out);
       add(hf + "post_attention_layernorm.weight", gg + "ffn_norm.weight", {s.hidden}, I::kNorm);
@@ -585,10 +619,19 @@ std::vector<SynthTensor> SynthTensors(const SynthSpec& s) {
       add(hf + "self_attn.v_proj.bias", gg + "attn_v.bias", {kv_dim}, I::kBias);
     }
     if (s.qk_norm) {
-      add(hf + "self_attn.q_norm.weight", gg + "attn_q_norm.weight", {s.head_dim}, I::kNorm);
-      add(hf + "self_attn.k_norm.weight", gg + "attn_k_norm.weight", {s.head_dim}, I::kNorm);
+      add(hf + "self_attn.q_norm.weight", gg + "attn_q_norm.weight", {s.head_dim}, norm);
+      add(hf + "self_attn.k_norm.weight", gg + "attn_k_norm.weight", {s.head_dim}, norm);
     }
     add(hf + "self_attn.o_proj.weight", gg + "attn_output.weight", {s.hidden, q_dim}, I::kProjection);
+    if (s.gemma) {  // sandwich norms around the attention and the MLP
+      add(hf + "post_attention_layernorm.weight", gg + "post_attention_norm.weight", {s.hidden}, norm);
+      add(hf + "pre_feedforward_layernorm.weight", gg + "ffn_norm.weight", {s.hidden}, norm);
+      add(hf + "mlp.gate_proj.weight", gg + "ffn_gate.weight", {s.ffn, s.hidden}, I::kProjection);
+      add(hf + "mlp.up_proj.weight", gg + "ffn_up.weight", {s.ffn, s.hidden}, I::kProjection);
+      add(hf + "mlp.down_proj.weight", gg + "ffn_down.weight", {s.hidden, s.ffn}, I::kProjection);
+      add(hf + "post_feedforward_layernorm.weight", gg + "post_ffw_norm.weight", {s.hidden}, norm);
+      continue;
+    }
     add(hf + "post_attention_layernorm.weight", gg + "ffn_norm.weight", {s.hidden}, I::kNorm);
     if (s.experts > 0 && l >= s.leading_dense_layers) {
       AddMoeTensors(s, l, add, out);
@@ -598,7 +641,7 @@ std::vector<SynthTensor> SynthTensors(const SynthSpec& s) {
     add(hf + "mlp.up_proj.weight", gg + "ffn_up.weight", {s.ffn, s.hidden}, I::kProjection);
     add(hf + "mlp.down_proj.weight", gg + "ffn_down.weight", {s.hidden, s.ffn}, I::kProjection);
   }
-  add("model.norm.weight", "output_norm.weight", {s.hidden}, I::kNorm);
+  add("model.norm.weight", "output_norm.weight", {s.hidden}, s.gemma ? I::kGemmaNorm : I::kNorm);
   if (!s.tie_embeddings) add("lm_head.weight", "output.weight", {s.vocab, s.hidden}, I::kProjection);
   return out;
 }

@@ -54,6 +54,12 @@ struct SynthSpec {
     int64_t original_context = 64;
   };
   std::optional<Yarn> yarn;
+  // Gemma-2/3: sandwich norms stored as w of (1 + w) in HF (1 + w in GGUF), GeGLU, tied embeddings.
+  bool gemma = false;
+  double attn_softcap = 0, final_softcap = 0;  // Gemma-2 (0 = none)
+  double query_pre_attn_scalar = 0;
+  double rope_local_theta = 0;    // Gemma-3's local layers (global: rope_theta)
+  double rope_linear_factor = 0;  // Gemma-3's global layers: linear RoPE scaling (0 = none)
 };
 
 // Presets: tiny (hidden 64, 3 layers, 4 heads / 2 KV heads, head_dim 16 (32
@@ -75,6 +81,13 @@ struct SynthSpec {
 // swa-bench (qwen3, deepseek_v3): 8 layers of which 6 slide with window
 // 128 (layers 3 and 7 full), hidden 512, 8 heads / 4 KV heads of 64 (MLA
 // for DeepSeek: latent 128 + rope 32), ffn 1536, vocab 32000, context 8192.
+// gemma2 tiny: hidden 64, 4 layers alternating sliding (window 16; layer 0
+// slides) / full, 4 heads / 2 KV heads of head_dim 32 (!= hidden / heads),
+// query_pre_attn_scalar 24, soft-caps 2 (attention) and 3 (final) - small, so
+// capping bends these random models' values -, tied embeddings. gemma3 tiny:
+// 6 layers, 5 sliding (window 16) then 1 full, q/k norms, RoPE base 1e6 with
+// linear scaling x2 on the full layer and 10000 unscaled on the sliding ones,
+// query_pre_attn_scalar 24, no soft-caps.
 // v2-lite (DeepSeek-V2-Lite's dims, 15.7B) and v3-mini (hidden 1024, 8
 // layers, 32 experts, ~0.3B): benchmark shapes with the arch's routing.
 StatusOr<SynthSpec> ResolveSynthSpec(const std::string& arch, const std::string& preset);

@@ -66,6 +66,9 @@ def reference_module(arch):
     if arch in ("deepseek_v2", "deepseek_v3"):
         import deepseek_ref
         return deepseek_ref
+    if arch in ("gemma2", "gemma3"):
+        import gemma_ref
+        return gemma_ref
     return llama_ref
 
 REL_FLOOR = 1e-2  # set from --rel-floor in main()
@@ -414,7 +417,7 @@ def main():
     ap = argparse.ArgumentParser(description="compare deepinfer score with the NumPy reference")
     ap.add_argument("--deepinfer", required=True, help="path to the deepinfer binary")
     ap.add_argument("--arch", choices=("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe",
-                                            "deepseek_v2", "deepseek_v3"))
+                                            "deepseek_v2", "deepseek_v3", "gemma2", "gemma3"))
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--preset", default="tiny", help="synth preset (tiny, tiny-rope-llama3, ...)")
     ap.add_argument("--dtype", default="f32", choices=("f32", "f16", "bf16"), help="synth weight dtype")

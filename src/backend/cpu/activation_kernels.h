@@ -13,6 +13,16 @@ void SiluMul(float* gate, const float* up, int64_t n);  // active ISA
 void SiluMulScalar(float* gate, const float* up, int64_t n);
 void SiluMulAvx512(float* gate, const float* up, int64_t n);
 
+// gate[i] = gelu_tanh(gate[i]) * up[i], the tanh approximation of GELU
+// (GeGLU, Gemma): gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))),
+// evaluated in f32 with std::tanh. Portable only: Gemma's MLP spends its time
+// in the matmuls, not here (activation_gelu.cc).
+void GeluTanhMul(float* gate, const float* up, int64_t n);
+
+// x[i] = cap * tanh(x[i] / cap) (cap > 0): Gemma-2's soft-capping of the
+// attention scores and the final logits.
+void SoftCap(float* x, int64_t n, float cap);
+
 // x[i] = exp(x[i] - max) / sum_j exp(x[j] - max), in place (n >= 1): f32
 // exp, the sum in double in index order, then one f32 multiply by
 // float(1 / sum). One portable implementation on every ISA (its callers,

@@ -56,5 +56,42 @@ TEST(SoftmaxKernel, MatchesFormulaAndSumsToOne) {
   }
 }
 
+// GELU's tanh approximation in double (the definition PyTorch's
+// gelu(approximate="tanh") uses), including the tails where it saturates.
+TEST(GeluTanhMulKernel, MatchesFormula) {
+  std::mt19937 rng(7);
+  for (int64_t n : {1, 5, 64, 1000}) {
+    std::vector<float> g(n), u(n);
+    for (auto& v : g) v = std::normal_distribution<float>(0.0f, 3.0f)(rng);
+    for (auto& v : u) v = std::normal_distribution<float>(0.0f, 1.0f)(rng);
+    if (n > 4) g[0] = -30.0f, g[1] = 30.0f, g[2] = 0.0f, g[3] = -3.0f;
+    std::vector<float> out = g;
+    GeluTanhMul(out.data(), u.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = g[i];
+      const double ref =
+          0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))) * u[i];
+      ASSERT_NEAR(out[i], ref, 2e-6 * (1 + std::abs(ref))) << "g " << g[i];
+    }
+  }
+  // gelu(-30) is 0 (not NaN), gelu(30) = 30.
+  float gate[2] = {-30.0f, 30.0f};
+  const float up[2] = {1.0f, 1.0f};
+  GeluTanhMul(gate, up, 2);
+  EXPECT_EQ(gate[0], 0.0f);
+  EXPECT_FLOAT_EQ(gate[1], 30.0f);
+}
+
+TEST(SoftCapKernel, BoundsAndMatchesFormula) {
+  std::vector<float> x = {-1000.0f, -60.0f, -1.0f, 0.0f, 0.5f, 49.0f, 1e30f};
+  const std::vector<float> in = x;
+  SoftCap(x.data(), static_cast<int64_t>(x.size()), 50.0f);
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_NEAR(x[i], 50.0 * std::tanh(in[i] / 50.0), 1e-5 * (1 + std::abs(x[i])));
+    EXPECT_LE(std::abs(x[i]), 50.0f);
+  }
+  EXPECT_EQ(x[3], 0.0f);
+}
+
 }  // namespace
 }  // namespace deepinfer::cpu

@@ -218,6 +218,12 @@ void AttendKeysAvx512(const AttentionQuery& q, const PagedKvView& kv, int64_t be
                                             _mm512_castps512_ps128(scale)));
       }
     }
+    if (q.softcap > 0.0f) {  // the same scalar capping as the portable kernel (Gemma-2 only)
+      for (int64_t i = 0; i < q.n_q; ++i) {
+        float* sc = scores + i * kAttentionKeyTile;
+        for (int64_t j = 0; j < n; ++j) sc[j] = q.softcap * std::tanh(sc[j] / q.softcap);
+      }
+    }
     const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
     for (int64_t i = 0; i < q.n_q; ++i) {  // 2a: the new running max; exp's argument for the correction
       const float* sc = scores + i * kAttentionKeyTile;

@@ -78,7 +78,8 @@ struct AttentionQuery {
   const float* q = nullptr;  // f32 [n_q, head_dim]
   int64_t n_q = 0;
   int64_t head_dim = 0;
-  float scale = 1.0f;  // scores are scale * q . k
+  float scale = 1.0f;    // scores are scale * q . k
+  float softcap = 0.0f;  // > 0: then softcap * tanh(score / softcap), in f32 with std::tanh
 };
 
 // max = -inf, sum = 0, acc = 0.

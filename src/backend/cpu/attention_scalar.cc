@@ -52,6 +52,7 @@ void AttendKeysScalar(const AttentionQuery& q, const PagedKvView& kv, int64_t be
         float dot = 0.0f;
         for (int64_t d = 0; d < hd; ++d) dot += qi[d] * k_rows[j][d];
         scores[j] = dot * q.scale;
+        if (q.softcap > 0.0f) scores[j] = q.softcap * std::tanh(scores[j] / q.softcap);
         tile_max = std::max(tile_max, scores[j]);
       }
       const float new_max = std::max(state.max[i], tile_max);

@@ -86,14 +86,15 @@ Layout MakeLayout(std::mt19937& rng, int64_t block_size, int64_t positions, int6
 }
 
 // softmax(scale q.k_j) . v_j over j in [begin, end), in double.
+// With softcap > 0 the scores are capped first: softcap * tanh(score / softcap).
 std::vector<double> Reference(const Layout& l, int64_t kv_head, const float* q, float scale, int64_t begin,
-                              int64_t end) {
+                              int64_t end, double softcap = 0) {
   const int64_t hd = l.head_dim;
   std::vector<double> s;
   for (int64_t j = begin; j < end; ++j) {
     double dot = 0;
     for (int64_t d = 0; d < hd; ++d) dot += static_cast<double>(q[d]) * l.K(kv_head, j)[d];
-    s.push_back(dot * scale);
+    s.push_back(softcap > 0 ? softcap * std::tanh(dot * scale / softcap) : dot * scale);
   }
   const double m = *std::max_element(s.begin(), s.end());
   double sum = 0;
@@ -109,12 +110,12 @@ using Kernel = void (*)(const AttentionQuery&, const PagedKvView&, int64_t, int6
 
 // Runs `kernel` over [begin, end), cut at `cuts` (merged in order); returns f32 [n_q, hd].
 std::vector<float> RunKernel(Kernel kernel, const Layout& l, int64_t kv_head, const float* q, int64_t n_q,
-                             float scale, std::vector<int64_t> bounds) {
+                             float scale, std::vector<int64_t> bounds, float softcap = 0.0f) {
   const int64_t hd = l.head_dim;
   std::vector<float> acc(n_q * hd), mx(n_q), sum(n_q), acc2(n_q * hd), mx2(n_q), sum2(n_q), out(n_q * hd);
   AttentionState a{mx.data(), sum.data(), acc.data()}, b{mx2.data(), sum2.data(), acc2.data()};
   ResetAttentionState(n_q, hd, a);
-  const AttentionQuery query{q, n_q, hd, scale};
+  const AttentionQuery query{q, n_q, hd, scale, softcap};
   for (size_t i = 0; i + 1 < bounds.size(); ++i) {
     if (i == 0) {
       kernel(query, l.View(kv_head), bounds[0], bounds[1], a);
@@ -132,6 +133,33 @@ std::vector<Kernel> Kernels() {
   std::vector<Kernel> k = {&AttendKeysScalar};
   if (CpuSupports(Isa::kAvx512)) k.push_back(&AttendKeysAvx512);
   return k;
+}
+
+// Gemma-2's attention soft-capping, with peaked scores (spread 3) that the
+// cap actually bends, split into pieces and merged.
+TEST(AttentionKernel, SoftCapMatchesReference) {
+  std::mt19937 rng(21);
+  for (int trial = 0; trial < 12; ++trial) {
+    const int64_t hd = trial % 2 == 0 ? 32 : 40, positions = 70 + trial * 13;
+    const Layout l = MakeLayout(rng, 5, positions, 2, hd, 3.0f);
+    std::vector<float> q(2 * hd);
+    std::normal_distribution<float> n(0.0f, 3.0f);
+    for (auto& x : q) x = n(rng);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd)), cap = 2.0f;
+    for (Kernel kernel : Kernels()) {
+      const std::vector<float> got = RunKernel(kernel, l, 1, q.data(), 2, scale, {0, 33, positions}, cap);
+      for (int64_t i = 0; i < 2; ++i) {
+        const std::vector<double> ref = Reference(l, 1, q.data() + i * hd, scale, 0, positions, cap);
+        const std::vector<double> uncapped = Reference(l, 1, q.data() + i * hd, scale, 0, positions);
+        double diff = 0;
+        for (int64_t d = 0; d < hd; ++d) {
+          ASSERT_NEAR(got[i * hd + d], ref[d], 2e-5 * (1 + std::abs(ref[d]))) << trial << " d " << d;
+          diff = std::max(diff, std::abs(ref[d] - uncapped[d]));
+        }
+        EXPECT_GT(diff, 1e-3) << "the cap must change the result here";
+      }
+    }
+  }
 }
 
 constexpr DType kKvDTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0};

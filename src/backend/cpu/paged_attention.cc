@@ -92,7 +92,7 @@ void PagedAttention(const float* q, int64_t n_tokens, const int64_t* positions,
       }
       const AttentionState s = state_of(i);
       ResetAttentionState(group, hd, s);
-      AttentionQuery query{q + w.token * qd + w.kv_head * group * hd, group, hd, p.scale};
+      AttentionQuery query{q + w.token * qd + w.kv_head * group * hd, group, hd, p.scale, p.softcap};
       AttendKeys(query, view_of(w), w.begin, w.end, s);
     }
   });
@@ -119,7 +119,7 @@ void AttendOneHead(const float* q, int64_t head, int64_t pos, const std::vector<
   const AttentionState a{state.data() + hd, state.data() + hd + 1, state.data()};
   const AttentionState split{state.data() + 2 * hd + 2, state.data() + 2 * hd + 3, state.data() + hd + 2};
   const PagedKvView view = KvHeadView(kv, kv_head, block_table);
-  const AttentionQuery query{q, 1, hd, p.scale};
+  const AttentionQuery query{q, 1, hd, p.scale, p.softcap};
   // Same splits as PagedAttention, so both give identical results.
   const int64_t lo = FirstKey(pos, p.window), hi = pos + 1;
   ResetAttentionState(1, hd, a);

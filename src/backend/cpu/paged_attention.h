@@ -33,8 +33,9 @@ struct AttentionShape {
   int64_t num_heads = 0;
   int64_t num_kv_heads = 0;  // query head h reads kv head h / (num_heads / num_kv_heads)
   int64_t head_dim = 0;
-  int64_t window = 0;  // 0 = full; W > 0 = keys at positions > pos - W
-  float scale = 1.0f;  // usually 1 / sqrt(head_dim)
+  int64_t window = 0;    // 0 = full; W > 0 = keys at positions > pos - W
+  float scale = 1.0f;    // usually 1 / sqrt(head_dim)
+  float softcap = 0.0f;  // > 0: scores become softcap * tanh(score / softcap) (Gemma-2)
 };
 
 // The 16-bit K/V element type (f16 or bf16) the attention kernels of the

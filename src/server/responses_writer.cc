@@ -208,6 +208,7 @@ class ResponsesWriter : public ResponseWriter {
 
   void OpenMessageLocked() {
     if (message_open_) return;
+    CloseCallLocked();
     message_open_ = true;
     message_index_ = static_cast<int64_t>(items_.size());
     // One message in the usual case; text after a call opens another.
@@ -237,26 +238,49 @@ class ResponsesWriter : public ResponseWriter {
     items_.push_back(item);
   }
 
-  // The chat route streams each tool call whole (its arguments complete),
-  // so one call is one added / arguments delta / done sequence.
+  // The chat route streams a tool call as OpenAI does: a first delta with
+  // its index, id and function name, then function.arguments fragments. Calls
+  // come one after another, so a new index (or text, or the end) completes
+  // the open one: added, then an arguments delta per fragment, then done.
   void EmitCallLocked(const ojson& call) {
-    CloseMessageLocked("completed");
-    const int64_t index = static_cast<int64_t>(items_.size());
-    const std::string id = NextCallId();
-    const ojson done = FunctionCallItem(id, call, "completed");
-    EmitLocked("response.output_item.added",
-               {{"output_index", index}, {"item", FunctionCallItem(id, call, "in_progress")}});
+    const int64_t chat_index = call.value("index", int64_t{0});
+    const ojson fn = call.value("function", ojson::object());
+    if (!call_open_ || chat_index != call_chat_index_) {
+      CloseCallLocked();
+      CloseMessageLocked("completed");
+      call_open_ = true;
+      call_chat_index_ = chat_index;
+      call_index_ = static_cast<int64_t>(items_.size());
+      call_item_id_ = NextCallId();
+      call_ = ojson{{"id", call.value("id", std::string())},
+                    {"function", {{"name", fn.value("name", std::string())}, {"arguments", std::string()}}}};
+      EmitLocked(
+          "response.output_item.added",
+          {{"output_index", call_index_}, {"item", FunctionCallItem(call_item_id_, call_, "in_progress")}});
+    }
+    const std::string fragment =
+        fn.contains("arguments") && fn["arguments"].is_string() ? fn["arguments"] : "";
+    if (fragment.empty()) return;
+    call_["function"]["arguments"] = call_["function"]["arguments"].get<std::string>() + fragment;
     EmitLocked("response.function_call_arguments.delta",
-               {{"item_id", id}, {"output_index", index}, {"delta", done["arguments"]}});
-    EmitLocked(
-        "response.function_call_arguments.done",
-        {{"item_id", id}, {"output_index", index}, {"name", done["name"]}, {"arguments", done["arguments"]}});
-    EmitLocked("response.output_item.done", {{"output_index", index}, {"item", done}});
+               {{"item_id", call_item_id_}, {"output_index", call_index_}, {"delta", fragment}});
+  }
+
+  void CloseCallLocked() {
+    if (!call_open_) return;
+    call_open_ = false;
+    const ojson done = FunctionCallItem(call_item_id_, call_, "completed");
+    EmitLocked("response.function_call_arguments.done", {{"item_id", call_item_id_},
+                                                         {"output_index", call_index_},
+                                                         {"name", done["name"]},
+                                                         {"arguments", done["arguments"]}});
+    EmitLocked("response.output_item.done", {{"output_index", call_index_}, {"item", done}});
     items_.push_back(done);
   }
 
   void FinishLocked() {
     StartLocked(ojson::object());
+    CloseCallLocked();
     if (failed_) {
       EmitLocked("response.failed",
                  {{"response", ResponseObject(info_, "failed", items_, UsageLocked(), "", warnings_)}});
@@ -290,6 +314,11 @@ class ResponsesWriter : public ResponseWriter {
   ojson usage_;
   int64_t sequence_ = 0;
   int64_t num_calls_ = 0;
+  // The tool call being streamed (EmitCallLocked).
+  bool call_open_ = false;
+  int64_t call_chat_index_ = 0, call_index_ = 0;
+  std::string call_item_id_;
+  ojson call_;
   bool failed_ = false;
 };
 

@@ -30,12 +30,9 @@ int32_t DrawByCumulative(int64_t vocab, double u, Weight weight) {
 }  // namespace
 
 int32_t SampleResidual(const float* p, const float* q, int64_t vocab, double u) {
-  double residual = 0.0;
-  for (int64_t i = 0; i < vocab; ++i) residual += std::max(0.0, static_cast<double>(p[i]) - q[i]);
-  if (residual > 0.0) {
-    return DrawByCumulative(vocab, u,
-                            [&](int64_t i) { return std::max(0.0, static_cast<double>(p[i]) - q[i]); });
-  }
+  auto residual = [&](int64_t i) { return std::max(0.0, static_cast<double>(p[i]) - q[i]); };
+  const int32_t t = DrawByCumulative(vocab, u, residual);
+  if (residual(t) > 0.0) return t;  // an all-zero residual draws nothing
   return DrawByCumulative(vocab, u, [&](int64_t i) { return static_cast<double>(p[i]); });
 }
 

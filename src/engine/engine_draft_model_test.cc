@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,6 +27,7 @@ namespace deepinfer {
 namespace {
 
 using testing::Collector;
+using testing::ExpectSameOutputs;
 
 // Tiny random llamas sharing synth's 512-token vocabulary.
 std::string SynthLlama(const std::string& name, uint64_t seed, DType dtype) {
@@ -119,21 +119,6 @@ Outcome Generate(const EngineConfig& config, int n, bool sampled, int max_tokens
   return out;
 }
 
-void ExpectSameBits(const Outcome& plain, const Outcome& spec, const std::string& what) {
-  ASSERT_EQ(plain.outputs.size(), spec.outputs.size());
-  for (size_t i = 0; i < plain.outputs.size(); ++i) {
-    const Collector::Output& a = plain.outputs[i];
-    const Collector::Output& b = spec.outputs[i];
-    EXPECT_TRUE(b.error.empty()) << what << ": " << b.error;
-    ASSERT_EQ(a.tokens, b.tokens) << what << ", request " << i;
-    ASSERT_EQ(a.logprobs.size(), b.logprobs.size());
-    for (size_t t = 0; t < a.logprobs.size(); ++t) {
-      EXPECT_EQ(std::memcmp(&a.logprobs[t].logprob, &b.logprobs[t].logprob, sizeof(float)), 0)
-          << what << ", request " << i << ", token " << t;
-    }
-  }
-}
-
 TEST(DraftModel, IdenticalDraftsKeepTheOutputOfPlainDecodingBitForBit) {
   for (bool sampled : {false, true}) {
     for (int n : {1, 16}) {
@@ -144,7 +129,7 @@ TEST(DraftModel, IdenticalDraftsKeepTheOutputOfPlainDecodingBitForBit) {
                                    (adaptive ? " adaptive" : " fixed") + (sampled ? " T=0.8" : " greedy") +
                                    " n=" + std::to_string(n);
           const Outcome spec = Generate(Config(*draft, adaptive, false), n, sampled, 48);
-          ExpectSameBits(plain, spec, what);
+          ExpectSameOutputs(plain.outputs, spec.outputs, what);
           if (!adaptive) {
             EXPECT_GT(spec.metrics.spec_draft_tokens_total, 0) << what;
             if (draft == &CloseDraft()) {

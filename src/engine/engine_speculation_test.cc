@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
@@ -25,6 +24,7 @@ namespace deepinfer {
 namespace {
 
 using testing::Collector;
+using testing::ExpectSameOutputs;
 
 LoadedModel Load() { return testing::LoadStories260K(); }
 
@@ -110,24 +110,7 @@ RunOutput RunEngine(const Mode& mode, int n, bool sampled) {
 }
 
 void ExpectSame(const RunOutput& plain, const RunOutput& spec, const std::string& what) {
-  ASSERT_EQ(plain.outputs.size(), spec.outputs.size());
-  for (size_t i = 0; i < plain.outputs.size(); ++i) {
-    const Collector::Output& a = plain.outputs[i];
-    const Collector::Output& b = spec.outputs[i];
-    EXPECT_TRUE(b.error.empty()) << what << ": " << b.error;
-    ASSERT_EQ(a.tokens, b.tokens) << what << ", request " << i;
-    ASSERT_EQ(a.logprobs.size(), b.logprobs.size()) << what << ", request " << i;
-    for (size_t t = 0; t < a.logprobs.size(); ++t) {
-      EXPECT_EQ(a.logprobs[t].token, b.logprobs[t].token);
-      EXPECT_EQ(std::memcmp(&a.logprobs[t].logprob, &b.logprobs[t].logprob, sizeof(float)), 0)
-          << what << ", request " << i << ", token " << t;
-      ASSERT_EQ(a.logprobs[t].top.size(), b.logprobs[t].top.size());
-      for (size_t k = 0; k < a.logprobs[t].top.size(); ++k) {
-        EXPECT_EQ(a.logprobs[t].top[k].first, b.logprobs[t].top[k].first);
-        EXPECT_EQ(std::memcmp(&a.logprobs[t].top[k].second, &b.logprobs[t].top[k].second, sizeof(float)), 0);
-      }
-    }
-  }
+  ExpectSameOutputs(plain.outputs, spec.outputs, what);
 }
 
 const Mode kModes[] = {

@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -113,23 +112,7 @@ RunResult RunEngine(const std::string& path, const Setup& s, const std::vector<s
 }
 
 void ExpectBitwiseEqual(const RunResult& a, const RunResult& b, const std::string& what) {
-  ASSERT_EQ(a.outputs.size(), b.outputs.size()) << what;
-  for (size_t i = 0; i < a.outputs.size(); ++i) {
-    const auto& x = a.outputs[i];
-    const auto& y = b.outputs[i];
-    EXPECT_TRUE(x.error.empty() && y.error.empty()) << what << ": " << x.error << y.error;
-    ASSERT_EQ(x.tokens, y.tokens) << what << ", request " << i;
-    ASSERT_EQ(x.logprobs.size(), y.logprobs.size());
-    for (size_t t = 0; t < x.logprobs.size(); ++t) {
-      ASSERT_EQ(std::memcmp(&x.logprobs[t].logprob, &y.logprobs[t].logprob, sizeof(float)), 0)
-          << what << ", request " << i << ", token " << t;
-      ASSERT_EQ(x.logprobs[t].top.size(), y.logprobs[t].top.size());
-      for (size_t k = 0; k < x.logprobs[t].top.size(); ++k) {
-        EXPECT_EQ(x.logprobs[t].top[k].first, y.logprobs[t].top[k].first);
-        EXPECT_EQ(std::memcmp(&x.logprobs[t].top[k].second, &y.logprobs[t].top[k].second, sizeof(float)), 0);
-      }
-    }
-  }
+  testing::ExpectSameOutputs(a.outputs, b.outputs, what);
 }
 
 std::vector<std::vector<int32_t>> Prompts(int n, int vocab, int min_len, int max_len, bool repetitive) {

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -110,6 +111,31 @@ class Collector {
   std::map<RequestId, Output> out_;
   int finished_ = 0;
 };
+
+// Every output of `other` equals the one of `plain` at the same index: no
+// error on either side, the same tokens, and the same log-probs and top log-probs bit for
+// bit (speculation, prefix caching and batching must not change a bit).
+inline void ExpectSameOutputs(const std::vector<Collector::Output>& plain,
+                              const std::vector<Collector::Output>& other, const std::string& what) {
+  ASSERT_EQ(plain.size(), other.size()) << what;
+  for (size_t i = 0; i < plain.size(); ++i) {
+    const Collector::Output& a = plain[i];
+    const Collector::Output& b = other[i];
+    EXPECT_TRUE(a.error.empty() && b.error.empty()) << what << ": " << a.error << b.error;
+    ASSERT_EQ(a.tokens, b.tokens) << what << ", request " << i;
+    ASSERT_EQ(a.logprobs.size(), b.logprobs.size()) << what << ", request " << i;
+    for (size_t t = 0; t < a.logprobs.size(); ++t) {
+      EXPECT_EQ(a.logprobs[t].token, b.logprobs[t].token);
+      EXPECT_EQ(std::memcmp(&a.logprobs[t].logprob, &b.logprobs[t].logprob, sizeof(float)), 0)
+          << what << ", request " << i << ", token " << t;
+      ASSERT_EQ(a.logprobs[t].top.size(), b.logprobs[t].top.size());
+      for (size_t k = 0; k < a.logprobs[t].top.size(); ++k) {
+        EXPECT_EQ(a.logprobs[t].top[k].first, b.logprobs[t].top[k].first);
+        EXPECT_EQ(std::memcmp(&a.logprobs[t].top[k].second, &b.logprobs[t].top[k].second, sizeof(float)), 0);
+      }
+    }
+  }
+}
 
 inline GenerationRequest Greedy(std::vector<int32_t> prompt, int max_tokens) {
   GenerationRequest r;

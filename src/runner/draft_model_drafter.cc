@@ -30,28 +30,13 @@ DraftModelDrafter::DraftModelDrafter(std::unique_ptr<Model> model, int64_t num_b
                                      Sampling sampling)
     : model_(std::move(model)),
       kv_(std::make_unique<KvCache>(model_->config(), num_blocks, block_size)),
-      num_blocks_(num_blocks),
-      block_size_(block_size),
+      pool_(num_blocks, block_size),
       vocab_(model_->config().vocab_size),
-      sampling_(sampling) {
-  free_blocks_.reserve(static_cast<size_t>(num_blocks));
-  for (int64_t b = num_blocks - 1; b >= 0; --b) free_blocks_.push_back(static_cast<int32_t>(b));
-}
+      sampling_(sampling) {}
 
 void DraftModelDrafter::Forget(Sequence& s) {
-  free_blocks_.insert(free_blocks_.end(), s.blocks.begin(), s.blocks.end());
-  s.blocks.clear();
+  pool_.Release(&s.blocks);
   s.computed.clear();
-}
-
-bool DraftModelDrafter::Cover(Sequence& s, int64_t positions) {
-  const int64_t need = (positions + block_size_ - 1) / block_size_;
-  while (static_cast<int64_t>(s.blocks.size()) < need) {
-    if (free_blocks_.empty()) return false;
-    s.blocks.push_back(free_blocks_.back());
-    free_blocks_.pop_back();
-  }
-  return true;
 }
 
 void DraftModelDrafter::Release(std::span<const int64_t> request_ids) {
@@ -116,7 +101,7 @@ std::vector<DraftProposal> DraftModelDrafter::ProposeStep(std::span<const DraftI
                       in.sequence.begin())
             .first;
     s.computed.erase(diverge, s.computed.end());
-    if (!Cover(s, n + in.max_tokens - 1)) {
+    if (!pool_.Cover(&s.blocks, n + in.max_tokens - 1)) {
       DI_LOG_WARN("draft model: KV pool exhausted; request %lld gets no drafts this step",
                   static_cast<long long>(in.request_id));
       Forget(s);

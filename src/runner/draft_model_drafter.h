@@ -34,6 +34,7 @@
 
 #include "model/kv_cache.h"
 #include "model/model.h"
+#include "runner/draft_block_pool.h"
 #include "spec/drafter.h"
 
 namespace deepinfer {
@@ -50,7 +51,7 @@ class DraftModelDrafter final : public Drafter {
   void Release(std::span<const int64_t> request_ids) override;
   double last_fixed_seconds() const override { return catch_up_seconds_; }
 
-  int64_t blocks_in_use() const { return num_blocks_ - static_cast<int64_t>(free_blocks_.size()); }
+  int64_t blocks_in_use() const { return pool_.blocks_in_use(); }
 
  private:
   struct Sequence {
@@ -58,16 +59,15 @@ class DraftModelDrafter final : public Drafter {
     std::vector<int32_t> blocks;    // in position order
   };
   void Forget(Sequence& s);
-  bool Cover(Sequence& s, int64_t positions);  // false: the pool is dry
   // Chooses the draft at `position` from a logits row (see the file comment);
   // appends token, confidence (and for rejection drafts q) to *p.
   void Choose(const DraftInput& in, const float* logits, int64_t position, DraftProposal* p);
 
   std::unique_ptr<Model> model_;
   std::unique_ptr<KvCache> kv_;
-  const int64_t num_blocks_, block_size_, vocab_;
+  DraftBlockPool pool_;
+  const int64_t vocab_;
   const Sampling sampling_;
-  std::vector<int32_t> free_blocks_;
   std::unordered_map<int64_t, Sequence> seqs_;
   double catch_up_seconds_ = 0.0;
   std::vector<float> logits_, scratch_, probs_;

@@ -24,31 +24,16 @@ float TopProbability(const float* logits, int64_t vocab, int32_t best) {
 MtpDrafter::MtpDrafter(std::unique_ptr<MtpDraft> draft, int64_t num_blocks, int64_t block_size)
     : draft_(std::move(draft)),
       kv_(draft_->NewKvCache(num_blocks, block_size)),
-      num_blocks_(num_blocks),
-      block_size_(block_size),
+      pool_(num_blocks, block_size),
       hidden_(draft_->config().hidden_size),
-      vocab_(draft_->config().vocab_size) {
-  free_blocks_.reserve(static_cast<size_t>(num_blocks));
-  for (int64_t b = num_blocks - 1; b >= 0; --b) free_blocks_.push_back(static_cast<int32_t>(b));
-}
+      vocab_(draft_->config().vocab_size) {}
 
 void MtpDrafter::Restart(Sequence& s, int64_t position) {
-  free_blocks_.insert(free_blocks_.end(), s.blocks.begin(), s.blocks.end());
-  s.blocks.clear();
+  pool_.Release(&s.blocks);
   s.offset = position;
   s.len = 0;
   s.pending.clear();
   s.next.clear();
-}
-
-bool MtpDrafter::Cover(Sequence& s, int64_t positions) {
-  const int64_t need = (positions + block_size_ - 1) / block_size_;
-  while (static_cast<int64_t>(s.blocks.size()) < need) {
-    if (free_blocks_.empty()) return false;
-    s.blocks.push_back(free_blocks_.back());
-    free_blocks_.pop_back();
-  }
-  return true;
 }
 
 void MtpDrafter::Reconcile(Sequence& s, const DraftInput& in) {
@@ -114,7 +99,7 @@ std::vector<DraftProposal> MtpDrafter::ProposeStep(std::span<const DraftInput> i
     Sequence& s = *state[i];
     const auto ready = static_cast<int64_t>(s.next.size());
     if (ready == 0) continue;
-    if (!Cover(s, s.len + ready + std::max(inputs[i].max_tokens - 1, 0))) {
+    if (!pool_.Cover(&s.blocks, s.len + ready + std::max(inputs[i].max_tokens - 1, 0))) {
       DI_LOG_WARN("mtp drafter: KV pool exhausted; request %lld drafts from scratch later",
                   static_cast<long long>(inputs[i].request_id));
       Restart(s, s.offset + s.len + s.PendingRows(hidden_));

@@ -29,6 +29,7 @@
 
 #include "model/kv_cache.h"
 #include "model/mtp.h"
+#include "runner/draft_block_pool.h"
 #include "spec/drafter.h"
 
 namespace deepinfer {
@@ -45,7 +46,7 @@ class MtpDrafter final : public Drafter {
   double last_fixed_seconds() const override { return catch_up_seconds_; }
 
   // Blocks held by requests (tests: Release returns them all).
-  int64_t blocks_in_use() const { return num_blocks_ - static_cast<int64_t>(free_blocks_.size()); }
+  int64_t blocks_in_use() const { return pool_.blocks_in_use(); }
 
  private:
   struct Sequence {
@@ -61,13 +62,11 @@ class MtpDrafter final : public Drafter {
   // or starts over where the input does not continue what s holds.
   void Reconcile(Sequence& s, const DraftInput& in);
   void Restart(Sequence& s, int64_t position);
-  // Grows s.blocks to cover MTP positions [0, positions); false when the pool is dry.
-  bool Cover(Sequence& s, int64_t positions);
 
   std::unique_ptr<MtpDraft> draft_;
   std::unique_ptr<KvCache> kv_;
-  const int64_t num_blocks_, block_size_, hidden_, vocab_;
-  std::vector<int32_t> free_blocks_;
+  DraftBlockPool pool_;
+  const int64_t hidden_, vocab_;
   std::unordered_map<int64_t, Sequence> seqs_;
   double catch_up_seconds_ = 0.0;  // of the last ProposeStep
   std::vector<float> hidden_in_, logits_, g_,

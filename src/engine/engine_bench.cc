@@ -10,6 +10,7 @@
 //
 //   engine_bench --model M --burst 16 --prompt-tokens 3500 --gen-tokens 8
 //                --kv-cache-memory BYTES [--swa-full-kv 1] [--max-num-batched-tokens T]
+//                [--kv-cache-dtype f32|f16|bf16|q8_0|auto]
 // --burst N submits N requests at once into a pool of BYTES and reports the
 // most requests running at once (Metrics polled every millisecond) and the
 // preemptions: the KV capacity of window-bounded vs full sliding-window KV
@@ -52,6 +53,7 @@ struct Options {
   int burst = 0;
   int64_t kv_cache_memory = 0, max_num_batched_tokens = 2048;
   bool swa_full_kv = false;
+  KvCacheDType kv_cache_dtype = KvCacheDType::kF32;
 };
 
 // --burst: see the header comment.
@@ -70,6 +72,7 @@ int RunBurst(const Options& o) {
   config.scheduler.max_num_batched_tokens = o.max_num_batched_tokens;
   config.kv_cache_memory_bytes = o.kv_cache_memory;
   config.swa_full_kv = o.swa_full_kv;
+  config.kv_cache_dtype = o.kv_cache_dtype;
   auto engine = Engine::Create(std::move(*loaded), config);
   if (!engine.ok()) {
     std::fprintf(stderr, "engine_bench: %s\n", engine.status().message().c_str());
@@ -108,12 +111,13 @@ int RunBurst(const Options& o) {
   }
   const EngineMetrics m = (*engine)->Metrics();
   std::printf(
-      "burst %d x (%d + %d) tokens, kv %lld bytes, %s: max running %lld, preemptions %lld, "
+      "burst %d x (%d + %d) tokens, kv %lld bytes %s, %s: max running %lld, preemptions %lld, "
       "pool %lld units (peak in use %lld), %.1f s\n",
       o.burst, o.prompt_tokens, o.gen_tokens, static_cast<long long>(o.kv_cache_memory),
-      o.swa_full_kv ? "--swa-full-kv" : "window-bounded", static_cast<long long>(max_running),
-      static_cast<long long>(m.num_preemptions_total), static_cast<long long>(m.kv_blocks_total),
-      static_cast<long long>(max_in_use), std::chrono::duration<double>(Clock::now() - start).count());
+      KvCacheDTypeName(o.kv_cache_dtype), o.swa_full_kv ? "--swa-full-kv" : "window-bounded",
+      static_cast<long long>(max_running), static_cast<long long>(m.num_preemptions_total),
+      static_cast<long long>(m.kv_blocks_total), static_cast<long long>(max_in_use),
+      std::chrono::duration<double>(Clock::now() - start).count());
   return 0;
 }
 
@@ -232,6 +236,13 @@ int Main(int argc, char** argv) {
       o.max_num_batched_tokens = std::stoll(v);
     } else if (k == "--swa-full-kv") {
       o.swa_full_kv = v == "1";
+    } else if (k == "--kv-cache-dtype") {
+      auto parsed = ParseKvCacheDType(v);
+      if (!parsed.ok()) {
+        std::fprintf(stderr, "engine_bench: %s\n", parsed.status().message().c_str());
+        return 2;
+      }
+      o.kv_cache_dtype = *parsed;
     } else if (k == "--concurrency") {
       o.concurrency.clear();
       std::stringstream ss(v);

@@ -28,6 +28,7 @@ namespace deepinfer {
 namespace {
 
 using testing::Collector;
+using testing::ExpectSameOutputs;
 
 std::string Synth(const std::string& arch, const std::string& preset, int64_t window, int64_t context) {
   SynthOptions o;
@@ -111,10 +112,6 @@ RunResult RunEngine(const std::string& path, const Setup& s, const std::vector<s
   return run;
 }
 
-void ExpectBitwiseEqual(const RunResult& a, const RunResult& b, const std::string& what) {
-  testing::ExpectSameOutputs(a.outputs, b.outputs, what);
-}
-
 std::vector<std::vector<int32_t>> Prompts(int n, int vocab, int min_len, int max_len, bool repetitive) {
   std::mt19937 rng(31);
   std::uniform_int_distribution<int32_t> token(3, vocab - 1);
@@ -150,7 +147,7 @@ TEST_P(SwaWindows, OutputsEqualTheFullKvBaselineBitwise) {
     const std::string what = "window " + std::to_string(window) + (async ? " async" : " sync");
     const RunResult full = RunEngine(path, {.full_kv = true, .async = async}, prompts, 24);
     const RunResult bounded = RunEngine(path, {.full_kv = false, .async = async, .chunk = 37}, prompts, 24);
-    ExpectBitwiseEqual(full, bounded, what);
+    ExpectSameOutputs(full.outputs, bounded.outputs, what);
     // Per-layer pages were really in use, and all went back.
     ASSERT_EQ(bounded.metrics.kv_groups.size(), 2u) << what;
     EXPECT_EQ(bounded.metrics.kv_groups[0].name, "full");
@@ -165,7 +162,7 @@ TEST_P(SwaWindows, OutputsEqualTheFullKvBaselineBitwise) {
   for (size_t i = 0; i < prompts.size(); i += 2) {
     RunResult alone = RunEngine(path, {.chunk = 37}, {prompts[i]}, 24, i);
     RunResult one{{batched.outputs[i]}, {}, 0};
-    ExpectBitwiseEqual(one, alone, "alone vs batched, request " + std::to_string(i));
+    ExpectSameOutputs(one.outputs, alone.outputs, "alone vs batched, request " + std::to_string(i));
   }
 }
 
@@ -181,7 +178,7 @@ TEST(SwaWindowsGemma, OutputsEqualTheFullKvBaselineBitwise) {
       const auto prompts = Prompts(4, 512, 200, 700, false);
       const RunResult full = RunEngine(path, {.full_kv = true}, prompts, 16);
       const RunResult bounded = RunEngine(path, {.full_kv = false, .chunk = 37}, prompts, 16);
-      ExpectBitwiseEqual(full, bounded, what);
+      ExpectSameOutputs(full.outputs, bounded.outputs, what);
       ASSERT_EQ(bounded.metrics.kv_groups.size(), 2u) << what;
       EXPECT_EQ(GroupInUse(bounded.metrics, "swa"), 0) << what;
       EXPECT_EQ(bounded.metrics.kv_blocks_in_use, 0) << what;
@@ -196,7 +193,7 @@ TEST(SwaLongPrompts, OutputsEqualTheFullKvBaselineBitwise) {
     const auto prompts = Prompts(3, 512, 3000, 4000, false);
     const RunResult full = RunEngine(path, {.full_kv = true, .chunk = 100}, prompts, 16);
     const RunResult bounded = RunEngine(path, {.full_kv = false, .chunk = 100}, prompts, 16);
-    ExpectBitwiseEqual(full, bounded, "long prompts, window " + std::to_string(window));
+    ExpectSameOutputs(full.outputs, bounded.outputs, "long prompts, window " + std::to_string(window));
   }
 }
 
@@ -205,7 +202,7 @@ TEST(SwaSpeculation, NgramWithRollbackIsLosslessOnAHybridModel) {
   const auto prompts = Prompts(4, 512, 100, 300, true);
   const RunResult full = RunEngine(path, {.full_kv = true}, prompts, 40);
   const RunResult spec = RunEngine(path, {.full_kv = false, .spec = "ngram"}, prompts, 40);
-  ExpectBitwiseEqual(full, spec, "ngram");
+  ExpectSameOutputs(full.outputs, spec.outputs, "ngram");
   EXPECT_GT(spec.metrics.spec_draft_tokens_total, 0);
   EXPECT_LT(spec.metrics.spec_accepted_tokens_total, spec.metrics.spec_draft_tokens_total);  // rollbacks ran
 }
@@ -216,8 +213,8 @@ TEST(SwaSpeculation, MtpOnHybridDeepSeekIsLossless) {
   const RunResult full = RunEngine(path, {.full_kv = true}, prompts, 30);
   const RunResult bounded = RunEngine(path, {.full_kv = false}, prompts, 30);
   const RunResult spec = RunEngine(path, {.full_kv = false, .spec = "mtp"}, prompts, 30);
-  ExpectBitwiseEqual(full, bounded, "deepseek bounded");
-  ExpectBitwiseEqual(full, spec, "deepseek mtp");
+  ExpectSameOutputs(full.outputs, bounded.outputs, "deepseek bounded");
+  ExpectSameOutputs(full.outputs, spec.outputs, "deepseek mtp");
   EXPECT_GT(spec.metrics.spec_draft_tokens_total, 0);
 }
 
@@ -256,7 +253,7 @@ void ExpectHitsEqualColdRuns(const std::string& path, int64_t length, int64_t sh
   const auto prompts = HitPrompts(length, shared, kMaxTokens, first.outputs[0].tokens);
   const RunResult cold = RunEngine(path, {.chunk = 64, .prefix_cache = false}, prompts, kMaxTokens);
   const RunResult hit = RunEngine(path, {.chunk = chunk, .sequential = true}, prompts, kMaxTokens);
-  ExpectBitwiseEqual(cold, hit, what);
+  ExpectSameOutputs(cold.outputs, hit.outputs, what);
   ASSERT_EQ(hit.outputs.size(), 5u);
   for (const auto& o : cold.outputs) EXPECT_EQ(o.cached_prompt_tokens, 0) << what;
   const int64_t replay = 140, block = 16;
@@ -378,8 +375,7 @@ void LongPromptPlusSuffix(int64_t window) {
   EXPECT_LE(computed[2], 20 + 140 + 16);
   EXPECT_LE(replayed[2], 140);
   if (window == 8) EXPECT_EQ(replayed[2], 2976 - 2944);
-  ExpectBitwiseEqual(cold, RunResult{outs, {}, 0},
-                     "3,000-token prompt + suffix, window " + std::to_string(window));
+  ExpectSameOutputs(cold.outputs, outs, "3,000-token prompt + suffix, window " + std::to_string(window));
   std::printf(
       "window %lld: TTFT cold %.1f ms, prefix hit %.1f ms (%.1fx); hit computed %lld prompt tokens; "
       "partial hit computed %lld (replayed %lld), TTFT %.1f ms\n",

@@ -113,8 +113,9 @@ class Collector {
 };
 
 // Every output of `other` equals the one of `plain` at the same index: no
-// error on either side, the same tokens, and the same log-probs and top log-probs bit for
-// bit (speculation, prefix caching and batching must not change a bit).
+// error on either side, the same tokens, and the same log-probs and top
+// log-probs bit for bit (speculation, prefix caching and batching must not
+// change a bit).
 inline void ExpectSameOutputs(const std::vector<Collector::Output>& plain,
                               const std::vector<Collector::Output>& other, const std::string& what) {
   ASSERT_EQ(plain.size(), other.size()) << what;

@@ -41,8 +41,15 @@ void AttendKeysScalar(const AttentionQuery& q, const PagedKvView& kv, int64_t be
     const int64_t n = std::min(kAttentionKeyTile, end - t0);
     int64_t j = 0;
     ForEachKvRow(kv, t0, n, [&](const uint8_t* k, const uint8_t* v) {
-      k_rows[j] = KvRowAsF32(kv.dtype, k, hd, tile.data() + j * hd);
-      v_rows[j] = KvRowAsF32(kv.dtype, v, hd, tile.data() + (kAttentionKeyTile + j) * hd);
+      if (kv.dtype == DType::kF32) {
+        // Read in place; the tile stays empty (and offsetting its null data()
+        // would be undefined behaviour).
+        k_rows[j] = reinterpret_cast<const float*>(k);
+        v_rows[j] = reinterpret_cast<const float*>(v);
+      } else {
+        k_rows[j] = KvRowAsF32(kv.dtype, k, hd, tile.data() + j * hd);
+        v_rows[j] = KvRowAsF32(kv.dtype, v, hd, tile.data() + (kAttentionKeyTile + j) * hd);
+      }
       ++j;
     });
     for (int64_t i = 0; i < q.n_q; ++i) {

@@ -279,5 +279,42 @@ TEST_F(PendingRowPreemptionTest, PreemptedAfterItsRowWasPickedLeavesNoRow) {
   EXPECT_EQ(r->num_computed_tokens, 0);
 }
 
+// Window-bounded KV: a row after a plain decode (known start) still reserves
+// draft slots, but a request verifying drafts sits out the plan made
+// meanwhile (a windowed claim cannot roll back past its start).
+TEST(PendingRowWindowedKvTest, VerifyingRequestSitsOutAndAKnownStartStillGetsDrafts) {
+  Scheduler sched(
+      SchedulerConfig{.max_num_batched_tokens = 64, .max_num_speculative_tokens = kSpec},
+      KvConfig{.num_blocks = 64, .block_size = 4, .enable_prefix_cache = false, .layer_windows = {0, 4}});
+  ASSERT_TRUE(sched.AddRequest({.id = 1, .prompt_tokens = Range(0, kPrompt), .max_tokens = 20}).ok());
+  StepPlan step0 = sched.PlanStep();
+  ASSERT_TRUE(sched.PrepareLaunch(&step0).ok());
+  StepPlan step1 = sched.PlanStep();
+  sched.CheckInvariants();
+  EXPECT_EQ(sched.kv().NumTokens(1), kPrompt + 1 + kSpec);
+  StepOutput out0{.step_id = step0.step_id, .seqs = {SequenceOutput{.request_id = 1, .tokens = {105}}}};
+  ASSERT_TRUE(sched.OnStepSampled(out0).ok());
+  ASSERT_TRUE(sched.SetDraftTokens(1, {106, 107, 108}).ok());
+  ASSERT_TRUE(sched.PrepareLaunch(&step1).ok());
+  sched.CheckInvariants();
+  ASSERT_EQ(step1.seqs.size(), 1u);
+  EXPECT_EQ(step1.seqs[0].start_pos, 5);
+  EXPECT_EQ(step1.seqs[0].tokens, (std::vector<int32_t>{105, 106, 107, 108}));
+  EXPECT_EQ(step1.seqs[0].layer_block_tables.size(), 2u);
+  StepPlan step2 = sched.PlanStep();  // while step 1 verifies
+  sched.CheckInvariants();
+  EXPECT_TRUE(step2.empty());
+  EXPECT_EQ(sched.kv().NumTokens(1), 9);
+  StepOutput out1{.step_id = step1.step_id, .seqs = {SequenceOutput{.request_id = 1, .tokens = {200}}}};
+  ASSERT_TRUE(sched.OnStepSampled(out1).ok());
+  sched.CheckInvariants();
+  EXPECT_EQ(sched.kv().NumTokens(1), 6);
+  StepPlan step3 = sched.PlanStep();
+  sched.CheckInvariants();
+  ASSERT_EQ(step3.seqs.size(), 1u);
+  EXPECT_EQ(step3.seqs[0].start_pos, 6);
+  EXPECT_EQ(step3.seqs[0].tokens, (std::vector<int32_t>{200}));
+}
+
 }  // namespace
 }  // namespace deepinfer

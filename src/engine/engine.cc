@@ -427,6 +427,8 @@ EngineMetrics EngineImpl::Metrics() const {
     m.requests_finished_total = requests_finished_total_;
     m.num_preemptions_total = s.num_preemptions;
     m.steps_total = steps_total_;
+    m.steps_planned_ahead_total = steps_planned_ahead_;
+    m.steps_planned_without_overlap_total = steps_planned_without_overlap_;
     m.spec_draft_tokens_total = s.spec_draft_tokens;
     m.spec_accepted_tokens_total = s.spec_accepted_tokens;
     if (!config_.speculative.method.empty()) {

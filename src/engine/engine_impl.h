@@ -95,6 +95,11 @@ class EngineImpl final : public Engine {
   bool broken_ GUARDED_BY(mu_) = false;      // a commit failed: the scheduler state is unusable
   uint64_t work_epoch_ GUARDED_BY(mu_) = 0;  // bumped by Submit/Abort/Shutdown: wakes an idle loop
   int64_t steps_total_ GUARDED_BY(mu_) = 0;
+  // Async scheduling: steps planned while the previous one ran, and steps
+  // planned with nothing in flight although a request was running (the
+  // overlap was lost; EngineMetrics).
+  int64_t steps_planned_ahead_ GUARDED_BY(mu_) = 0;
+  int64_t steps_planned_without_overlap_ GUARDED_BY(mu_) = 0;
   int64_t requests_finished_total_ GUARDED_BY(mu_) = 0;
   int64_t cached_prompt_tokens_total_ GUARDED_BY(mu_) = 0;
   // Model::ExpertLoad() after the last commit.
@@ -123,9 +128,6 @@ class EngineImpl final : public Engine {
   int64_t spec_paused_steps_ GUARDED_BY(mu_) = 0;
   // Raw confidences of the drafts last handed to the scheduler, per request.
   std::unordered_map<RequestId, std::vector<float>> draft_confidence_ GUARDED_BY(mu_);
-  // Some request will verify drafts next: plan after the commit (drafts come
-  // with it) instead of ahead of it.
-  bool speculating_ GUARDED_BY(mu_) = false;
   int64_t spec_verifications_ GUARDED_BY(mu_) = 0;
   std::vector<int64_t> spec_accepted_per_position_ GUARDED_BY(mu_);
   std::vector<int64_t> spec_draft_length_counts_ GUARDED_BY(mu_);

@@ -35,7 +35,9 @@ bool EngineImpl::PlanWhenIdle(std::optional<LaunchedStep>* step) {
   MutexLock lock(mu_);
   if (!scheduler_->HasUnfinishedRequests()) executor_.NoteIdleWait();
   if (!WaitForWork(lock)) return false;
+  const bool running = scheduler_->NumRunning() > 0;
   *step = PrepareLocked(scheduler_->PlanStep());
+  if (*step && running && config_.async_scheduling) ++steps_planned_without_overlap_;
   if (!*step) {
     // Nothing runnable while nothing is in flight: sleep until Submit, Abort
     // or Shutdown changes something (at most 5 ms).
@@ -48,9 +50,12 @@ bool EngineImpl::PlanWhenIdle(std::optional<LaunchedStep>* step) {
 std::optional<StepPlan> EngineImpl::PlanAhead() {
   if (!config_.async_scheduling) return std::nullopt;
   MutexLock lock(mu_);
-  // A plan made now could not use the drafts the running step proposes.
-  if (speculating_) return std::nullopt;
-  return scheduler_->PlanStep();
+  // Requests whose row in the running step samples get pending-length rows:
+  // the drafts that step proposes (and, after a verification, the position)
+  // are filled in at launch, after the commit (scheduler.h).
+  StepPlan plan = scheduler_->PlanStep();
+  if (!plan.empty()) ++steps_planned_ahead_;
+  return plan;
 }
 
 std::optional<LaunchedStep> EngineImpl::Commit(StepResult& result, std::optional<StepPlan> next) {

@@ -46,6 +46,11 @@ struct EngineMetrics {
   int64_t requests_finished_total = 0;
   int64_t num_preemptions_total = 0;
   int64_t steps_total = 0;
+  // Async scheduling: steps planned while the previous step ran, and steps
+  // planned with nothing in flight although a request was running (the
+  // overlap lost; 0 in sync mode, which never plans ahead).
+  int64_t steps_planned_ahead_total = 0;
+  int64_t steps_planned_without_overlap_total = 0;
   double executor_idle_seconds_total = 0.0;  // time the runner waited between steps while work existed
   double executor_busy_seconds_total = 0.0;
   // Speculative decoding (all zero / empty when it is off).

@@ -79,7 +79,8 @@ void EngineImpl::CommitSpeculationLocked(const StepResult& result) {
   if (!inputs.empty()) draft_stop_below_confidence_ = static_cast<float>(schedule.exchange_rate);
   if (config_.speculative.adaptive)
     UpdateDraftingPauseLocked(inputs.empty() ? DraftSchedule{} : schedule, load);
-  speculating_ = false;
+  // A paused drafter proposes nothing: steps planned ahead reserve no draft slots.
+  scheduler_->SetDraftingPaused(drafting_paused_);
   for (size_t i = 0; i < proposing.size(); ++i) {
     const SampledRow& row = *proposing[i];
     const auto k = static_cast<size_t>(lengths[i]);
@@ -90,7 +91,6 @@ void EngineImpl::CommitSpeculationLocked(const StepResult& result) {
     if (!scheduler_->SetDraftTokens(row.request_id, std::move(drafts)).ok()) continue;
     draft_confidence_[row.request_id].assign(
         row.proposal.confidence.begin(), row.proposal.confidence.begin() + static_cast<std::ptrdiff_t>(k));
-    speculating_ = true;
   }
 }
 
@@ -98,8 +98,8 @@ void EngineImpl::CommitSpeculationLocked(const StepResult& result) {
 // second, drafter included, over a step without speculation) is smoothed
 // over the steps that proposed; below kPauseBelow the drafter is paused -- its
 // catch-up alone costs more than the drafts save, as under a compute-bound
-// load or with drafts that are always rejected -- which also lets async
-// scheduling plan ahead again. While paused there are no proposals, so the
+// load or with drafts that are always rejected -- and steps planned ahead
+// reserve no draft slots (Scheduler::SetDraftingPaused). While paused there are no proposals, so the
 // same prediction runs on typical ones (per depth, the smoothed calibrated
 // confidence of the proposals seen while drafting); it resumes once that predicts kResumeSpeedup, or after
 // kProbeSteps paused steps to re-measure (the text or the drafts may have changed). The MTP drafter restarts

@@ -136,6 +136,15 @@ TEST_P(SpeculationLossless, GreedyAndSeededOutputsEqualPlainDecodingAloneAndInAB
         EXPECT_GT(spec.metrics.spec_accepted_tokens_total, 0) << what;
       }
       EXPECT_EQ(plain.metrics.spec_draft_tokens_total, 0);
+      // Async: every step after the first is planned while its predecessor
+      // runs -- a request verifying drafts gets a pending-length row instead
+      // of making the loop re-plan from idle after the commit.
+      if (mode.async) {
+        EXPECT_EQ(spec.metrics.steps_planned_without_overlap_total, 0) << what;
+        EXPECT_GE(spec.metrics.steps_planned_ahead_total, spec.metrics.steps_total - 1) << what;
+      } else {
+        EXPECT_EQ(spec.metrics.steps_planned_ahead_total, 0) << what;
+      }
     }
   }
 }

@@ -128,10 +128,15 @@ void Scheduler::ScheduleRunning(bool decodes, PlanState* state) {
     if (r.state != RequestState::kRunning) {
       continue;  // preempted earlier in this pass
     }
-    if (r.verification_in_flight || WaitingForFinalCommit(r)) {
+    if (WaitingForFinalCommit(r)) {
       continue;
     }
-    if ((r.NumUncomputedTokens() == 1) != decodes) {
+    // Its length is unknown: the next decode is a pending-length row, except
+    // with windowed KV, whose claims cannot shift down (see scheduler.h).
+    if (r.verification_in_flight && kv_.per_layer()) {
+      continue;
+    }
+    if ((r.verification_in_flight || r.NumUncomputedTokens() == 1) != decodes) {
       continue;
     }
     if (decodes) {
@@ -144,14 +149,24 @@ void Scheduler::ScheduleRunning(bool decodes, PlanState* state) {
 
 void Scheduler::ScheduleDecode(Request& r, PlanState* state) {
   int64_t drafts = 0;
-  // Drafts continue the last known token; with a placeholder pending they are stale.
+  // Drafts the request may still verify if its in-flight rows sample one token each.
+  const int64_t room = std::min<int64_t>(r.max_tokens - r.NumOutputTokens() - r.num_placeholders,
+                                         config_.max_model_len - r.NumTokens()) -
+                       1;
   if (r.num_placeholders == 0 && config_.max_num_speculative_tokens > 0) {
-    const int64_t room =
-        std::min<int64_t>(r.max_tokens - r.NumOutputTokens(), config_.max_model_len - r.NumTokens()) - 1;
     drafts = std::min<int64_t>({static_cast<int64_t>(r.draft_tokens.size()),
                                 config_.max_num_speculative_tokens, state->budget - 1, room});
-    drafts = std::max<int64_t>(drafts, 0);
+  } else if (r.num_placeholders > 0 && config_.max_num_speculative_tokens > 0 && !drafting_paused_) {
+    // Planned ahead: the drafts are the in-flight row's proposals, known at
+    // its commit; reserve the most it may get. The claim stays within the
+    // request's whole length (the bound AddRequest checked against the pool)
+    // even while a verification's unaccepted drafts still hold positions.
+    const int64_t claim_room = std::min<int64_t>(r.num_prompt_tokens + r.max_tokens, config_.max_model_len) -
+                               r.num_computed_tokens - 1;
+    drafts = std::min<int64_t>({config_.max_num_speculative_tokens, state->budget - 1, room, claim_room});
   }
+  drafts = std::max<int64_t>(drafts, 0);
+  const bool pending = r.num_placeholders > 0 && (drafts > 0 || r.verification_in_flight);
   int64_t fit = kv_.MaxAllocatableTokens(r.id, 1 + drafts);  // fewer drafts before preempting anyone
   while (fit == 0) {
     Request* victim = LowestPriorityRunning();
@@ -162,7 +177,7 @@ void Scheduler::ScheduleDecode(Request& r, PlanState* state) {
     fit = kv_.MaxAllocatableTokens(r.id, 1 + drafts);
   }
   DI_CHECK(kv_.Allocate(r.id, fit).ok());
-  state->picks.push_back(Pick{r.id, fit, static_cast<int32_t>(fit - 1)});
+  state->picks.push_back(Pick{r.id, fit, static_cast<int32_t>(fit - 1), pending});
   state->budget -= fit;
 }
 
@@ -275,12 +290,18 @@ StepPlan Scheduler::BuildPlan(PlanState* state) {
     s.start_pos = r.num_computed_tokens;
     s.num_draft_tokens = pick.num_drafts;
     const int64_t base = pick.num_tokens - pick.num_drafts;
-    for (int64_t pos = s.start_pos; pos < s.start_pos + base; ++pos) {
-      // Only a decode input can be unknown yet: the token its previous step samples.
-      s.tokens.push_back(pos < r.NumKnownTokens() ? r.tokens[pos] : kPlaceholderToken);
+    if (pick.pending) {
+      // Input and drafts come from the in-flight row's commit (PrepareLaunch).
+      s.tokens.assign(static_cast<size_t>(pick.num_tokens), kPlaceholderToken);
+      s.samples = true;
+    } else {
+      for (int64_t pos = s.start_pos; pos < s.start_pos + base; ++pos) {
+        // Only a decode input can be unknown yet: the token its previous step samples.
+        s.tokens.push_back(pos < r.NumKnownTokens() ? r.tokens[pos] : kPlaceholderToken);
+      }
+      s.tokens.insert(s.tokens.end(), r.draft_tokens.begin(), r.draft_tokens.begin() + pick.num_drafts);
+      s.samples = s.start_pos + base == r.NumTokens();
     }
-    s.tokens.insert(s.tokens.end(), r.draft_tokens.begin(), r.draft_tokens.begin() + pick.num_drafts);
-    s.samples = s.start_pos + base == r.NumTokens();
     if (r.WantsPromptRows()) {
       s.prompt_logprobs = r.prompt_logprobs;
       const int64_t end = std::min(s.start_pos + base, r.num_prompt_tokens - 1);
@@ -298,12 +319,12 @@ StepPlan Scheduler::BuildPlan(PlanState* state) {
       ++r.num_placeholders;
       r.draft_tokens.clear();
     }
-    if (pick.num_drafts > 0) {
+    if (pick.num_drafts > 0 && !pick.pending) {
       r.verification_in_flight = true;
       stats_.spec_draft_tokens += pick.num_drafts;
     }
-    record.seqs.push_back(
-        InFlightSeq{r.id, s.start_pos, pick.num_tokens, pick.num_drafts, s.samples, r.num_preemptions});
+    record.seqs.push_back(InFlightSeq{r.id, s.start_pos, pick.num_tokens, pick.num_drafts, s.samples,
+                                      r.num_preemptions, pick.pending});
     plan.seqs.push_back(std::move(s));
   }
   plan.block_copies = kv_.TakePendingCopies();

@@ -43,8 +43,25 @@
 // Speculative decoding hook: SetDraftTokens gives a request k proposals; the
 // next decode verifies up to max_num_speculative_tokens of them (1 + k tokens
 // of budget, logits for all rows) and OnStepSampled accepts 1..1+k tokens,
-// rolling back the KV of the rejected ones. A request with a verification in
-// flight is not planned again until it is committed (its length is unknown).
+// rolling back the KV of the rejected ones.
+//
+// Speculation under async scheduling: a decode planned while the request's
+// previous sampling row is in flight is a *pending-length* row. Its drafts
+// come from that row's commit (SetDraftTokens) and, if that row verifies
+// drafts, so does its position (p + a + 1 for a accepted of the k drafts
+// verified from position p). PlanStep reserves budget and KV for the worst
+// case, 1 + K tokens (K = the most drafts it may get: max_num_speculative_tokens
+// capped by the request's room; 0 while SetDraftingPaused); the commit's
+// rollback of rejected drafts just shifts the reserved, unwritten positions
+// down. PrepareLaunch, once the previous row is committed, resolves the row:
+// its position, its input token, the drafts it got (at most K), and gives the
+// unused reservation back. It drops the row (freeing the reservation; the
+// request continues at the next plan) when forced tokens were committed in
+// between, and — kLeaveForRunner, the previous row still in flight — when
+// that row verifies drafts (position unknown); otherwise kLeaveForRunner
+// launches it as a plain decode. With per-layer (windowed) KV a request
+// verifying drafts still sits out the next plan: a claim there must not be
+// rolled back past its start (kv_manager.h).
 //
 // Thread-safety: none. All calls come from the engine's scheduler thread; the
 // plan is a value the runner may use on other threads.
@@ -109,6 +126,10 @@ class Scheduler {
   // NotFound if the id is not live.
   Status SetDraftTokens(RequestId id, std::vector<int32_t> drafts);
 
+  // The engine's drafter is paused (no proposals will come): decodes planned
+  // ahead reserve no draft slots. Takes effect at the next PlanStep.
+  void SetDraftingPaused(bool paused) { drafting_paused_ = paused; }
+
   // Plans the next step. Never fails: when nothing fits, preempts or returns
   // an empty plan. REQUIRES: every earlier plan was launched (PrepareLaunch).
   StepPlan PlanStep();
@@ -161,6 +182,7 @@ class Scheduler {
     RequestId id = 0;
     int64_t num_tokens = 0;
     int32_t num_drafts = 0;
+    bool pending = false;  // a pending-length decode (see the header comment)
   };
   struct InFlightSeq {
     RequestId id = 0;
@@ -169,6 +191,9 @@ class Scheduler {
     int32_t num_drafts = 0;
     bool samples = false;
     int32_t epoch = 0;  // the request's num_preemptions when planned
+    // Pending-length decode, not launched yet: num_tokens = 1 + num_drafts is
+    // the reservation at the end of the request's claim; start_pos is a guess.
+    bool pending = false;
   };
   struct InFlightStep {
     uint64_t step_id = 0;
@@ -198,6 +223,9 @@ class Scheduler {
   FinishReason AppendToken(Request& r, int32_t token);
   Request FinishRequest(Request& r, FinishReason reason);
   bool HasRowInLaunchedStep(RequestId id) const;
+  bool HasEarlierRow(RequestId id, const InFlightStep& step) const;
+  // Resolves (true) or drops (false, the reservation freed) a pending-length row at launch.
+  bool ResolvePendingRow(const InFlightStep& step, Request& r, InFlightSeq* rec, ScheduledSequence* s);
   bool CanExtendWithForcedTokens(RequestId id) const;
   void VoidLaterSamplingRows(Request& r);
 
@@ -210,6 +238,7 @@ class Scheduler {
   std::deque<InFlightStep> in_flight_;
   uint64_t next_arrival_seq_ = 0;
   uint64_t next_step_id_ = 0;
+  bool drafting_paused_ = false;
   SchedulerStats stats_;
 };
 

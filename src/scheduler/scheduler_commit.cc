@@ -27,6 +27,16 @@ Status Scheduler::PrepareLaunch(StepPlan* plan, Placeholders placeholders) {
     if (placeholders != Placeholders::kResolve || it == requests_.end()) {
       continue;
     }
+    auto rec = std::find_if(step->seqs.begin(), step->seqs.end(),
+                            [&](const InFlightSeq& e) { return e.id == s.request_id; });
+    if (rec != step->seqs.end() && rec->pending) {
+      if (it->second->num_preemptions == rec->epoch && HasEarlierRow(s.request_id, *step)) {
+        return Internal("step " + std::to_string(plan->step_id) +
+                        " launched before the previous row of request " + std::to_string(s.request_id) +
+                        " was committed");
+      }
+      continue;  // its positions are resolved below
+    }
     for (size_t j = 0; j < s.tokens.size(); ++j) {
       const int64_t pos = s.start_pos + static_cast<int64_t>(j);
       if (s.tokens[j] == kPlaceholderToken && pos >= it->second->NumKnownTokens()) {
@@ -54,6 +64,9 @@ Status Scheduler::PrepareLaunch(StepPlan* plan, Placeholders placeholders) {
       }
       continue;
     }
+    if (rec->pending && !ResolvePendingRow(*step, r, &*rec, &s)) {
+      continue;
+    }
     if (s.samples && !rec->samples) {
       s.samples = false;  // voided by forced tokens committed after planning (jump-forward)
     }
@@ -72,6 +85,75 @@ Status Scheduler::PrepareLaunch(StepPlan* plan, Placeholders placeholders) {
     in_flight_.erase(step);  // nothing left to run or commit
   }
   return Status::Ok();
+}
+
+bool Scheduler::HasEarlierRow(RequestId id, const InFlightStep& step) const {
+  for (const InFlightStep& earlier : in_flight_) {
+    if (&earlier == &step) {
+      return false;
+    }
+    for (const InFlightSeq& e : earlier.seqs) {
+      if (e.id == id) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool Scheduler::ResolvePendingRow(const InFlightStep& step, Request& r, InFlightSeq* rec,
+                                  ScheduledSequence* s) {
+  // The reservation is the end of the claim (no later plan exists); what
+  // precedes it is computed or belongs to earlier steps.
+  const int64_t base = r.num_computed_tokens - rec->num_tokens;
+  bool previous_verifies = false;
+  const bool earlier = HasEarlierRow(r.id, step);
+  for (const InFlightStep& e : in_flight_) {
+    for (const InFlightSeq& q : e.seqs) {
+      previous_verifies |= &e != &step && q.id == r.id && q.num_drafts > 0;
+    }
+  }
+  // Forced tokens leave more than the input to compute: a chunk, next plan.
+  // With the previous row in flight (kLeaveForRunner) verifying drafts, the
+  // position is unknown.
+  if ((!earlier && r.NumKnownTokens() != base + 1) || (earlier && previous_verifies)) {
+    kv_.Rollback(r.id, rec->num_tokens);
+    r.num_computed_tokens -= rec->num_tokens;
+    --r.num_placeholders;
+    return false;
+  }
+  int64_t drafts = 0;
+  if (!earlier) {
+    // As ScheduleDecode for a request with nothing in flight (this row aside).
+    const int64_t room =
+        std::min<int64_t>(r.max_tokens - r.NumOutputTokens(), config_.max_model_len - r.NumKnownTokens()) - 1;
+    drafts = std::max<int64_t>(
+        0, std::min<int64_t>({static_cast<int64_t>(r.draft_tokens.size()), rec->num_drafts, room}));
+  }
+  const int64_t unused = rec->num_drafts - drafts;
+  kv_.Rollback(r.id, unused);
+  r.num_computed_tokens -= unused;
+  s->start_pos = base;
+  s->tokens.assign(1, earlier ? kPlaceholderToken : r.tokens[static_cast<size_t>(base)]);
+  if (!earlier) {
+    s->tokens.insert(s->tokens.end(), r.draft_tokens.begin(), r.draft_tokens.begin() + drafts);
+    r.draft_tokens.clear();
+  }
+  s->num_draft_tokens = static_cast<int32_t>(drafts);
+  if (kv_.per_layer()) {
+    s->layer_block_tables = kv_.LayerBlockTables(r.id);
+  } else {
+    s->block_table = kv_.BlockTable(r.id);
+  }
+  rec->start_pos = base;
+  rec->num_tokens = 1 + drafts;
+  rec->num_drafts = static_cast<int32_t>(drafts);
+  rec->pending = false;
+  if (drafts > 0) {
+    r.verification_in_flight = true;
+    stats_.spec_draft_tokens += drafts;
+  }
+  return true;
 }
 
 StatusOr<CommitResult> Scheduler::OnStepSampled(const StepOutput& output) {
@@ -203,7 +285,8 @@ bool Scheduler::CanExtendWithForcedTokens(RequestId id) const {
   // decodes: a row verifying drafts continues a token the forced ones replace.
   for (size_t i = 1; i < in_flight_.size(); ++i) {
     for (const InFlightSeq& e : in_flight_[i].seqs) {
-      if (e.id == id && (in_flight_[i].launched || e.num_drafts > 0)) {
+      // (A pending-length row is dropped at launch instead: scheduler.h.)
+      if (e.id == id && (in_flight_[i].launched || (e.num_drafts > 0 && !e.pending))) {
         return false;
       }
     }
@@ -214,7 +297,7 @@ bool Scheduler::CanExtendWithForcedTokens(RequestId id) const {
 void Scheduler::VoidLaterSamplingRows(Request& r) {
   for (size_t i = 1; i < in_flight_.size(); ++i) {
     for (InFlightSeq& e : in_flight_[i].seqs) {
-      if (e.id == r.id && e.samples) {
+      if (e.id == r.id && e.samples && !e.pending) {
         e.samples = false;  // PrepareLaunch turns the plan's row into a non-sampling chunk
         --r.num_placeholders;
       }
@@ -263,9 +346,13 @@ Request Scheduler::FinishRequest(Request& r, FinishReason reason) {
 
 void Scheduler::CheckInvariants() const {
   std::unordered_map<RequestId, int32_t> sampling_rows;
+  std::unordered_map<RequestId, int64_t> draft_slots;  // drafts verified or reserved in flight
   for (const InFlightStep& step : in_flight_) {
     for (const InFlightSeq& e : step.seqs) {
       sampling_rows[e.id] += e.samples ? 1 : 0;
+      draft_slots[e.id] += e.num_drafts;
+      DI_CHECK_MSG(!e.pending || (!step.launched && e.samples && e.num_tokens == 1 + e.num_drafts),
+                   "a launched pending-length row");
     }
   }
   int32_t running = 0;
@@ -280,9 +367,8 @@ void Scheduler::CheckInvariants() const {
       DI_CHECK_MSG(kv_.HasSequence(id) && kv_.NumTokens(id) == r.num_computed_tokens,
                    "KV claim differs from computed tokens");
       DI_CHECK(r.num_committed_kv_tokens <= r.num_computed_tokens);
-      if (!r.verification_in_flight) {
-        DI_CHECK(r.num_computed_tokens < r.NumTokens());
-      }
+      // Each in-flight draft slot may hold a position past the known and placeholder tokens.
+      DI_CHECK(r.num_computed_tokens < r.NumTokens() + draft_slots[id]);
     } else {
       DI_CHECK(r.state == RequestState::kWaiting || r.state == RequestState::kPreempted);
       DI_CHECK(waiting_.count(KeyOf(r)) == 1);

@@ -163,6 +163,12 @@ std::string RenderPrometheusMetrics(const EngineMetrics& m) {
   Sample(out, "deepinfer_num_preemptions_total", "counter", "Preemptions (KV freed, recomputed later).",
          static_cast<double>(m.num_preemptions_total));
   Sample(out, "deepinfer_steps_total", "counter", "Engine steps run.", static_cast<double>(m.steps_total));
+  Sample(out, "deepinfer_steps_planned_ahead_total", "counter",
+         "Steps planned while the previous step ran (async scheduling).",
+         static_cast<double>(m.steps_planned_ahead_total));
+  Sample(out, "deepinfer_steps_planned_without_overlap_total", "counter",
+         "Steps planned with nothing in flight although a request was running (async overlap lost).",
+         static_cast<double>(m.steps_planned_without_overlap_total));
   Sample(out, "deepinfer_executor_idle_seconds_total", "counter",
          "Time the model runner waited between steps while work existed.", m.executor_idle_seconds_total);
   Sample(out, "deepinfer_executor_busy_seconds_total", "counter", "Time the model runner spent in steps.",

@@ -119,6 +119,8 @@ TEST(MetricsText, NamesValuesAndCumulativeHistograms) {
   m.prompt_tokens_total = 100;
   m.generation_tokens_total = 40;
   m.executor_idle_seconds_total = 1.5;
+  m.steps_planned_ahead_total = 9;
+  m.steps_planned_without_overlap_total = 2;
   m.time_to_first_token_seconds.upper_bounds = {0.1, 1.0};
   m.time_to_first_token_seconds.counts = {2, 3, 1};  // per bucket; the last is > 1.0
   m.time_to_first_token_seconds.sum = 4.5;
@@ -150,6 +152,8 @@ TEST(MetricsText, NamesValuesAndCumulativeHistograms) {
   EXPECT_EQ(values["deepinfer_time_per_output_token_seconds_count"], "0");
   EXPECT_EQ(values.count("deepinfer_spec_decode_num_accepted_tokens_total"), 1u);
   EXPECT_EQ(values.count("deepinfer_spec_decode_num_draft_tokens_total"), 1u);
+  EXPECT_EQ(values["deepinfer_steps_planned_ahead_total"], "9");
+  EXPECT_EQ(values["deepinfer_steps_planned_without_overlap_total"], "2");
   EXPECT_NE(text.find("# TYPE deepinfer_time_to_first_token_seconds histogram\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE deepinfer_prompt_tokens_total counter\n"), std::string::npos);
 }

@@ -65,10 +65,11 @@ CompiledGrammar::CompiledGrammar(GrammarAutomaton automaton, std::shared_ptr<con
       if (!automaton_.rule_terminal[r] || counted_.count(rule) || !NeedsClassTrie(rule)) continue;
       auto classes = RuleByteClasses(automaton_, rule, kMaxTrieClasses);
       if (!classes) continue;
-      // At most one node per 8 tokens (the byte trie has ~3 per token):
-      // past that, merging is too poor to pay, and the build's [node][class]
-      // table would leave the cache (an aborted build stays ~1-2 ms).
-      auto trie = ByteClassTrie::Build(*vocab_, *classes, n / 8);
+      // At most one node per 3 tokens (the byte trie has ~3 per token):
+      // past that, merging is too poor to pay (an aborted build stays ~1-2
+      // ms). A format x length product (uri x 4096: 9 classes, between n/8
+      // and n/3 nodes on llama3) walks ~50k tokens a position without it.
+      auto trie = ByteClassTrie::Build(*vocab_, *classes, n / 3);
       if (trie) class_tries_.emplace(rule, std::move(trie));
     }
   }

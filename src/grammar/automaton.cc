@@ -1,8 +1,10 @@
 #include "grammar/automaton.h"
 
 #include <algorithm>
+#include <bitset>
 #include <chrono>
 #include <map>
+#include <unordered_map>
 
 namespace deepinfer::grammar {
 
@@ -163,6 +165,15 @@ class ThompsonBuilder {
   size_t total_states_ = 0;
 };
 
+// Hash of a sorted state set (subsets, Moore signatures).
+struct SubsetHash {
+  size_t operator()(const std::vector<uint32_t>& v) const {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ v.size();
+    for (uint32_t x : v) h = (h ^ x) * 0x100000001B3ull;
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+};
+
 // One rule's automaton before it is appended to the global arrays.
 struct LocalAutomaton {
   std::vector<std::vector<ByteEdge>> byte_edges;
@@ -177,28 +188,34 @@ class SubsetBuilder {
       : nfa_(nfa), deadline_(deadline), stamp_(nfa.eps.size(), 0) {}
 
   // Subset construction; returns false if more than `cap` states are needed.
+  // Subsets are numbered in order of discovery (breadth first), so the
+  // result depends only on the NFA. Scratch vectors are reused across
+  // subsets and a subset is copied only when it is new (the build is
+  // allocation-bound otherwise).
   StatusOr<bool> Determinize(size_t cap, LocalAutomaton* out) {
-    std::map<std::vector<uint32_t>, uint32_t> ids;
-    std::vector<std::vector<uint32_t>> sets;
-    auto intern = [&](std::vector<uint32_t> set) -> uint32_t {
-      auto [it, inserted] = ids.emplace(set, static_cast<uint32_t>(sets.size()));
-      if (inserted) sets.push_back(std::move(set));
+    std::unordered_map<std::vector<uint32_t>, uint32_t, SubsetHash> ids;
+    std::vector<const std::vector<uint32_t>*> sets;  // keys of `ids` (stable)
+    auto intern = [&](const std::vector<uint32_t>& set) -> uint32_t {
+      auto [it, inserted] = ids.try_emplace(set, static_cast<uint32_t>(sets.size()));
+      if (inserted) sets.push_back(&it->first);
       return it->second;
     };
+    std::vector<NfaEdge> bytes;
+    std::vector<std::pair<RuleId, uint32_t>> rule_targets;
+    std::vector<uint32_t> targets;
     intern(Closure({0}));
     for (size_t d = 0; d < sets.size(); ++d) {
       if (sets.size() > cap) return false;
       // Each subset costs up to a closure over the whole NFA: check often.
       if (deadline_.Expired()) return TimeLimitError(deadline_);
-      std::vector<uint32_t> set = sets[d];
-      std::vector<NfaEdge> bytes;
-      std::map<RuleId, std::vector<uint32_t>> by_rule;
+      bytes.clear();
+      rule_targets.clear();
       bool final = false;
-      for (uint32_t s : set) {
+      for (uint32_t s : *sets[d]) {
         if (s == nfa_.final) final = true;
         for (const NfaEdge& e : nfa_.edges[s]) {
           if (e.rule >= 0) {
-            by_rule[e.rule].push_back(e.target);
+            rule_targets.emplace_back(e.rule, e.target);
           } else {
             bytes.push_back(e);
           }
@@ -206,29 +223,44 @@ class SubsetBuilder {
       }
       std::vector<ByteEdge> out_bytes;
       // Partition 0..255 at every range boundary; each piece has one target set.
-      std::vector<int> cuts;
+      std::bitset<257> is_cut;
       for (const NfaEdge& e : bytes) {
-        cuts.push_back(e.lo);
-        cuts.push_back(e.hi + 1);
+        is_cut.set(e.lo);
+        is_cut.set(e.hi + 1);
       }
-      std::sort(cuts.begin(), cuts.end());
-      cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-      for (size_t i = 0; i + 1 < cuts.size(); ++i) {
-        int lo = cuts[i], hi = cuts[i + 1] - 1;
-        std::vector<uint32_t> targets;
-        for (const NfaEdge& e : bytes) {
-          if (e.lo <= lo && hi <= e.hi) targets.push_back(e.target);
+      int lo = -1;
+      for (int c = 0; c <= 256; ++c) {
+        if (!is_cut[c]) continue;
+        if (lo >= 0) {
+          const int hi = c - 1;
+          targets.clear();
+          for (const NfaEdge& e : bytes) {
+            if (e.lo <= lo && hi <= e.hi) targets.push_back(e.target);
+          }
+          if (!targets.empty()) {
+            uint32_t t = intern(Closure(targets));
+            if (!out_bytes.empty() && out_bytes.back().target == t && out_bytes.back().hi + 1 == lo) {
+              out_bytes.back().hi = static_cast<uint8_t>(hi);
+            } else {
+              out_bytes.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), t});
+            }
+          }
         }
-        if (targets.empty()) continue;
-        uint32_t t = intern(Closure(targets));
-        if (!out_bytes.empty() && out_bytes.back().target == t && out_bytes.back().hi + 1 == lo) {
-          out_bytes.back().hi = static_cast<uint8_t>(hi);
-        } else {
-          out_bytes.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), t});
-        }
+        lo = c;
       }
+      // One edge per referenced rule, in rule order.
+      std::stable_sort(rule_targets.begin(), rule_targets.end(),
+                       [](const auto& x, const auto& y) { return x.first < y.first; });
       std::vector<RuleEdge> out_rules;
-      for (auto& [rule, targets] : by_rule) out_rules.push_back({rule, intern(Closure(targets))});
+      for (size_t i = 0; i < rule_targets.size();) {
+        targets.clear();
+        size_t j = i;
+        for (; j < rule_targets.size() && rule_targets[j].first == rule_targets[i].first; ++j) {
+          targets.push_back(rule_targets[j].second);
+        }
+        out_rules.push_back({rule_targets[i].first, intern(Closure(targets))});
+        i = j;
+      }
       out->byte_edges.push_back(std::move(out_bytes));
       out->rule_edges.push_back(std::move(out_rules));
       out->is_final.push_back(final);
@@ -272,36 +304,40 @@ class SubsetBuilder {
   }
 
  private:
-  std::vector<uint32_t> Closure(const std::vector<uint32_t>& seeds) {
+  // The sorted labelled states epsilon-reachable from `seeds`; the result
+  // lives in a scratch vector valid until the next call.
+  const std::vector<uint32_t>& Closure(const std::vector<uint32_t>& seeds) {
     ++generation_;
-    std::vector<uint32_t> stack, out;
+    stack_.clear();
+    closure_.clear();
     for (uint32_t s : seeds) {
       if (stamp_[s] != generation_) {
         stamp_[s] = generation_;
-        stack.push_back(s);
+        stack_.push_back(s);
       }
     }
-    while (!stack.empty()) {
-      uint32_t s = stack.back();
-      stack.pop_back();
+    while (!stack_.empty()) {
+      uint32_t s = stack_.back();
+      stack_.pop_back();
       // Only states with labelled edges or the accept state matter for the
       // subset's identity; pure epsilon hubs are dropped to merge more sets.
-      if (!nfa_.edges[s].empty() || s == nfa_.final) out.push_back(s);
+      if (!nfa_.edges[s].empty() || s == nfa_.final) closure_.push_back(s);
       for (uint32_t t : nfa_.eps[s]) {
         if (stamp_[t] != generation_) {
           stamp_[t] = generation_;
-          stack.push_back(t);
+          stack_.push_back(t);
         }
       }
     }
-    std::sort(out.begin(), out.end());
-    return out;
+    std::sort(closure_.begin(), closure_.end());
+    return closure_;
   }
 
   const Nfa& nfa_;
   const Deadline& deadline_;
   std::vector<uint32_t> stamp_;
   uint32_t generation_ = 0;
+  std::vector<uint32_t> stack_, closure_;
 };
 
 // Moore partition refinement of a deterministic rule automaton: merges
@@ -316,7 +352,8 @@ void Minimize(LocalAutomaton* a, const Deadline& deadline) {
   std::vector<uint32_t> sig;
   for (int iter = 0;; ++iter) {
     if ((iter & 15) == 15 && deadline.Expired()) return;  // keep what we have (still correct)
-    std::map<std::vector<uint32_t>, uint32_t> ids;
+    std::unordered_map<std::vector<uint32_t>, uint32_t, SubsetHash> ids;
+    ids.reserve(n);
     for (size_t s = 0; s < n; ++s) {
       sig.clear();
       sig.push_back(cls[s]);

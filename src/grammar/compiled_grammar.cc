@@ -65,10 +65,11 @@ CompiledGrammar::CompiledGrammar(GrammarAutomaton automaton, std::shared_ptr<con
       if (!automaton_.rule_terminal[r] || counted_.count(rule) || !NeedsClassTrie(rule)) continue;
       auto classes = RuleByteClasses(automaton_, rule, kMaxTrieClasses);
       if (!classes) continue;
-      // At most one node per 8 tokens (the byte trie has ~3 per token):
-      // past that, merging is too poor to pay, and the build's [node][class]
-      // table would leave the cache (an aborted build stays ~1-2 ms).
-      auto trie = ByteClassTrie::Build(*vocab_, *classes, n / 8);
+      // At most one node per 3 tokens (the byte trie has ~3 per token):
+      // past that, merging is too poor to pay (an aborted build stays ~1-2
+      // ms). A format x length product (uri x 4096: 9 classes, between n/8
+      // and n/3 nodes on llama3) walks ~50k tokens a position without it.
+      auto trie = ByteClassTrie::Build(*vocab_, *classes, n / 3);
       if (trie) class_tries_.emplace(rule, std::move(trie));
     }
   }
@@ -91,13 +92,29 @@ bool CompiledGrammar::NeedsClassTrie(RuleId rule) const {
     }
     uint32_t u = kNoState;
     std::vector<uint8_t> walk;
-    if (PlanInsideMask(s, &u, &walk)) continue;
+    if (PlanInsideMask(s, &u, &walk)) {
+      // Read from the profile, but the walked rest is broad (a format or
+      // pattern x a length bound, whose counter leaves no self-loop for
+      // DenseWalk's subtree shortcut: ~1 ms on 128k): the class trie
+      // answers the whole position instead (see Compute).
+      if (WalkedTokens(walk) >= n / kBroadFraction) return true;
+      continue;
+    }
     // A finer estimate of the walk: tokens whose first two bytes pass
     // (after `(555)` a space starts half of llama3's tokens, but only
     // those going on with a digit survive the second byte).
     if (TwoByteViableTokens(s) >= n / kBroadFraction) return true;
   }
   return false;
+}
+
+uint32_t CompiledGrammar::WalkedTokens(const std::vector<uint8_t>& walk_first_byte) const {
+  uint32_t walked = 0;
+  for (int b = 0; b < 256; ++b) {
+    if (walk_first_byte[b] == kWalk)
+      walked += profiles_->first_byte_begin(b + 1) - profiles_->first_byte_begin(b);
+  }
+  return walked;
 }
 
 uint32_t CompiledGrammar::TwoByteViableTokens(uint32_t state) const {
@@ -169,12 +186,16 @@ PositionMask CompiledGrammar::Compute(uint32_t state) const {
     // with those bytes and the first bytes that differ are run.
     uint32_t u = kNoState;
     std::vector<uint8_t> walk;
+    auto trie = class_tries_.find(rule);
     if (PlanInsideMask(state, &u, &walk)) {
+      const uint32_t n = static_cast<uint32_t>(vocab_->sorted_ids().size());
+      if (trie != class_tries_.end() && WalkedTokens(walk) >= n / kBroadFraction) {
+        return ComputeClassTrieMask(a, *vocab_, *trie->second, state);
+      }
       const CountedStringRule* counted = CountedStates(state);
       return ComputeInsideMask(a, *profiles_, state, u, walk, CharactersLeft(state),
                                counted != nullptr ? counted->slack : 0);
     }
-    auto trie = class_tries_.find(rule);
     if (trie != class_tries_.end()) return ComputeClassTrieMask(a, *vocab_, *trie->second, state);
   }
   if (!scratch_) scratch_ = std::make_unique<EarleyParser>(&automaton_);

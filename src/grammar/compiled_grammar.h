@@ -101,6 +101,8 @@ class CompiledGrammar {
   std::map<RuleId, std::unique_ptr<const ByteClassTrie>> class_tries_;
   bool NeedsClassTrie(RuleId rule) const;
   uint32_t TwoByteViableTokens(uint32_t state) const;
+  // Tokens under the first bytes a PlanInsideMask plan walks.
+  uint32_t WalkedTokens(const std::vector<uint8_t>& walk_first_byte) const;
   // Memo of JsonStringModel::AgreesInside per (state, U state) pair:
   // 1 agrees, 0 does not (guarded by mutex_; also filled by the
   // constructor's NeedsClassTrie).

@@ -2,11 +2,45 @@
 #include <algorithm>
 #include <set>
 
+#include "grammar/automaton.h"
 #include "grammar/json_keys.h"
 #include "grammar/json_schema_converter.h"
 #include "grammar/utf8.h"
 
 namespace deepinfer::grammar::json_schema_internal {
+
+namespace {
+
+// The DFA of a key's rest after its first differing character: any string
+// characters, then the closing quote. The same for every schema: built once.
+const GrammarAutomaton& KeyRestAutomaton() {
+  static const GrammarAutomaton* const rest = [] {
+    Grammar g;
+    g.set_root(g.DefineRule("rest", g.Sequence({g.Star(JsonStringChar(&g)), g.Byte('"')})));
+    Deadline deadline(60.0);
+    auto a = BuildAutomaton(g, BuildLimits(), deadline);
+    return new GrammarAutomaton(std::move(*a));  // a fixed grammar: cannot fail
+  }();
+  return *rest;
+}
+
+// Appends `next` over bytes 0..255 as maximal ranges (kNoState = no edge).
+template <typename Next>
+std::vector<ByteAutomaton::Edge> ByteRanges(Next&& next) {
+  std::vector<ByteAutomaton::Edge> edges;
+  for (int b = 0; b < 256; ++b) {
+    uint32_t t = next(static_cast<uint8_t>(b));
+    if (t == kNoState) continue;
+    if (!edges.empty() && edges.back().target == t && edges.back().hi + 1 == b) {
+      edges.back().hi = static_cast<uint8_t>(b);
+    } else {
+      edges.push_back({static_cast<uint8_t>(b), static_cast<uint8_t>(b), t});
+    }
+  }
+  return edges;
+}
+
+}  // namespace
 
 ExprId SchemaConverter::KeyNotIn(const std::vector<std::string>& names) {
   // The whole key is one terminal rule (bytes only), so the mask cache walks
@@ -15,7 +49,6 @@ ExprId SchemaConverter::KeyNotIn(const std::vector<std::string>& names) {
   for (const std::string& n : names) cache_key += Json(n).dump() + ",";
   auto memo = key_rules_.find(cache_key);
   if (memo != key_rules_.end()) return g_->Ref(memo->second);
-  ExprId rest = g_->Sequence({g_->Star(JsonStringChar(g_)), g_->Byte('"')});
   auto define = [&](ExprId body) {
     RuleId r = g_->DefineRule("json_key", g_->Sequence({g_->Byte('"'), body}));
     key_rules_.emplace(cache_key, r);
@@ -25,52 +58,59 @@ ExprId SchemaConverter::KeyNotIn(const std::vector<std::string>& names) {
     for (unsigned char c : n) {
       // Names needing escapes or non-ASCII: any key (documented gap: a
       // duplicate of such a name is not excluded).
-      if (c < 0x20 || c >= 0x7F || c == '"' || c == '\\') return define(rest);
+      if (c < 0x20 || c >= 0x7F || c == '"' || c == '\\') {
+        return define(g_->Sequence({g_->Star(JsonStringChar(g_)), g_->Byte('"')}));
+      }
     }
   }
-  // Trie of the names; node 0 = root. Children get larger indices than
-  // their parent, so one reverse pass builds expressions bottom-up.
+  // Trie of the names; node 0 = root.
   struct Node {
-    std::map<uint8_t, int> children;
+    std::map<uint8_t, uint32_t> children;
     bool terminal = false;
   };
   std::vector<Node> trie(1);
   for (const std::string& n : names) {
-    int cur = 0;
+    uint32_t cur = 0;
     for (unsigned char c : n) {
       auto it = trie[cur].children.find(c);
       if (it == trie[cur].children.end()) {
         trie.push_back(Node());
-        it = trie[cur].children.emplace(c, static_cast<int>(trie.size() - 1)).first;
+        it = trie[cur].children.emplace(c, static_cast<uint32_t>(trie.size() - 1)).first;
       }
       cur = it->second;
     }
     trie[cur].terminal = true;
   }
-  // A first character that no name continues with, then any content.
-  // Non-ASCII and escapes always differ (names are printable ASCII here).
-  ExprId differ_other =
-      g_->Sequence({g_->Choice({Utf8Class(g_, {{0x80, kMaxCodepoint}}), JsonEscape(g_)}), rest});
-  std::vector<ExprId> expr(trie.size());
-  for (size_t i = trie.size(); i-- > 0;) {
-    const Node& n = trie[i];
-    std::vector<ExprId> alts;
-    if (!n.terminal) alts.push_back(g_->Byte('"'));
-    std::vector<ByteRange> ascii = {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x7E}};
-    std::vector<ByteRange> differ;
-    for (ByteRange r : ascii) {
-      for (int b = r.lo; b <= r.hi; ++b) {
-        if (!n.children.count(static_cast<uint8_t>(b))) {
-          differ.push_back({static_cast<uint8_t>(b), static_cast<uint8_t>(b)});
-        }
-      }
-    }
-    for (auto [c, child] : n.children) alts.push_back(g_->Sequence({g_->Byte(c), expr[child]}));
-    alts.push_back(g_->Sequence({g_->Bytes(differ), rest}));
-    alts.push_back(differ_other);
-    expr[i] = g_->Choice(std::move(alts));
+  // One DFA, given to the IR as an explicit automaton: the trie's nodes,
+  // then one shared copy of the rest (as grammar expressions each node had
+  // its own copy, ~60 states apiece, and the rule's DFA stayed too large to
+  // minimize). At a node, a child's character goes on in the trie, the
+  // closing quote ends the key unless the node ends a name, and any other
+  // character leaves the trie as it would start the rest. DEL (0x7F) does
+  // not leave the trie (kept from the grammar form, whose first differing
+  // character excluded it; it is allowed further on).
+  const GrammarAutomaton& rest = KeyRestAutomaton();
+  const uint32_t rest_begin = rest.rule_start[rest.root];
+  const uint32_t rest_states = rest.rule_end[rest.root] - rest_begin;
+  const uint32_t base = static_cast<uint32_t>(trie.size());
+  auto rest_next = [&](uint32_t local, uint8_t b) -> uint32_t {
+    uint32_t t = rest.DeterministicNext(rest_begin + local, b);
+    return t == kNoState ? kNoState : base + (t - rest_begin);
+  };
+  ByteAutomaton key;
+  for (const Node& n : trie) {
+    key.edges.push_back(ByteRanges([&](uint8_t b) -> uint32_t {
+      if (auto it = n.children.find(b); it != n.children.end()) return it->second;
+      if ((b == '"' && n.terminal) || b == 0x7F) return kNoState;
+      return rest_next(0, b);
+    }));
+    key.is_final.push_back(0);
   }
-  return define(expr[0]);
+  for (uint32_t s = 0; s < rest_states; ++s) {
+    key.edges.push_back(ByteRanges([&](uint8_t b) { return rest_next(s, b); }));
+    key.is_final.push_back(rest.is_final[rest_begin + s]);
+  }
+  return define(g_->Automaton(std::move(key)));
 }
 
 // Properties in schema order (members: UncountedMembers / CountedMembers).

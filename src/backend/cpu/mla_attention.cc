@@ -15,18 +15,20 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
   const int64_t qk = nope + rd, kvw = lora + rd, bw = nope + vd;
   const PagedKvView& latent = kv.head0;
   const int64_t bs = latent.block_size;
-  // Row j of a sequence as f32 (16- and 8-bit rows decoded into `decoded`).
-  const auto row = [&](const std::vector<int32_t>& table, int64_t j, float* decoded) {
-    const uint8_t* bytes =
-        latent.k + table[static_cast<size_t>(j / bs)] * latent.block_stride + (j % bs) * latent.slot_stride;
-    return KvRowAsF32(latent.dtype, bytes, kvw, decoded);
+  const auto row_bytes = [&](const std::vector<int32_t>& table, int64_t j) {
+    return latent.k + table[static_cast<size_t>(j / bs)] * latent.block_stride +
+           (j % bs) * latent.slot_stride;
   };
+  const bool wide = latent.dtype == DType::kF32;
   int64_t cost = 0;
   for (int64_t t = 0; t < n_tokens; ++t) cost += (positions[t] + 1) * nh * kvw * 2;
   ParallelForCost(pool, n_tokens * nh, cost, [&](int64_t begin, int64_t end, int) {
+    // A 16- or 8-bit cache: the rows lo..pos of the current query token,
+    // decoded to f32 once and shared by its heads (a thread's range holds
+    // consecutive (token, head) pairs), not once per head and pass.
     thread_local std::vector<float> scores, q_lat, o_lat, k_nope, decoded;
+    int64_t decoded_token = -1;
     q_lat.resize(static_cast<size_t>(lora));
-    decoded.resize(static_cast<size_t>(kvw));
     o_lat.resize(static_cast<size_t>(lora));
     k_nope.resize(static_cast<size_t>(nope));
     for (int64_t i = begin; i < end; ++i) {
@@ -38,6 +40,17 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
       const int64_t lo = s.window > 0 ? std::max<int64_t>(0, pos - s.window + 1) : 0;
       const std::vector<int32_t>& table = *block_tables[static_cast<size_t>(t)];
       scores.resize(static_cast<size_t>(pos - lo + 1));
+      if (!wide && decoded_token != t) {
+        decoded.resize(static_cast<size_t>((pos - lo + 1) * kvw));
+        for (int64_t j = lo; j <= pos; ++j) {
+          KvRowAsF32(latent.dtype, row_bytes(table, j), kvw, decoded.data() + (j - lo) * kvw);
+        }
+        decoded_token = t;
+      }
+      // Row j of the sequence as f32.
+      const auto row = [&](int64_t j) {
+        return wide ? reinterpret_cast<const float*>(row_bytes(table, j)) : decoded.data() + (j - lo) * kvw;
+      };
       if (s.absorb) {  // q_lat = W_uk^T q_nope
         std::fill(q_lat.begin(), q_lat.end(), 0.0f);
         for (int64_t d = 0; d < nope; ++d) {
@@ -48,7 +61,7 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
       }
       float max_score = -INFINITY;
       for (int64_t j = lo; j <= pos; ++j) {
-        const float* cached = row(table, j, decoded.data());
+        const float* cached = row(j);
         float score;
         if (s.absorb) {
           score = Dot(q_lat.data(), cached, lora);
@@ -73,14 +86,14 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
       if (s.absorb) {  // o = W_uv (sum_j p_j c_j)
         std::fill(o_lat.begin(), o_lat.end(), 0.0f);
         for (int64_t j = lo; j <= pos; ++j) {
-          const float* cached = row(table, j, decoded.data());
+          const float* cached = row(j);
           const float p = scores[static_cast<size_t>(j - lo)] * inv;
           for (int64_t r = 0; r < lora; ++r) o_lat[static_cast<size_t>(r)] += p * cached[r];
         }
         for (int64_t d = 0; d < vd; ++d) o[d] = Dot(w_uv + d * lora, o_lat.data(), lora);
       } else {
         for (int64_t j = lo; j <= pos; ++j) {
-          const float* cached = row(table, j, decoded.data());
+          const float* cached = row(j);
           const float p = scores[static_cast<size_t>(j - lo)] * inv;
           for (int64_t d = 0; d < vd; ++d) o[d] += p * Dot(w_uv + d * lora, cached, lora);
         }

@@ -222,8 +222,12 @@ void Q6_KTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
       const __m512i sc_lo = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
       const __m512i sc_hi = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16)));
       const uint8_t* d = w[r] + d_offset + g * 4;
-      const __m512 dw =
-          _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_set_ps(0, 0, F16At(d + 2), F16At(d))));
+      // The group's two f16 d in one 4-byte load and one convert (two
+      // scalar converts and an insert were 3 more uops per row and group).
+      int32_t d_bits;
+      __builtin_memcpy(&d_bits, d, 4);
+      const __m128i d2 = _mm_cvtsi32_si128(d_bits);
+      const __m512 dw = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_cvtph_ps(d2)));
       for (int t = 0; t < T; ++t) {
         const __m512i isum =
             _mm512_add_epi32(_mm512_mullo_epi32(lo[r][t], sc_lo), _mm512_mullo_epi32(hi[r][t], sc_hi));

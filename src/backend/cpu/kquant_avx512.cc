@@ -154,6 +154,9 @@ template <int R, int64_t kBytes>
 inline void PrefetchGroupAhead(const uint8_t* const* wg, int64_t ahead, bool into_l2) {
   for (int r = 0; r < R; ++r) {
     const char* next = reinterpret_cast<const char*>(wg[r] + ahead);
+    // Opaque: otherwise GCC gives every line its own induction variable
+    // and spills them to vector registers (16 lea + 32 vmovq per group).
+    asm("" : "+r"(next));
 #pragma GCC unroll 8
     for (int64_t l = 0; l < kBytes; l += 64) {
       if (into_l2) {
@@ -284,37 +287,41 @@ inline __m256i Q4HalfStep(const uint8_t* v) {
   return S < 4 ? _mm256_and_si256(raw, mask) : _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask);
 }
 
-// One token (T == 1): the decoded step is used once, so its decode is the
-// cost. The high nibbles go to vpdpbusd as they sit, raw & 0xf0 = 16 q
-// (one vpandd, no shift): their chain isum2 sums 16x the products, and
-// isum + (isum2 >> 4) is the same exact int32 as decoding q (|isum2| <
-// 2^19; the shift of a multiple of 16 is exact). Two chains (low / high
-// steps) also hide the vpdpbusd latency. T > 1 decodes q once per row for
-// all T tokens (one chain per token; two would not fit the registers).
 template <int S, int R, int T>
-inline void Q4FullSteps(const uint8_t* const* wg, const int8_t* const* xg, __m512i (&isum)[R][T],
-                        __m512i (&isum2)[R][T]) {
+inline void Q4FullSteps(const uint8_t* const* wg, const int8_t* const* xg, __m512i (&isum)[R][T]) {
   if constexpr (S < kSteps) {
     __m512i wv[R];
     for (int r = 0; r < R; ++r) {
-      if constexpr (T == 1 && S >= 4) {
-        wv[r] = _mm512_and_si512(_mm512_load_si512(wg[r] + (S % 4) * 64), _mm512_set1_epi8(0xf0 - 256));
-      } else {
-        wv[r] = Q4FullStep<S>(wg[r]);
-      }
-      if constexpr (T > 1) asm("" : "+v"(wv[r]));
+      wv[r] = Q4FullStep<S>(wg[r]);
+      asm("" : "+v"(wv[r]));
     }
     for (int t = 0; t < T; ++t) {
       const __m512i x = _mm512_load_si512(xg[t] + S * 64);
-      for (int r = 0; r < R; ++r) {
-        if (T == 1 && S >= 4) {
-          isum2[r][t] = _mm512_dpbusd_epi32(isum2[r][t], wv[r], x);
-        } else {
-          isum[r][t] = _mm512_dpbusd_epi32(isum[r][t], wv[r], x);
-        }
-      }
+      for (int r = 0; r < R; ++r) isum[r][t] = _mm512_dpbusd_epi32(isum[r][t], wv[r], x);
     }
-    Q4FullSteps<S + 1, R, T>(wg, xg, isum, isum2);
+    Q4FullSteps<S + 1, R, T>(wg, xg, isum);
+  }
+}
+
+// One token (GEMV): each decoded step is used once, so the decode is the
+// cost. Each 64-byte load j (pinned in a register: otherwise GCC re-reads
+// it for the second nibble as an indexed memory operand) gives step j as
+// raw & 0x0f and step j + 4 as raw & 0xf0 = 16 q, no shift: chain hi sums
+// 16x those products, and lo + (hi >> 4) is the same exact int32 as
+// decoding q (|hi| < 2^19, and the shift of a multiple of 16 is exact).
+// The two chains also hide the vpdpbusd latency.
+template <int R>
+inline void Q4GemvSteps(const uint8_t* const* wg, const int8_t* xg, __m512i (&lo)[R], __m512i (&hi)[R]) {
+  const __m512i low_mask = _mm512_set1_epi8(0x0f), high_mask = _mm512_set1_epi8(static_cast<char>(0xf0));
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    const __m512i x_lo = _mm512_load_si512(xg + j * 64), x_hi = _mm512_load_si512(xg + (j + 4) * 64);
+    for (int r = 0; r < R; ++r) {
+      __m512i raw = _mm512_load_si512(wg[r] + j * 64);
+      asm("" : "+v"(raw));
+      lo[r] = _mm512_dpbusd_epi32(lo[r], _mm512_and_si512(raw, low_mask), x_lo);
+      hi[r] = _mm512_dpbusd_epi32(hi[r], _mm512_and_si512(raw, high_mask), x_hi);
+    }
   }
 }
 
@@ -362,12 +369,19 @@ void Q4_KTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
     for (int r = 0; r < R; ++r) wg[r] = w[r] + g * kQ4FullBytes;
     if constexpr (T == 1) PrefetchGroupAhead<R, kQ4FullBytes>(wg, ahead, prefetch.into_l2);
     const int8_t* xg[T];
-    __m512i isum[R][T], isum2[R][T];
+    __m512i isum[R][T];
     for (int t = 0; t < T; ++t) {
       xg[t] = xs[t] + g * 512;
-      for (int r = 0; r < R; ++r) isum[r][t] = isum2[r][t] = _mm512_setzero_si512();
+      for (int r = 0; r < R; ++r) isum[r][t] = _mm512_setzero_si512();
     }
-    Q4FullSteps<0, R, T>(wg, xg, isum, isum2);
+    if constexpr (T == 1) {
+      __m512i lo[R], hi[R];
+      for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm512_setzero_si512();
+      Q4GemvSteps<R>(wg, xg[0], lo, hi);
+      for (int r = 0; r < R; ++r) isum[r][0] = _mm512_add_epi32(lo[r], _mm512_srai_epi32(hi[r], 4));
+    } else {
+      Q4FullSteps<0, R, T>(wg, xg, isum);
+    }
     __m512 dx[T], dxsum[T];
     for (int t = 0; t < T; ++t) {
       dx[t] = _mm512_load_ps(xd[t] + g * kGroupBlocks);
@@ -384,9 +398,7 @@ void Q4_KTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
                                        _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
                                            _mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16)))));
       for (int t = 0; t < T; ++t) {
-        const __m512i s =
-            T == 1 ? _mm512_add_epi32(isum[r][t], _mm512_srai_epi32(isum2[r][t], 4)) : isum[r][t];
-        acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(d_sc, dx[t]), acc[r][t]);
+        acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][t]), _mm512_mul_ps(d_sc, dx[t]), acc[r][t]);
         acc[r][t] = _mm512_fnmadd_ps(d_m, dxsum[t], acc[r][t]);
       }
     }

@@ -146,9 +146,39 @@ inline void StoreTile(const MatMulArgs& a, int64_t r0, int64_t t0, __m512 (&acc)
   }
 }
 
+// GEMV prefetch (T == 1, interleaved_avx512.cc): the same group of the
+// tile `ahead` bytes further on, straight-line code (the loop form kept a
+// branch per row and group in the hot loop), and, once per tile, that
+// tile's scales (they follow the row's values).
+template <int R, int64_t kBytes>
+inline void PrefetchGroupAhead(const uint8_t* const* wg, int64_t ahead, bool into_l2) {
+  for (int r = 0; r < R; ++r) {
+    const char* next = reinterpret_cast<const char*>(wg[r] + ahead);
+    // Opaque: otherwise GCC gives every line its own induction variable
+    // and spills them to vector registers (16 lea + 32 vmovq per group).
+    asm("" : "+r"(next));
+#pragma GCC unroll 8
+    for (int64_t l = 0; l < kBytes; l += 64) {
+      if (into_l2) {
+        _mm_prefetch(next + l, _MM_HINT_T1);
+      } else {
+        _mm_prefetch(next + l, _MM_HINT_T0);
+      }
+    }
+  }
+}
+template <int R>
+inline void PrefetchScalesAhead(const uint8_t* const* w, int64_t scales_offset, int64_t row_bytes,
+                                int64_t ahead) {
+  for (int r = 0; r < R; ++r) {
+    const char* next = reinterpret_cast<const char*>(w[r] + scales_offset + ahead);
+    for (int64_t l = 0; l < row_bytes - scales_offset; l += 64) _mm_prefetch(next + l, _MM_HINT_T0);
+  }
+}
+
 template <int R, int T>
 void Q6_KTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
-  [[maybe_unused]] const GemvPrefetch prefetch = GemvPrefetchPolicy();
+  const GemvPrefetch prefetch = GemvPrefetchPolicy();
   const Int8Activations& xq = *a.xq;
   const int64_t full = xq.groups.full;
   const int64_t scales_offset = Q6_KScalesOffset(xq.groups), d_offset = Q6_KDOffset(xq.groups);
@@ -169,28 +199,13 @@ void Q6_KTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
   }
   const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  [[maybe_unused]] const int64_t ahead = prefetch.tiles_ahead * R * a.row_bytes;
+  if constexpr (T == 1) PrefetchScalesAhead<R>(w, scales_offset, a.row_bytes, ahead);
 
   for (int64_t g = 0; g < full; ++g) {
     const uint8_t* wg[R];
     for (int r = 0; r < R; ++r) wg[r] = w[r] + g * kFullBytes;
-    if constexpr (T == 1) {  // GEMV: the same group of a later tile (interleaved_avx512.cc)
-      for (int r = 0; r < R; ++r) {
-        const char* next = reinterpret_cast<const char*>(wg[r] + prefetch.tiles_ahead * R * a.row_bytes);
-        for (int64_t l = 0; l < kFullBytes; l += 64) {
-          if (prefetch.into_l2) {
-            _mm_prefetch(next + l, _MM_HINT_T1);
-          } else {
-            _mm_prefetch(next + l, _MM_HINT_T0);
-          }
-        }
-        if (g == 0) {  // the row's scales (and d) follow its values
-          const char* next_scales =
-              reinterpret_cast<const char*>(w[r] + scales_offset) + prefetch.tiles_ahead * R * a.row_bytes;
-          for (int64_t l = 0; l < a.row_bytes - scales_offset; l += 64)
-            _mm_prefetch(next_scales + l, _MM_HINT_T0);
-        }
-      }
-    }
+    if constexpr (T == 1) PrefetchGroupAhead<R, kFullBytes>(wg, ahead, prefetch.into_l2);
     const int8_t* xg[T];
     __m512i lo[R][T], hi[R][T];
     for (int t = 0; t < T; ++t) {
@@ -210,8 +225,12 @@ void Q6_KTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
       const __m512i sc_lo = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
       const __m512i sc_hi = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16)));
       const uint8_t* d = w[r] + d_offset + g * 4;
-      const __m512 dw =
-          _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_set_ps(0, 0, F16At(d + 2), F16At(d))));
+      // The group's two f16 d in one 4-byte load and one convert (two
+      // scalar converts and an insert were 3 more uops per row and group).
+      int32_t d_bits;
+      __builtin_memcpy(&d_bits, d, 4);
+      const __m128i d2 = _mm_cvtsi32_si128(d_bits);
+      const __m512 dw = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_cvtph_ps(d2)));
       for (int t = 0; t < T; ++t) {
         const __m512i isum =
             _mm512_add_epi32(_mm512_mullo_epi32(lo[r][t], sc_lo), _mm512_mullo_epi32(hi[r][t], sc_hi));
@@ -269,27 +288,40 @@ inline __m256i Q4HalfStep(const uint8_t* v) {
 }
 
 template <int S, int R, int T>
-inline void Q4FullSteps(const uint8_t* const* wg, const int8_t* const* xg, __m512i (&isum)[R][T],
-                        __m512i (&isum2)[R][T]) {
+inline void Q4FullSteps(const uint8_t* const* wg, const int8_t* const* xg, __m512i (&isum)[R][T]) {
   if constexpr (S < kSteps) {
     __m512i wv[R];
     for (int r = 0; r < R; ++r) {
       wv[r] = Q4FullStep<S>(wg[r]);
-      if constexpr (T > 1) asm("" : "+v"(wv[r]));
+      asm("" : "+v"(wv[r]));
     }
     for (int t = 0; t < T; ++t) {
       const __m512i x = _mm512_load_si512(xg[t] + S * 64);
-      for (int r = 0; r < R; ++r) {
-        // One token: two chains (odd / even steps) hide the vpdpbusd
-        // latency; integer sums are exact, so the split changes nothing.
-        if (T == 1 && S % 2 == 1) {
-          isum2[r][t] = _mm512_dpbusd_epi32(isum2[r][t], wv[r], x);
-        } else {
-          isum[r][t] = _mm512_dpbusd_epi32(isum[r][t], wv[r], x);
-        }
-      }
+      for (int r = 0; r < R; ++r) isum[r][t] = _mm512_dpbusd_epi32(isum[r][t], wv[r], x);
     }
-    Q4FullSteps<S + 1, R, T>(wg, xg, isum, isum2);
+    Q4FullSteps<S + 1, R, T>(wg, xg, isum);
+  }
+}
+
+// One token (GEMV): each decoded step is used once, so the decode is the
+// cost. Each 64-byte load j (pinned in a register: otherwise GCC re-reads
+// it for the second nibble as an indexed memory operand) gives step j as
+// raw & 0x0f and step j + 4 as raw & 0xf0 = 16 q, no shift: chain hi sums
+// 16x those products, and lo + (hi >> 4) is the same exact int32 as
+// decoding q (|hi| < 2^19, and the shift of a multiple of 16 is exact).
+// The two chains also hide the vpdpbusd latency.
+template <int R>
+inline void Q4GemvSteps(const uint8_t* const* wg, const int8_t* xg, __m512i (&lo)[R], __m512i (&hi)[R]) {
+  const __m512i low_mask = _mm512_set1_epi8(0x0f), high_mask = _mm512_set1_epi8(static_cast<char>(0xf0));
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    const __m512i x_lo = _mm512_load_si512(xg + j * 64), x_hi = _mm512_load_si512(xg + (j + 4) * 64);
+    for (int r = 0; r < R; ++r) {
+      __m512i raw = _mm512_load_si512(wg[r] + j * 64);
+      asm("" : "+v"(raw));
+      lo[r] = _mm512_dpbusd_epi32(lo[r], _mm512_and_si512(raw, low_mask), x_lo);
+      hi[r] = _mm512_dpbusd_epi32(hi[r], _mm512_and_si512(raw, high_mask), x_hi);
+    }
   }
 }
 
@@ -308,7 +340,7 @@ inline void Q4HalfSteps(const uint8_t* const* wg, const int8_t* const* xg, __m25
 
 template <int R, int T>
 void Q4_KTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
-  [[maybe_unused]] const GemvPrefetch prefetch = GemvPrefetchPolicy();
+  const GemvPrefetch prefetch = GemvPrefetchPolicy();
   constexpr int64_t kQ4FullBytes = 256;
   const Int8Activations& xq = *a.xq;
   const int64_t full = xq.groups.full;
@@ -329,35 +361,27 @@ void Q4_KTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
   }
   const __m512i even = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i odd = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+  [[maybe_unused]] const int64_t ahead = prefetch.tiles_ahead * R * a.row_bytes;
+  if constexpr (T == 1) PrefetchScalesAhead<R>(w, scales_offset, a.row_bytes, ahead);
 
   for (int64_t g = 0; g < full; ++g) {
     const uint8_t* wg[R];
     for (int r = 0; r < R; ++r) wg[r] = w[r] + g * kQ4FullBytes;
-    if constexpr (T == 1) {
-      for (int r = 0; r < R; ++r) {
-        const char* next = reinterpret_cast<const char*>(wg[r] + prefetch.tiles_ahead * R * a.row_bytes);
-        for (int64_t l = 0; l < kQ4FullBytes; l += 64) {
-          if (prefetch.into_l2) {
-            _mm_prefetch(next + l, _MM_HINT_T1);
-          } else {
-            _mm_prefetch(next + l, _MM_HINT_T0);
-          }
-        }
-        if (g == 0) {
-          const char* next_scales =
-              reinterpret_cast<const char*>(w[r] + scales_offset) + prefetch.tiles_ahead * R * a.row_bytes;
-          for (int64_t l = 0; l < a.row_bytes - scales_offset; l += 64)
-            _mm_prefetch(next_scales + l, _MM_HINT_T0);
-        }
-      }
-    }
+    if constexpr (T == 1) PrefetchGroupAhead<R, kQ4FullBytes>(wg, ahead, prefetch.into_l2);
     const int8_t* xg[T];
-    __m512i isum[R][T], isum2[R][T];
+    __m512i isum[R][T];
     for (int t = 0; t < T; ++t) {
       xg[t] = xs[t] + g * 512;
-      for (int r = 0; r < R; ++r) isum[r][t] = isum2[r][t] = _mm512_setzero_si512();
+      for (int r = 0; r < R; ++r) isum[r][t] = _mm512_setzero_si512();
     }
-    Q4FullSteps<0, R, T>(wg, xg, isum, isum2);
+    if constexpr (T == 1) {
+      __m512i lo[R], hi[R];
+      for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm512_setzero_si512();
+      Q4GemvSteps<R>(wg, xg[0], lo, hi);
+      for (int r = 0; r < R; ++r) isum[r][0] = _mm512_add_epi32(lo[r], _mm512_srai_epi32(hi[r], 4));
+    } else {
+      Q4FullSteps<0, R, T>(wg, xg, isum);
+    }
     __m512 dx[T], dxsum[T];
     for (int t = 0; t < T; ++t) {
       dx[t] = _mm512_load_ps(xd[t] + g * kGroupBlocks);
@@ -374,8 +398,7 @@ void Q4_KTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
                                        _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
                                            _mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16)))));
       for (int t = 0; t < T; ++t) {
-        const __m512i s = T == 1 ? _mm512_add_epi32(isum[r][t], isum2[r][t]) : isum[r][t];
-        acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(d_sc, dx[t]), acc[r][t]);
+        acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][t]), _mm512_mul_ps(d_sc, dx[t]), acc[r][t]);
         acc[r][t] = _mm512_fnmadd_ps(d_m, dxsum[t], acc[r][t]);
       }
     }

@@ -106,11 +106,14 @@ bool Scheduler::ResolvePendingRow(const InFlightStep& step, Request& r, InFlight
   // The reservation is the end of the claim (no later plan exists); what
   // precedes it is computed or belongs to earlier steps.
   const int64_t base = r.num_computed_tokens - rec->num_tokens;
-  bool previous_verifies = false;
-  const bool earlier = HasEarlierRow(r.id, step);
+  // The request's rows in steps before this one (still in flight: kLeaveForRunner).
+  bool earlier = false, previous_verifies = false;
   for (const InFlightStep& e : in_flight_) {
+    if (&e == &step) break;
     for (const InFlightSeq& q : e.seqs) {
-      previous_verifies |= &e != &step && q.id == r.id && q.num_drafts > 0;
+      if (q.id != r.id) continue;
+      earlier = true;
+      previous_verifies |= q.num_drafts > 0;
     }
   }
   // Forced tokens leave more than the input to compute: a chunk, next plan.

@@ -259,6 +259,59 @@ TEST_P(PagedAttentionDType, BitIdenticalForAnyThreadCountAndBatch) {
   }
 }
 
+// Runs of consecutive positions of one sequence (a prefill chunk, a
+// verification's draft rows) share work items and K/V tiles; each row must
+// still give the bits it gives alone. The runs cross the key split at 256,
+// start at position 0, exceed the item size of 8 rows, and sit beside rows
+// of the other sequence and a repeated position; windows shift the first key.
+TEST_P(PagedAttentionDType, RunsOfConsecutiveRowsGiveEachRowsBitsAlone) {
+  std::mt19937 rng(9);
+  KvFixture s = MakeSetup(700, 16, rng, GetParam());
+  const ModelConfig& c = s.config;
+  const int64_t qd = c.q_dim();
+  std::vector<int64_t> positions;
+  std::vector<const std::vector<int32_t>*> tables;
+  const auto run = [&](int seq, int64_t from, int64_t count) {
+    for (int64_t k = 0; k < count; ++k) {
+      positions.push_back(from + k);
+      tables.push_back(&s.tables[seq]);
+    }
+  };
+  run(0, 250, 13);  // crosses 256
+  run(1, 0, 11);    // from the first key, longer than one item
+  run(0, 600, 1);
+  run(0, 600, 3);  // the same position again: a new run
+  run(1, 299, 6);  // a verification-sized run
+  const int64_t n = static_cast<int64_t>(positions.size());
+  std::vector<float> q(n * qd);
+  for (auto& x : q) x = std::normal_distribution<float>(0.0f, 1.0f)(rng);
+  for (int64_t window : {0, 5, 100}) {
+    ops::AttentionParams p;
+    p.num_heads = c.num_heads;
+    p.num_kv_heads = c.num_kv_heads;
+    p.head_dim = c.head_dim;
+    p.window = window;
+    p.scale = 0.2f;
+    ThreadPool pool(2);
+    std::vector<float> batched(q.size());
+    ops::PagedAttention(q.data(), n, positions.data(), tables, s.kv, p, pool, batched.data());
+    for (int64_t t = 0; t < n; ++t) {
+      std::vector<float> alone(qd);
+      ops::PagedAttention(q.data() + t * qd, 1, &positions[t], {tables[t]}, s.kv, p, pool, alone.data());
+      ASSERT_EQ(0, std::memcmp(alone.data(), batched.data() + t * qd, qd * sizeof(float)))
+          << "window " << window << " row " << t << " position " << positions[t];
+      for (int64_t h = 0; h < c.num_heads; h += 3) {
+        const std::vector<double> ref =
+            Reference(s, *tables[t], q.data() + t * qd + h * c.head_dim, h, positions[t], p);
+        for (int64_t d = 0; d < c.head_dim; ++d) {
+          ASSERT_NEAR(batched[t * qd + h * c.head_dim + d], ref[d], 3e-5)
+              << "window " << window << " row " << t;
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllKvDTypes, PagedAttentionDType, ::testing::ValuesIn(kKvDTypes),
                          [](const ::testing::TestParamInfo<DType>& info) { return DTypeName(info.param); });
 

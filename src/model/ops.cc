@@ -81,6 +81,7 @@ void SiluMul(float* gate, const float* up, int64_t n) { cpu::SiluMul(gate, up, n
 void GeluTanhMul(float* gate, const float* up, int64_t n) { cpu::GeluTanhMul(gate, up, n); }
 void SoftCap(float* x, int64_t n, float cap) { cpu::SoftCap(x, n, cap); }
 void Softmax(float* x, int64_t n) { cpu::Softmax(x, n); }
+float SumExp(const float* x, int64_t n, float shift) { return cpu::SumExp(x, n, shift); }
 
 void TopK(const float* scores, int64_t n, int64_t k, int32_t* ids) { cpu::TopK(scores, n, k, ids, nullptr); }
 

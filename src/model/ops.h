@@ -110,6 +110,10 @@ void SoftCap(float* x, int64_t n, float cap);
 // exp, the sum in double in index order, one multiply by float(1 / sum).
 void Softmax(float* x, int64_t n);
 
+// sum_i exp(x[i] - shift) in f32 (relative error about 1e-6): a softmax
+// normalizer for decisions that never reach an output (draft confidence).
+float SumExp(const float* x, int64_t n, float shift);
+
 // ids[0..k) = the indices of the k largest scores[0..n), best first; ties
 // go to the lower index, NaN ranks below every number. Requires 0 <= k <= n.
 void TopK(const float* scores, int64_t n, int64_t k, int32_t* ids);

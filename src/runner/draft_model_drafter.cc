@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/log.h"
+#include "model/ops.h"
 #include "sampling/penalties.h"
 
 namespace deepinfer {
@@ -15,13 +16,10 @@ namespace {
 // every stream the target samples with (n > 1 uses small draw numbers).
 constexpr uint32_t kIndependentDraftDraw = 0x40000000u;
 
-// The softmax probability of logits[token].
-float SoftmaxProbability(const float* logits, int64_t vocab, int32_t token) {
-  float top = -INFINITY;
-  for (int64_t i = 0; i < vocab; ++i) top = std::max(top, logits[i]);
-  double sum = 0.0;
-  for (int64_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - top));
-  return static_cast<float>(std::exp(static_cast<double>(logits[token] - top)) / sum);
+// The softmax probability of logits[best] (the max), a confidence: the
+// f32 vector sum, as the MTP drafter's.
+float TopProbability(const float* logits, int64_t vocab, int32_t best) {
+  return 1.0f / ops::SumExp(logits, vocab, logits[best]);
 }
 
 }  // namespace
@@ -54,7 +52,7 @@ void DraftModelDrafter::Choose(const DraftInput& in, const float* logits, int64_
   if (params == nullptr || params->IsGreedy()) {
     const int32_t best = ArgMax(logits, vocab_);
     p->tokens.push_back(best);
-    p->confidence.push_back(SoftmaxProbability(logits, vocab_, best));
+    p->confidence.push_back(TopProbability(logits, vocab_, best));
     return;
   }
   const float* work = logits;

@@ -6,17 +6,17 @@
 #include <cstring>
 
 #include "core/log.h"
+#include "model/ops.h"
 #include "sampling/sampler.h"
 
 namespace deepinfer {
 namespace {
 
-// The softmax probability of logits[best] (the max).
+// The softmax probability of logits[best] (the max): a confidence, so the
+// f32 vector sum (a double std::exp per vocabulary entry and draft grows
+// with the vocabulary into the cost of the draft's forward).
 float TopProbability(const float* logits, int64_t vocab, int32_t best) {
-  const float top = logits[best];
-  double sum = 0.0;
-  for (int64_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - top));
-  return static_cast<float>(1.0 / sum);
+  return 1.0f / ops::SumExp(logits, vocab, logits[best]);
 }
 
 }  // namespace

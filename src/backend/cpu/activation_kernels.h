@@ -30,4 +30,13 @@ void SoftCap(float* x, int64_t n, float cap);
 // bits would differ).
 void Softmax(float* x, int64_t n);
 
+// sum_i exp(x[i] - shift) over n >= 0 values, in f32 (relative error about
+// 1e-6; exp(-inf) = 0): the normalizer of a softmax whose probabilities only
+// steer a decision and never reach an output (a draft's confidence over a
+// whole vocabulary, which in double with std::exp cost more than the draft).
+// A fixed summation order per ISA, so the same row gives the same bits.
+float SumExp(const float* x, int64_t n, float shift);  // active ISA
+float SumExpScalar(const float* x, int64_t n, float shift);
+float SumExpAvx512(const float* x, int64_t n, float shift);
+
 }  // namespace deepinfer::cpu

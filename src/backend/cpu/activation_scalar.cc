@@ -31,6 +31,16 @@ void Softmax(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
+float SumExpScalar(const float* x, int64_t n, float shift) {
+  double sum = 0.0;  // a float running sum drifts by 1e-5 over a 128k vocabulary
+  for (int64_t i = 0; i < n; ++i) sum += std::exp(x[i] - shift);
+  return static_cast<float>(sum);
+}
+
+float SumExp(const float* x, int64_t n, float shift) {
+  return UseAvx512() ? SumExpAvx512(x, n, shift) : SumExpScalar(x, n, shift);
+}
+
 void SiluMul(float* gate, const float* up, int64_t n) {
   if (UseAvx512()) {
     SiluMulAvx512(gate, up, n);

@@ -1,4 +1,4 @@
-// SiLU-gated product and softmax kernels against double-precision formulas.
+// SiLU-gated product, softmax and exp-sum kernels against double-precision formulas.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -52,6 +52,30 @@ TEST(SoftmaxKernel, MatchesFormulaAndSumsToOne) {
         total += y[i];
       }
       EXPECT_NEAR(total, 1.0, 1e-5);
+    }
+  }
+}
+
+// The exp sum against double: leftover lanes (n not a multiple of 16 or
+// 64), a masked -inf entry, entries far below the shift (exp underflows to
+// 0), a 128k-entry vocabulary, and the empty range.
+TEST(SumExpKernel, MatchesDoubleSumIncludingTailsAndInfinities) {
+  std::vector<float (*)(const float*, int64_t, float)> kernels = {&SumExpScalar, &SumExp};
+  if (CpuSupports(Isa::kAvx512)) kernels.push_back(&SumExpAvx512);
+  std::mt19937 rng(6);
+  for (int64_t n : {0, 1, 15, 16, 17, 63, 64, 65, 129, 512, 128256}) {
+    std::vector<float> x(n);
+    for (auto& v : x) v = std::normal_distribution<float>(0.0f, 6.0f)(rng);
+    if (n > 3) x[1] = -INFINITY, x[2] = -300.0f;
+    float shift = -INFINITY;
+    for (float v : x) shift = std::max(shift, v);
+    if (n == 0) shift = 0.0f;
+    double ref = 0;
+    for (float v : x) ref += std::exp(static_cast<double>(v) - shift);
+    for (auto k : kernels) {
+      const float got = k(x.data(), n, shift);
+      EXPECT_NEAR(got, ref, 2e-6 * ref + 1e-30) << "n " << n;
+      EXPECT_EQ(got, k(x.data(), n, shift)) << "n " << n << ": same bits every call";
     }
   }
 }

@@ -143,13 +143,20 @@ constexpr AccumulateFn kAccumulate[] = {AccumulateValues<1>, AccumulateValues<2>
 
 void AttendKeysAvx512(const AttentionQuery& q, const PagedKvView& kv, int64_t begin, int64_t end,
                       AttentionState state) {
+  AttendKeysForTokensAvx512(q, AttentionTokens{1, 0, &end, &state}, kv, begin);
+}
+
+void AttendKeysForTokensAvx512(const AttentionQuery& q, const AttentionTokens& tokens, const PagedKvView& kv,
+                               int64_t begin) {
   const int64_t hd = q.head_dim;
-  // Per query head: the tile's scores, then its probabilities; and the
-  // head's correction factor. Per thread, grown to the largest n_q seen.
+  // Queries are numbered token-major, x = i * n_q + h. Per query: the tile's
+  // scores, then its probabilities; and its correction factor. Per thread,
+  // grown to the largest query count seen.
+  const int64_t n_x = tokens.n * q.n_q;
   thread_local AlignedBuffer<float> head_scores, head_correction;
-  if (head_scores.size() < static_cast<size_t>(q.n_q * kAttentionKeyTile)) {
-    head_scores.Resize(static_cast<size_t>(q.n_q * kAttentionKeyTile));
-    head_correction.Resize(static_cast<size_t>(q.n_q));
+  if (head_scores.size() < static_cast<size_t>(n_x * kAttentionKeyTile)) {
+    head_scores.Resize(static_cast<size_t>(n_x * kAttentionKeyTile));
+    head_correction.Resize(static_cast<size_t>(n_x));
   }
   float* scores = head_scores.data();
   float* correction = head_correction.data();
@@ -157,23 +164,29 @@ void AttendKeysAvx512(const AttentionQuery& q, const PagedKvView& kv, int64_t be
   const float* v_rows[kAttentionKeyTile];
   static_assert(kAttentionKeyTile == 32, "the softmax below holds a tile in two 16-lane vectors");
   const __m512 scale = _mm512_set1_ps(q.scale);
+  const int64_t end = *std::max_element(tokens.end, tokens.end + tokens.n);
   // The contiguous f32 copy of a tile's K and V rows (see below); per
   // thread, grown to the largest head_dim seen.
   thread_local std::vector<float> tile;
   const int64_t f32_row = hd * static_cast<int64_t>(sizeof(float));
   const bool decode_tile =
-      kv.dtype != DType::kF32 || (q.n_q > 1 && (kv.slot_stride != f32_row || kv.v_slot_stride != f32_row));
+      kv.dtype != DType::kF32 || (n_x > 1 && (kv.slot_stride != f32_row || kv.v_slot_stride != f32_row));
   if (decode_tile && tile.size() < static_cast<size_t>(2 * kAttentionKeyTile * hd)) {
     tile.resize(static_cast<size_t>(2 * kAttentionKeyTile * hd));
   }
+  // Keys of the current tile that query x sees: its token's range cut to
+  // the tile (<= 0: the token's range ended before this tile).
+  const auto keys_of = [&](int64_t x, int64_t t0) {
+    return std::min(kAttentionKeyTile, tokens.end[x / q.n_q] - t0);
+  };
   for (int64_t t0 = begin; t0 < end; t0 += kAttentionKeyTile) {
     const int64_t n = std::min(kAttentionKeyTile, end - t0);
     // A 16- or 8-bit tile is decoded into f32 rows side by side (32 rows,
     // in L1; the cache itself is read once, at its own width). f32 rows are
-    // used in place, except that with several query heads, which read the
-    // tile n_q times, rows at a large power-of-two stride (a view over a
+    // used in place, except that with several queries, which read the tile
+    // once each, rows at a large power-of-two stride (a view over a
     // [slot][head][dim] layout) fall into a few L1 sets and evict each other
-    // between the query heads, so such rows are copied next to each other
+    // between the queries, so such rows are copied next to each other
     // first (changes no value). KvCache's f32 rows are contiguous per head.
     if (decode_tile) {
       float* tile_k = tile.data();
@@ -200,18 +213,19 @@ void AttendKeysAvx512(const AttentionQuery& q, const PagedKvView& kv, int64_t be
     // the whole cache once, and without this the first query head of a
     // group waited on every row.
     PrefetchKeys(kv, hd, t0 + kAttentionKeyTile, std::min(end, t0 + 2 * kAttentionKeyTile));
-    // Passes over the query heads, each head's work independent of the
-    // others' within a pass, so the out-of-order core overlaps the heads'
-    // dependency chains (dot -> max -> exp -> sum) instead of running one
-    // head's chain after the other. Per head the operations are the same
-    // whatever n_q is.
-    const __mmask16 m0 = TailMask(n), m1 = n > 16 ? TailMask(n - 16) : 0;
-    for (int64_t i = 0; i < q.n_q; ++i) {  // 1: scaled scores q_i . k_j
-      const float* qi = q.q + i * hd;
-      float* sc = scores + i * kAttentionKeyTile;
-      for (int64_t j = 0; j < n; j += 8) {
+    // Passes over the queries, each query's work independent of the others'
+    // within a pass, so the out-of-order core overlaps their dependency
+    // chains (dot -> max -> exp -> sum) instead of running one query's chain
+    // after the other. Per query the operations depend only on its own key
+    // count: a query whose range ends inside the tile masks the rest of it
+    // exactly as a call with that shorter range masks a short tile.
+    for (int64_t x = 0; x < n_x; ++x) {  // 1: scaled scores q_x . k_j
+      const int64_t nx = keys_of(x, t0);
+      const float* qx = q.q + (x / q.n_q) * tokens.q_stride + (x % q.n_q) * hd;
+      float* sc = scores + x * kAttentionKeyTile;
+      for (int64_t j = 0; j < nx; j += 8) {
         __m512 dots[8];
-        DotLanes8(qi, k_rows + j, hd, dots);
+        DotLanes8(qx, k_rows + j, hd, dots);
         _mm_store_ps(
             sc + j, _mm_mul_ps(SumLanes4(dots[0], dots[1], dots[2], dots[3]), _mm512_castps512_ps128(scale)));
         _mm_store_ps(sc + j + 4, _mm_mul_ps(SumLanes4(dots[4], dots[5], dots[6], dots[7]),
@@ -219,39 +233,54 @@ void AttendKeysAvx512(const AttentionQuery& q, const PagedKvView& kv, int64_t be
       }
     }
     if (q.softcap > 0.0f) {  // the same scalar capping as the portable kernel (Gemma-2 only)
-      for (int64_t i = 0; i < q.n_q; ++i) {
-        float* sc = scores + i * kAttentionKeyTile;
-        for (int64_t j = 0; j < n; ++j) sc[j] = q.softcap * std::tanh(sc[j] / q.softcap);
+      for (int64_t x = 0; x < n_x; ++x) {
+        float* sc = scores + x * kAttentionKeyTile;
+        for (int64_t j = 0, nx = keys_of(x, t0); j < nx; ++j)
+          sc[j] = q.softcap * std::tanh(sc[j] / q.softcap);
       }
     }
     const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
-    for (int64_t i = 0; i < q.n_q; ++i) {  // 2a: the new running max; exp's argument for the correction
-      const float* sc = scores + i * kAttentionKeyTile;
-      const __m512 s0 = _mm512_mask_loadu_ps(neg_inf, m0, sc);
-      const __m512 s1 = _mm512_mask_loadu_ps(neg_inf, m1, sc + 16);
-      const float new_max = std::max(state.max[i], _mm512_reduce_max_ps(_mm512_max_ps(s0, s1)));
-      correction[i] = state.max[i] - new_max;  // -inf before the first key: correction 0
-      state.max[i] = new_max;
+    for (int64_t x = 0; x < n_x; ++x) {  // 2a: the new running max; exp's argument for the correction
+      const int64_t nx = keys_of(x, t0);
+      if (nx <= 0) {
+        correction[x] = 0.0f;  // unused: keeps the 16-wide exp below on defined values
+        continue;
+      }
+      const AttentionState& st = tokens.state[x / q.n_q];
+      const int64_t h = x % q.n_q;
+      const float* sc = scores + x * kAttentionKeyTile;
+      const __m512 s0 = _mm512_mask_loadu_ps(neg_inf, TailMask(nx), sc);
+      const __m512 s1 = _mm512_mask_loadu_ps(neg_inf, nx > 16 ? TailMask(nx - 16) : 0, sc + 16);
+      const float new_max = std::max(st.max[h], _mm512_reduce_max_ps(_mm512_max_ps(s0, s1)));
+      correction[x] = st.max[h] - new_max;  // -inf before the first key: correction 0
+      st.max[h] = new_max;
     }
-    for (int64_t i = 0; i < q.n_q; i += 16) {  // 2b: correction = exp(old max - new max), 16 heads at once
-      const __mmask16 m = TailMask(q.n_q - i);
-      _mm512_mask_storeu_ps(correction + i, m, ExpAvx512(_mm512_maskz_loadu_ps(m, correction + i)));
+    for (int64_t x = 0; x < n_x; x += 16) {  // 2b: correction = exp(old max - new max), 16 queries at once
+      const __mmask16 m = TailMask(n_x - x);
+      _mm512_mask_storeu_ps(correction + x, m, ExpAvx512(_mm512_maskz_loadu_ps(m, correction + x)));
     }
-    for (int64_t i = 0; i < q.n_q; ++i) {  // 2c: p_j = exp(score_j - max), the running sum
-      float* sc = scores + i * kAttentionKeyTile;
-      const __m512 vmax = _mm512_set1_ps(state.max[i]);
+    for (int64_t x = 0; x < n_x; ++x) {  // 2c: p_j = exp(score_j - max), the running sum
+      const int64_t nx = keys_of(x, t0);
+      if (nx <= 0) continue;
+      const AttentionState& st = tokens.state[x / q.n_q];
+      const int64_t h = x % q.n_q;
+      float* sc = scores + x * kAttentionKeyTile;
+      const __m512 vmax = _mm512_set1_ps(st.max[h]);
+      const __mmask16 m0 = TailMask(nx), m1 = nx > 16 ? TailMask(nx - 16) : 0;
       const __m512 p0 = _mm512_maskz_mov_ps(m0, ExpAvx512(_mm512_sub_ps(_mm512_load_ps(sc), vmax)));
       const __m512 p1 = _mm512_maskz_mov_ps(m1, ExpAvx512(_mm512_sub_ps(_mm512_load_ps(sc + 16), vmax)));
       _mm512_store_ps(sc, p0);
       _mm512_store_ps(sc + 16, p1);
-      state.sum[i] = state.sum[i] * correction[i] + _mm512_reduce_add_ps(_mm512_add_ps(p0, p1));
+      st.sum[h] = st.sum[h] * correction[x] + _mm512_reduce_add_ps(_mm512_add_ps(p0, p1));
     }
-    for (int64_t i = 0; i < q.n_q; ++i) {  // 3: acc = acc * correction + p . V
-      float* acc = state.acc + i * hd;
-      const __m512 corr = _mm512_set1_ps(correction[i]);
+    for (int64_t x = 0; x < n_x; ++x) {  // 3: acc = acc * correction + p . V
+      const int64_t nx = keys_of(x, t0);
+      if (nx <= 0) continue;
+      float* acc = tokens.state[x / q.n_q].acc + (x % q.n_q) * hd;
+      const __m512 corr = _mm512_set1_ps(correction[x]);
       for (int64_t off = 0; off < hd; off += 128) {  // 8 chunks (16 accumulators) at a time
         const int64_t width = std::min<int64_t>(128, hd - off);
-        kAccumulate[(width + 15) / 16 - 1](acc + off, width, scores + i * kAttentionKeyTile, v_rows, off, n,
+        kAccumulate[(width + 15) / 16 - 1](acc + off, width, scores + x * kAttentionKeyTile, v_rows, off, nx,
                                            corr);
       }
     }

@@ -94,6 +94,29 @@ void AttendKeysScalar(const AttentionQuery& q, const PagedKvView& kv, int64_t be
 void AttendKeysAvx512(const AttentionQuery& q, const PagedKvView& kv, int64_t begin, int64_t end,
                       AttentionState state);  // only when CpuSupports(Isa::kAvx512)
 
+// Consecutive query tokens of one sequence against one KV head, sharing
+// each K/V tile (its rows are found, prefetched and, for a 16-/8-bit cache,
+// decoded once for all of them: verification rows and prefill chunks).
+// Token i's n_q heads are at q.q + i * q_stride; it folds keys
+// [begin, end[i]) into state[i] (end[i] > begin). Every token's result is
+// bitwise the one a separate AttendKeys(q_i, kv, begin, end[i], state[i])
+// gives: per query the tiles, the operations and their order are the same,
+// and a short range only masks more of the shared tile.
+struct AttentionTokens {
+  int64_t n = 0;
+  int64_t q_stride = 0;                   // floats between consecutive tokens' queries
+  const int64_t* end = nullptr;           // [n]
+  const AttentionState* state = nullptr;  // [n], each holding q.n_q heads
+};
+
+// With the active ISA.
+void AttendKeysForTokens(const AttentionQuery& q, const AttentionTokens& tokens, const PagedKvView& kv,
+                         int64_t begin);
+void AttendKeysForTokensScalar(const AttentionQuery& q, const AttentionTokens& tokens, const PagedKvView& kv,
+                               int64_t begin);
+void AttendKeysForTokensAvx512(const AttentionQuery& q, const AttentionTokens& tokens, const PagedKvView& kv,
+                               int64_t begin);  // only when CpuSupports(Isa::kAvx512)
+
 // Asks for the K and V rows of keys [begin, end) of this head to be brought
 // into L2 (a hint: changes no value, never faults; empty range: nothing).
 // Issued for the next tile / the next work item while the current one

@@ -92,6 +92,26 @@ void AttendKeys(const AttentionQuery& q, const PagedKvView& kv, int64_t begin, i
   }
 }
 
+// The portable kernel has no per-tile work worth sharing: token by token.
+void AttendKeysForTokensScalar(const AttentionQuery& q, const AttentionTokens& tokens, const PagedKvView& kv,
+                               int64_t begin) {
+  for (int64_t i = 0; i < tokens.n; ++i) {
+    AttentionQuery qi = q;
+    qi.q = q.q + i * tokens.q_stride;
+    AttendKeysScalar(qi, kv, begin, tokens.end[i], tokens.state[i]);
+  }
+}
+
+void AttendKeysForTokens(const AttentionQuery& q, const AttentionTokens& tokens, const PagedKvView& kv,
+                         int64_t begin) {
+  static const bool avx512 = ActiveIsa() == Isa::kAvx512;
+  if (avx512) {
+    AttendKeysForTokensAvx512(q, tokens, kv, begin);
+  } else {
+    AttendKeysForTokensScalar(q, tokens, kv, begin);
+  }
+}
+
 void PrefetchKeys(const PagedKvView& kv, int64_t head_dim, int64_t begin, int64_t end) {
   const int64_t row_bytes = RowBytes(kv.dtype, head_dim);
   ForEachKvRow(kv, begin, end - begin, [&](const uint8_t* k, const uint8_t* v) {

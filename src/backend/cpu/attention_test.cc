@@ -255,6 +255,48 @@ TEST(AttentionKernel, HeadResultDoesNotDependOnItsGroup) {
   }
 }
 
+// Several tokens' queries against one KV head in one call: each token's
+// result is bitwise what its own call gives, for ranges that end inside a
+// tile, at a tile edge, or past it, every cache dtype, with and without the
+// soft cap, and a head_dim that is not a multiple of 16.
+TEST(AttentionKernel, TokensSharingTilesEqualSeparateCalls) {
+  using TokensKernel = void (*)(const AttentionQuery&, const AttentionTokens&, const PagedKvView&, int64_t);
+  std::vector<std::pair<Kernel, TokensKernel>> kernels = {{&AttendKeysScalar, &AttendKeysForTokensScalar}};
+  if (CpuSupports(Isa::kAvx512)) kernels.emplace_back(&AttendKeysAvx512, &AttendKeysForTokensAvx512);
+  for (DType dtype : kKvDTypes) {
+    const int64_t hd = dtype == DType::kQ8_0 ? 32 : 24, n_q = 3, begin = 5;
+    std::mt19937 rng(17);
+    const Layout l = MakeLayout(rng, 7, 120, 2, hd, 1.0f, dtype);
+    const std::vector<int64_t> ends = {6, 36, 37, 38, 60, 100, 37};
+    const int64_t n = static_cast<int64_t>(ends.size());
+    std::vector<float> q(n * n_q * hd);
+    for (auto& x : q) x = std::normal_distribution<float>(0, 1)(rng);
+    for (float softcap : {0.0f, 2.0f}) {
+      for (auto [single, tokens_kernel] : kernels) {
+        std::vector<float> acc(n * n_q * hd), mx(n * n_q), sum(n * n_q);
+        std::vector<AttentionState> states;
+        for (int64_t i = 0; i < n; ++i) {
+          states.push_back({mx.data() + i * n_q, sum.data() + i * n_q, acc.data() + i * n_q * hd});
+          ResetAttentionState(n_q, hd, states.back());
+        }
+        tokens_kernel(AttentionQuery{q.data(), n_q, hd, 0.3f, softcap},
+                      AttentionTokens{n, n_q * hd, ends.data(), states.data()}, l.View(1), begin);
+        for (int64_t i = 0; i < n; ++i) {
+          std::vector<float> acc1(n_q * hd), mx1(n_q), sum1(n_q);
+          const AttentionState one{mx1.data(), sum1.data(), acc1.data()};
+          ResetAttentionState(n_q, hd, one);
+          single(AttentionQuery{q.data() + i * n_q * hd, n_q, hd, 0.3f, softcap}, l.View(1), begin, ends[i],
+                 one);
+          EXPECT_EQ(0, std::memcmp(acc1.data(), states[i].acc, acc1.size() * sizeof(float)))
+              << DTypeName(dtype) << " token " << i << " softcap " << softcap;
+          EXPECT_EQ(0, std::memcmp(mx1.data(), states[i].max, n_q * sizeof(float)));
+          EXPECT_EQ(0, std::memcmp(sum1.data(), states[i].sum, n_q * sizeof(float)));
+        }
+      }
+    }
+  }
+}
+
 TEST(AttentionKernel, SingleKeyReturnsItsValue) {
   std::mt19937 rng(5);
   const Layout l = MakeLayout(rng, 3, 10, 1, 24, 1.0f);

@@ -58,6 +58,12 @@ class MtpDraft {
 
  private:
   MtpDraft(ModelConfig config, std::shared_ptr<const WeightStore> weights, int num_threads);
+  // Repacks the draft's matrices into the kernels' layout, as the base model
+  // packs its layers (a chained draft is a batch-1 forward: it runs at GEMV
+  // speed only on packed weights). The head is packed only when it is the
+  // MTP layer's own tensor: a head shared with the base model stays in the
+  // file layout rather than hold a second packed copy of the vocabulary.
+  void PackWeights(bool own_head);
 
   ModelConfig config_;  // the base config with num_layers = 1 (the draft's cache shape)
   std::shared_ptr<const WeightStore> store_;
@@ -67,6 +73,7 @@ class MtpDraft {
   ops::Matrix eh_proj_;                                  // [hidden, 2 * hidden]
   std::vector<float> enorm_, hnorm_, shared_head_norm_;  // f32 [hidden]
   std::unique_ptr<DecoderLayer> block_;
+  ops::BackendWeights backend_weights_;  // the packed copies of the block's matrices, eh_proj and an own head
 
   TokenPlan plan_;
   LayerScratch scratch_;       // the block's activations

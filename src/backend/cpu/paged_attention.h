@@ -9,6 +9,9 @@
 // states are merged in position order. Every cut depends only on the token's
 // own position and window, so a token's output is bit-identical whatever else
 // is in the batch and however many threads run it (batch invariance).
+// Consecutive positions of one sequence in the batch (a prefill chunk, the
+// rows of a verification) share an item per KV head and split, reading each
+// K/V tile once for all of them; each keeps its own cuts and arithmetic.
 #pragma once
 
 #include <cstdint>

@@ -315,13 +315,39 @@ PositionMask ComputeInsideMask(const GrammarAutomaton& a, const StringProfiles& 
 PositionMask ComputeClassTrieMask(const GrammarAutomaton& a, const Vocabulary& vocab,
                                   const ByteClassTrie& trie, uint32_t state) {
   Classifier out(vocab);
-  const std::vector<uint8_t>& byte_of = trie.classes().representative;
+  const ByteClasses& classes = trie.classes();
+  const std::vector<uint8_t>& byte_of = classes.representative;
   std::vector<uint32_t> states(vocab.max_token_length() + 1);
   std::vector<uint8_t> ended(vocab.max_token_length() + 1, 0);  // as in DenseWalk
   std::vector<uint32_t> uncertain;
   states[0] = state;
   for (uint32_t n = 1; n < trie.num_nodes(); ++n) {
     const uint16_t d = trie.node_depth(n);
+    if (trie.node_class(n) == classes.run_class) {
+      // Past a backslash the partition does not hold (escape states):
+      // every token of the subtree is run byte by byte from depth d - 1,
+      // classified as DenseWalk classifies it.
+      uint32_t skip = trie.subtree_end(n);
+      for (uint32_t k = trie.token_begin(n); k < trie.token_begin(skip); ++k) {
+        std::string_view tok = vocab.sorted_token(trie.token(k));
+        uint32_t s = states[d - 1];
+        bool end = ended[d - 1];
+        size_t i = d - 1;
+        for (; i < tok.size(); ++i) {
+          uint32_t next = a.DenseNext(s, static_cast<uint8_t>(tok[i]));
+          if (next == kNoState) break;
+          s = next;
+          end = end || a.is_final[s];
+        }
+        if (i == tok.size()) {
+          out.Accept(trie.token(k));
+        } else if (end) {
+          uncertain.push_back(trie.token(k));
+        }
+      }
+      n = skip - 1;
+      continue;
+    }
     uint32_t next = a.DenseNext(states[d - 1], byte_of[trie.node_class(n)]);
     if (next == kNoState) {  // every token of the subtree fails here
       uint32_t skip = trie.subtree_end(n);

@@ -4,19 +4,41 @@
 
 namespace deepinfer::grammar {
 
-std::optional<ByteClasses> RuleByteClasses(const GrammarAutomaton& a, RuleId rule, size_t max_classes) {
+std::optional<ByteClasses> RuleByteClasses(const GrammarAutomaton& a, RuleId rule, size_t max_classes,
+                                           uint32_t from) {
   const uint32_t begin = a.rule_start[rule], end = a.rule_end[rule];
-  // A hash of each byte's column of transitions over the rule's states.
-  std::array<uint64_t, 256> column{};
+  if (from == kNoState) from = begin;
   for (uint32_t s = begin; s < end; ++s) {
     if (a.dense_offset[s] == kNoState) return std::nullopt;
+  }
+  ByteClasses out;
+  // The states reached from `from` without a backslash (a terminal rule's
+  // transitions stay inside it).
+  out.holds.assign(end - begin, 0);
+  std::vector<uint32_t> stack = {from};
+  out.holds[from - begin] = 1;
+  while (!stack.empty()) {
+    uint32_t s = stack.back();
+    stack.pop_back();
+    for (int b = 0; b < 256; ++b) {
+      uint32_t next = a.DenseNext(s, static_cast<uint8_t>(b));
+      if (b == '\\' || next == kNoState) continue;
+      if (next < begin || next >= end) return std::nullopt;
+      if (out.holds[next - begin]) continue;
+      out.holds[next - begin] = 1;
+      stack.push_back(next);
+    }
+  }
+  // A hash of each byte's column of transitions over those states.
+  std::array<uint64_t, 256> column{};
+  for (uint32_t s = begin; s < end; ++s) {
+    if (!out.holds[s - begin]) continue;
     const uint32_t* row = &a.dense_next[a.dense_offset[s]];
     for (int b = 0; b < 256; ++b) column[b] = column[b] * 0x9E3779B97F4A7C15ull + row[b] + 1;
   }
-  ByteClasses out;
   std::vector<uint64_t> class_column;
   for (int b = 0; b < 256; ++b) {
-    auto it = std::find(class_column.begin(), class_column.end(), column[b]);
+    auto it = b == '\\' ? class_column.end() : std::find(class_column.begin(), class_column.end(), column[b]);
     if (it == class_column.end()) {
       if (class_column.size() == max_classes) return std::nullopt;
       class_column.push_back(column[b]);
@@ -25,8 +47,12 @@ std::optional<ByteClasses> RuleByteClasses(const GrammarAutomaton& a, RuleId rul
     }
     out.class_of[b] = static_cast<uint8_t>(it - class_column.begin());
   }
-  // Exact check (a hash collision would merge bytes that differ).
+  out.run_class = out.class_of['\\'];
+  // Exact check (a hash collision would merge bytes that differ). A byte
+  // whose column equals the backslash's may join its class: its tokens are
+  // then run too, which is exact anyway.
   for (uint32_t s = begin; s < end; ++s) {
+    if (!out.holds[s - begin]) continue;
     const uint32_t* row = &a.dense_next[a.dense_offset[s]];
     for (int b = 0; b < 256; ++b) {
       if (row[b] != row[out.representative[out.class_of[b]]]) return std::nullopt;

@@ -36,16 +36,31 @@
 
 namespace deepinfer::grammar {
 
+// A partition of the bytes for the states of a rule that are reached
+// without a backslash (`holds`). JSON string escapes (`\n`, `\u` and four
+// hex digits) split digits and letters into many classes once a pattern
+// excludes characters (`.`, `\s`), yet few tokens contain a backslash: the
+// partition leaves the escape states out, and the backslash is a class of
+// its own (`run_class`) under which tokens are run byte by byte.
 struct ByteClasses {
   std::array<uint8_t, 256> class_of{};
   std::vector<uint8_t> representative;  // a byte of each class
+  // Per local state of the rule (state - rule_start): 1 if the partition
+  // holds there. Closed under every byte but the backslash.
+  std::vector<uint8_t> holds;
+  uint8_t run_class = 0;  // class_of['\\'] (bytes equal to it everywhere may share it)
   size_t size() const { return representative.size(); }
 };
 
 // Partition of the bytes of dense rule `rule`: b and b' share a class iff
-// every state of the rule has the same transition on both. nullopt when the
-// rule is not dense or has more than `max_classes` classes.
-std::optional<ByteClasses> RuleByteClasses(const GrammarAutomaton& a, RuleId rule, size_t max_classes);
+// every state reachable from `from` (a state of the rule; kNoState: its
+// start) without a backslash has the same transition on both; the
+// backslash starts its own class. From a later state the partition is
+// often much coarser (after `^(feat|fix)\(` the keywords' letters no
+// longer differ). nullopt when the rule is not dense or has more than
+// `max_classes` classes.
+std::optional<ByteClasses> RuleByteClasses(const GrammarAutomaton& a, RuleId rule, size_t max_classes,
+                                           uint32_t from = kNoState);
 
 class ByteClassTrie {
  public:

@@ -13,6 +13,8 @@ namespace {
 // the vocabulary's first bytes (their walks are short).
 constexpr size_t kMaxTrieClasses = 48;
 constexpr uint32_t kBroadFraction = 8;
+// Trie builds tried per rule (the rule's start, then broad states).
+constexpr int kMaxTrieAttempts = 3;
 }  // namespace
 
 CompiledGrammar::CompiledGrammar(GrammarAutomaton automaton, std::shared_ptr<const Vocabulary> vocab,
@@ -62,23 +64,56 @@ CompiledGrammar::CompiledGrammar(GrammarAutomaton automaton, std::shared_ptr<con
     const uint32_t n = static_cast<uint32_t>(vocab_->sorted_ids().size());
     for (size_t r = 0; r < automaton_.rule_start.size(); ++r) {
       RuleId rule = static_cast<RuleId>(r);
-      if (!automaton_.rule_terminal[r] || counted_.count(rule) || !NeedsClassTrie(rule)) continue;
-      auto classes = RuleByteClasses(automaton_, rule, kMaxTrieClasses);
-      if (!classes) continue;
-      // At most one node per 3 tokens (the byte trie has ~3 per token):
-      // past that, merging is too poor to pay (an aborted build stays ~1-2
-      // ms). A format x length product (uri x 4096: 9 classes, between n/8
-      // and n/3 nodes on llama3) walks ~50k tokens a position without it.
-      auto trie = ByteClassTrie::Build(*vocab_, *classes, n / 3);
-      if (trie) class_tries_.emplace(rule, std::move(trie));
+      if (!automaton_.rule_terminal[r] || counted_.count(rule)) continue;
+      const uint32_t begin = automaton_.rule_start[r];
+      std::vector<uint8_t> covered;
+      uint32_t broad = NextBroadState(rule, begin, covered);
+      // First the partition from the rule's start; when it is too fine (a
+      // pattern's literal prefix names many letters), the partitions from
+      // the broad states the tries so far do not cover, a few at most (an
+      // aborted build costs ~1-2 ms of compile).
+      uint32_t from = begin;
+      for (int attempt = 0; attempt < kMaxTrieAttempts && broad != kNoState; ++attempt) {
+        auto classes = RuleByteClasses(automaton_, rule, kMaxTrieClasses, from);
+        // At most one node per 3 tokens (the byte trie has ~3 per token):
+        // past that, merging is too poor to pay (an aborted build stays
+        // ~1-2 ms). A format x length product (uri x 4096: 9 classes,
+        // between n/8 and n/3 nodes on llama3) walks ~50k tokens a
+        // position without it.
+        auto trie = classes ? ByteClassTrie::Build(*vocab_, *classes, n / 3) : nullptr;
+        if (trie) {
+          const std::vector<uint8_t>& holds = trie->classes().holds;
+          covered.resize(holds.size(), 0);
+          for (size_t k = 0; k < holds.size(); ++k) covered[k] |= holds[k];
+          class_tries_[rule].push_back(std::move(trie));
+        }
+        // The next broad state not covered; after the start, each broad
+        // state is tried once.
+        broad = NextBroadState(rule, attempt == 0 ? begin : broad + 1, covered);
+        from = broad;
+      }
     }
   }
 }
 
-bool CompiledGrammar::NeedsClassTrie(RuleId rule) const {
+const ByteClassTrie* CompiledGrammar::ClassTrieFor(uint32_t state) const {
+  RuleId rule = automaton_.state_rule[state];
+  auto it = class_tries_.find(rule);
+  if (it == class_tries_.end()) return nullptr;
+  const uint32_t local = state - automaton_.rule_start[rule];
+  for (const auto& trie : it->second) {
+    if (trie->classes().holds[local]) return trie.get();
+  }
+  return nullptr;
+}
+
+uint32_t CompiledGrammar::NextBroadState(RuleId rule, uint32_t from,
+                                         const std::vector<uint8_t>& covered) const {
   const GrammarAutomaton& a = automaton_;
   const uint32_t n = static_cast<uint32_t>(vocab_->sorted_ids().size());
-  for (uint32_t s = a.rule_start[rule]; s < a.rule_end[rule]; ++s) {
+  for (uint32_t s = from; s < a.rule_end[rule]; ++s) {
+    const uint32_t local = s - a.rule_start[rule];
+    if (local < covered.size() && covered[local]) continue;
     uint32_t first_tokens = 0;  // tokens whose first byte s allows
     for (int b = 0; b < 256; ++b) {
       if (a.DenseNext(s, static_cast<uint8_t>(b)) != kNoState) {
@@ -87,7 +122,7 @@ bool CompiledGrammar::NeedsClassTrie(RuleId rule) const {
     }
     if (first_tokens < n / kBroadFraction) continue;
     // Already computed by another grammar (e.g. the warmed-up formats)?
-    if (signature_ids_[rule] != kNoSignature && shared_->Find(signature_ids_[rule], s - a.rule_start[rule])) {
+    if (signature_ids_[rule] != kNoSignature && shared_->Find(signature_ids_[rule], local)) {
       continue;
     }
     uint32_t u = kNoState;
@@ -97,15 +132,15 @@ bool CompiledGrammar::NeedsClassTrie(RuleId rule) const {
       // pattern x a length bound, whose counter leaves no self-loop for
       // DenseWalk's subtree shortcut: ~1 ms on 128k): the class trie
       // answers the whole position instead (see Compute).
-      if (WalkedTokens(walk) >= n / kBroadFraction) return true;
+      if (WalkedTokens(walk) >= n / kBroadFraction) return s;
       continue;
     }
     // A finer estimate of the walk: tokens whose first two bytes pass
     // (after `(555)` a space starts half of llama3's tokens, but only
     // those going on with a digit survive the second byte).
-    if (TwoByteViableTokens(s) >= n / kBroadFraction) return true;
+    if (TwoByteViableTokens(s) >= n / kBroadFraction) return s;
   }
-  return false;
+  return kNoState;
 }
 
 uint32_t CompiledGrammar::WalkedTokens(const std::vector<uint8_t>& walk_first_byte) const {
@@ -179,24 +214,25 @@ PositionMask CompiledGrammar::Compute(uint32_t state) const {
     }
   }
   if (profiles_ != nullptr && a.dense_offset[state] != kNoState) {
-    RuleId rule = a.state_rule[state];
     // Inside a string whose extra state only shows at quotes and escapes
     // (a key next to declared names or in a patternProperties region, an
     // unanchored pattern, minLength): read from a U profile, only tokens
     // with those bytes and the first bytes that differ are run.
     uint32_t u = kNoState;
     std::vector<uint8_t> walk;
-    auto trie = class_tries_.find(rule);
+    // (Null inside an escape, where no partition holds: narrow positions,
+    // the other paths are quick there.)
+    const ByteClassTrie* trie = ClassTrieFor(state);
     if (PlanInsideMask(state, &u, &walk)) {
       const uint32_t n = static_cast<uint32_t>(vocab_->sorted_ids().size());
-      if (trie != class_tries_.end() && WalkedTokens(walk) >= n / kBroadFraction) {
-        return ComputeClassTrieMask(a, *vocab_, *trie->second, state);
+      if (trie != nullptr && WalkedTokens(walk) >= n / kBroadFraction) {
+        return ComputeClassTrieMask(a, *vocab_, *trie, state);
       }
       const CountedStringRule* counted = CountedStates(state);
       return ComputeInsideMask(a, *profiles_, state, u, walk, CharactersLeft(state),
                                counted != nullptr ? counted->slack : 0);
     }
-    if (trie != class_tries_.end()) return ComputeClassTrieMask(a, *vocab_, *trie->second, state);
+    if (trie != nullptr) return ComputeClassTrieMask(a, *vocab_, *trie, state);
   }
   if (!scratch_) scratch_ = std::make_unique<EarleyParser>(&automaton_);
   return ComputePositionMask(automaton_, *vocab_, state, scratch_.get());

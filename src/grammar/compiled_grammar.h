@@ -65,6 +65,8 @@ class CompiledGrammar {
   size_t num_cached() const { return num_cached_.load(); }
   // Whether `rule`'s first visits walk a ByteClassTrie (for tests).
   bool HasClassTrie(RuleId rule) const { return class_tries_.count(rule) > 0; }
+  // Whether `state`'s first visit walks a ByteClassTrie (for tests).
+  bool UsesClassTrie(uint32_t state) const { return ClassTrieFor(state) != nullptr; }
 
  private:
   GrammarAutomaton automaton_;
@@ -97,9 +99,17 @@ class CompiledGrammar {
   // counter).
   int64_t CharactersLeft(uint32_t state) const;
   // Rules with broad positions that neither a counted string nor a string
-  // profile answers (e.g. `^[A-Za-z ]+$`), found at construction.
-  std::map<RuleId, std::unique_ptr<const ByteClassTrie>> class_tries_;
-  bool NeedsClassTrie(RuleId rule) const;
+  // profile answers (e.g. `^[A-Za-z ]+$`), found at construction: a trie
+  // for the rule's whole partition, or when that one is too fine, tries
+  // for the partitions from its broad states (ByteClasses::holds says
+  // where each applies; the first that holds is used).
+  std::map<RuleId, std::vector<std::unique_ptr<const ByteClassTrie>>> class_tries_;
+  // The first state of `rule` from `from` on that is broad (its walk would
+  // cover >= 1/kBroadFraction of the vocabulary) and not in `covered`
+  // (local states; may be empty), or kNoState.
+  uint32_t NextBroadState(RuleId rule, uint32_t from, const std::vector<uint8_t>& covered) const;
+  // The class trie whose partition holds at `state`, or null.
+  const ByteClassTrie* ClassTrieFor(uint32_t state) const;
   uint32_t TwoByteViableTokens(uint32_t state) const;
   // Tokens under the first bytes a PlanInsideMask plan walks.
   uint32_t WalkedTokens(const std::vector<uint8_t>& walk_first_byte) const;

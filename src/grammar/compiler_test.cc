@@ -219,7 +219,14 @@ TEST(CompilerTest, Llama3MasksMatchBruteForce) {
 // prefix pattern, a format, each with a length bound) against the plain
 // walk on the 128k vocabulary: ComputeInsideMask then copies only the
 // profile-read ranges (after `^re` the rest is read from the profile), or,
-// when the walk would be broad, the class trie answers.
+// when the walk would be broad, the class trie answers. The last two
+// patterns exclude characters (`.`: line breaks, `\s`: Unicode spaces), so
+// their partitions hold only outside escapes and split UTF-8 continuation
+// bytes; the commit pattern's literal prefix makes its whole-rule
+// partition too fine, so its tries start from broad states. Both must take
+// the trie path (llama3's 395 tokens with a backslash and ~30k with
+// multi-byte UTF-8 then go through the byte-by-byte runs under the
+// backslash's class and the split continuation classes).
 TEST(CompilerTest, Llama3InsideMasksOfNarrowProductsEqualThePlainWalk) {
   auto vocab = Llama3();
   if (!vocab) GTEST_SKIP() << "llama3 tokenizer not found under " << DI_SHARED_DIR;
@@ -227,11 +234,25 @@ TEST(CompilerTest, Llama3InsideMasksOfNarrowProductsEqualThePlainWalk) {
   compiler.WarmUp();  // the string profiles, as StructuredOutput::Create builds them
   // uri-reference x 64: the profile plan walks most of the vocabulary, so
   // its positions are answered by the class trie (5 byte classes).
-  for (const char* schema : {R"({"type":"string","pattern":"^re","maxLength":12})",
-                             R"({"type":"string","format":"email","maxLength":8})",
-                             R"({"type":"string","format":"uri-reference","maxLength":64})"}) {
+  for (const char* schema :
+       {R"({"type":"string","pattern":"^re","maxLength":12})",
+        R"({"type":"string","format":"email","maxLength":8})",
+        R"({"type":"string","format":"uri-reference","maxLength":64})",
+        // Slack 10 (the pattern needs 10 characters):
+        // tokens within it are run, sharing prefixes.
+        R"({"type":"string","minLength":2,"maxLength":30,"pattern":"\\$\\{version\\}"})"}) {
     auto compiled = compiler.CompileJsonSchema(schema);
     ASSERT_TRUE(compiled.ok()) << schema;
+    testing::ExpectMasksEqualPlainWalk(**compiled, vocab, schema);
+  }
+  for (const char* schema : {R"({"type":"string","pattern":"^(feat|fix|docs)(\\([a-z-]+\\))?: .+"})",
+                             R"({"type":"string","pattern":"^[^\\s]+$"})"}) {
+    auto compiled = compiler.CompileJsonSchema(schema);
+    ASSERT_TRUE(compiled.ok()) << schema;
+    const GrammarAutomaton& a = (*compiled)->automaton();
+    int trie_states = 0;
+    for (uint32_t s = 0; s < a.num_states(); ++s) trie_states += (*compiled)->UsesClassTrie(s);
+    EXPECT_GE(trie_states, 2) << schema;
     testing::ExpectMasksEqualPlainWalk(**compiled, vocab, schema);
   }
 }

@@ -67,8 +67,10 @@ PositionMask ComputeInsideMask(const GrammarAutomaton& automaton, const StringPr
                                uint32_t state, uint32_t u, const std::vector<uint8_t>& walk_first_byte,
                                int64_t chars_left = INT64_MAX, int64_t slack = 0);
 
-// Dense `state` of a rule whose byte classes built `trie`: the same
-// classification as the plain walk, over class strings instead of bytes.
+// Dense `state` of a rule whose byte classes built `trie`, one where the
+// partition holds (ByteClasses::holds): the same classification as the
+// plain walk, over class strings instead of bytes (tokens under the
+// backslash's class run byte by byte).
 PositionMask ComputeClassTrieMask(const GrammarAutomaton& automaton, const Vocabulary& vocab,
                                   const ByteClassTrie& trie, uint32_t state);
 

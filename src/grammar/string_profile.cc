@@ -251,6 +251,8 @@ StringProfiles::StringProfiles(std::shared_ptr<const Vocabulary> vocab)
     while (i < n && static_cast<uint8_t>(vocab_->sorted_token(i)[0]) == b) ++i;
   }
   first_byte_[256] = n;
+  sorted_index_.assign(vocab_->size(), kNotSorted);
+  for (uint32_t j = 0; j < n; ++j) sorted_index_[vocab_->sorted_ids()[j]] = j;
   for (uint32_t j = 0; j < n; ++j) {
     for (char c : vocab_->sorted_token(j)) {
       if (IsStringSpecialByte(static_cast<uint8_t>(c))) {

@@ -165,11 +165,16 @@ class StringProfiles {
   // Sorted indices (ascending) of the tokens containing a special byte.
   const std::vector<uint32_t>& special_tokens() const { return special_tokens_; }
   const Vocabulary& vocab() const { return *vocab_; }
+  // Index of token `id` in Vocabulary::sorted_ids, or kNotSorted (EOS,
+  // special and empty tokens).
+  static constexpr uint32_t kNotSorted = ~uint32_t{0};
+  uint32_t sorted_index(int32_t id) const { return sorted_index_[id]; }
 
  private:
   std::shared_ptr<const Vocabulary> vocab_;
   std::vector<uint32_t> first_byte_;  // [257]
   std::vector<uint32_t> special_tokens_;
+  std::vector<uint32_t> sorted_index_;  // [vocab size]
   mutable std::mutex mutex_;
   mutable std::vector<std::unique_ptr<const StringProfile>> profiles_;  // per U state
 };

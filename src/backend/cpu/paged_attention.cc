@@ -118,8 +118,10 @@ void PagedAttention(const float* q, int64_t n_tokens, const int64_t* positions,
       const WorkItem& w = items[static_cast<size_t>(i)];
       if (i + 1 < e) {  // the next item's first tile loads while this one computes
         const WorkItem& next = items[static_cast<size_t>(i + 1)];
-        PrefetchKeys(view_of(next), hd, next.begin,
-                     std::min(SplitEnd(next.begin), next.begin + kAttentionKeyTile));
+        // Its keys end at its last (largest) token's range end within the split.
+        const int64_t next_end =
+            std::min(SplitEnd(next.begin), positions[next.token + next.n_tokens - 1] + 1);
+        PrefetchKeys(view_of(next), hd, next.begin, std::min(next_end, next.begin + kAttentionKeyTile));
       }
       for (int64_t k = 0; k < w.n_tokens; ++k) {
         const int64_t t = w.token + k;

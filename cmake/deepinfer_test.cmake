@@ -14,11 +14,5 @@ function(di_add_test)
     DI_SHARED_DIR="${DEEPINFER_SHARED_DIR}"
     DI_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
     DI_BINARY_DIR="${CMAKE_BINARY_DIR}")
-  # Under the sanitizers the suite is there to run the libraries under the checkers, and the libraries keep the
-  # build's -O1; the test bodies themselves (gtest macros, fixtures) compile at -O0, which halves the compile time
-  # of the heaviest test files and so cuts CI's sanitizer builds (scripts/test.sh).
-  if(DEEPINFER_SANITIZE OR DEEPINFER_SANITIZE_THREAD)
-    target_compile_options(${T_NAME} PRIVATE -O0)
-  endif()
   gtest_discover_tests(${T_NAME} DISCOVERY_TIMEOUT 120 PROPERTIES TIMEOUT 600)
 endfunction()

@@ -177,6 +177,18 @@ TEST(KvCacheDType, ParsesTheFlagValues) {
   EXPECT_EQ(ResolveKvCacheDType(KvCacheDType::kQ8_0), DType::kQ8_0);
 }
 
+// The attention parameters of config c's heads, layer 0 unless told.
+ops::AttentionParams ParamsOf(const ModelConfig& c, float scale, int64_t window = 0, int64_t layer = 0) {
+  ops::AttentionParams p;
+  p.layer = layer;
+  p.num_heads = c.num_heads;
+  p.num_kv_heads = c.num_kv_heads;
+  p.head_dim = c.head_dim;
+  p.window = window;
+  p.scale = scale;
+  return p;
+}
+
 class PagedAttentionDType : public ::testing::TestWithParam<DType> {};
 
 TEST_P(PagedAttentionDType, MatchesReferenceAcrossSplitsAndWindows) {
@@ -192,13 +204,7 @@ TEST_P(PagedAttentionDType, MatchesReferenceAcrossSplitsAndWindows) {
   std::vector<const std::vector<int32_t>*> tables;
   for (int k : seq) tables.push_back(&s.tables[k]);
   for (int64_t window : {0, 1, 100, 300}) {
-    ops::AttentionParams p;
-    p.layer = 1;
-    p.num_heads = c.num_heads;
-    p.num_kv_heads = c.num_kv_heads;
-    p.head_dim = c.head_dim;
-    p.window = window;
-    p.scale = 0.17f;
+    const ops::AttentionParams p = ParamsOf(c, 0.17f, window, /*layer=*/1);
     std::vector<float> out(q.size());
     ThreadPool pool(2);
     ops::PagedAttention(q.data(), static_cast<int64_t>(positions.size()), positions.data(), tables, s.kv, p,
@@ -230,11 +236,7 @@ TEST_P(PagedAttentionDType, BitIdenticalForAnyThreadCountAndBatch) {
   const int64_t n = static_cast<int64_t>(positions.size());
   std::vector<float> q(n * qd);
   for (auto& x : q) x = std::normal_distribution<float>(0.0f, 1.0f)(rng);
-  ops::AttentionParams p;
-  p.num_heads = c.num_heads;
-  p.num_kv_heads = c.num_kv_heads;
-  p.head_dim = c.head_dim;
-  p.scale = 0.15f;
+  const ops::AttentionParams p = ParamsOf(c, 0.15f);
 
   std::vector<float> batched(q.size());
   ThreadPool one(1);
@@ -286,12 +288,7 @@ TEST_P(PagedAttentionDType, RunsOfConsecutiveRowsGiveEachRowsBitsAlone) {
   std::vector<float> q(n * qd);
   for (auto& x : q) x = std::normal_distribution<float>(0.0f, 1.0f)(rng);
   for (int64_t window : {0, 5, 100}) {
-    ops::AttentionParams p;
-    p.num_heads = c.num_heads;
-    p.num_kv_heads = c.num_kv_heads;
-    p.head_dim = c.head_dim;
-    p.window = window;
-    p.scale = 0.2f;
+    const ops::AttentionParams p = ParamsOf(c, 0.2f, window);
     ThreadPool pool(2);
     std::vector<float> batched(q.size());
     ops::PagedAttention(q.data(), n, positions.data(), tables, s.kv, p, pool, batched.data());

@@ -112,20 +112,23 @@ void PagedAttention(const float* q, int64_t n_tokens, const int64_t* positions,
     const auto view_of = [&](const WorkItem& w) {
       return KvHeadView(kv, w.kv_head, *block_tables[static_cast<size_t>(w.token)]);
     };
+    // Token t's keys in the split that starts at `begin`.
+    const auto key_end = [&](int64_t t, int64_t begin) {
+      return std::min(SplitEnd(begin), positions[t] + 1);
+    };
     int64_t ends[kMaxTokensPerItem];
     AttentionState item_states[kMaxTokensPerItem];
     for (int64_t i = b; i < e; ++i) {
       const WorkItem& w = items[static_cast<size_t>(i)];
       if (i + 1 < e) {  // the next item's first tile loads while this one computes
         const WorkItem& next = items[static_cast<size_t>(i + 1)];
-        // Its keys end at its last (largest) token's range end within the split.
-        const int64_t next_end =
-            std::min(SplitEnd(next.begin), positions[next.token + next.n_tokens - 1] + 1);
+        // Its keys end with its last (largest) token's.
+        const int64_t next_end = key_end(next.token + next.n_tokens - 1, next.begin);
         PrefetchKeys(view_of(next), hd, next.begin, std::min(next_end, next.begin + kAttentionKeyTile));
       }
       for (int64_t k = 0; k < w.n_tokens; ++k) {
         const int64_t t = w.token + k;
-        ends[k] = std::min(SplitEnd(w.begin), positions[t] + 1);
+        ends[k] = key_end(t, w.begin);
         item_states[k] = state_of(first_state[t * nkv + w.kv_head] + w.split);
         ResetAttentionState(group, hd, item_states[k]);
       }

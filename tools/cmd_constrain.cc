@@ -2,7 +2,9 @@
 // with a model's tokenizer, exactly as generation would see it.
 //
 // The file is tokenized as a continuation (no BOS, no SentencePiece leading
-// space), then the matcher walks it token by token, computing the full
+// space) after its trailing whitespace is dropped (editors, `echo` and
+// `json.dump(...) + "\n"` end files with a line break that is no part of the
+// instance; --exact keeps every byte), then the matcher walks it token by token, computing the full
 // vocabulary mask before every token and once more at the end (where the
 // end-of-generation token must be allowed). Prints one JSON line:
 //   {"compiled", "error", "relaxed", "accepted", "rejected_at_token",
@@ -41,7 +43,7 @@ namespace {
 
 constexpr const char* kUsageLine =
     "usage: deepinfer constrain --model M (--json-schema F | --json-object | --regex R | --grammar F |\n"
-    "         --choice A,B) [--any-whitespace] [--strict] --check FILE";
+    "         --choice A,B) [--any-whitespace] [--strict] [--exact] --check FILE";
 constexpr const char* kSummary =
     "Runs the structured-output engine alone over FILE's tokens and prints one JSON line.\n"
     "M: a GGUF file (checkpoint or vocab-only), an HF directory with tokenizer.json(.gz), or a\n"
@@ -85,7 +87,8 @@ double Percentile(std::vector<double> v, double q) {
 
 int RunConstrain(const Args& args) {
   std::vector<FlagSpec> specs = {{"model", "M", "where the vocabulary comes from (see above)", kRequired},
-                                 {"check", "FILE", "the text to run the constraint over", kRequired}};
+                                 {"check", "FILE", "the text to run the constraint over", kRequired},
+                                 {"exact", "", "keep FILE's trailing whitespace (dropped by default)", ""}};
   AddFlags(&specs, StructuredFlagSpecs());
   Flags flags(specs);
   int code = 0;
@@ -99,6 +102,10 @@ int RunConstrain(const Args& args) {
   if (!present) return Fail("constrain", "give a constraint (see --help)", 2);
   auto text = ReadWholeFile(flags.GetString("check"), "--check file");
   if (!text.ok()) return Fail("constrain", text.status().message(), 2);
+  if (!flags.GetBool("exact")) {
+    size_t end = text->find_last_not_of(" \t\r\n");
+    text->erase(end == std::string::npos ? 0 : end + 1);
+  }
 
   auto tok = LoadTokenizer(flags.GetString("model"));
   if (!tok.ok()) return Fail("constrain", tok.status().message(), 1);

@@ -43,7 +43,7 @@ def main():
     # 1. Independent labels: JSON instances vs their schemas.
     label_cases = [
         ("person.schema.json", "person_ok1.json", True), ("person.schema.json", "person_ok2.json", True),
-        ("person.schema.json", "person_ok_ws.json", True),
+        ("person.schema.json", "person_ok_ws.json", True), ("person.schema.json", "person_ok1_newline.json", True),
         ("person.schema.json", "person_bad_age.json", False), ("person.schema.json", "person_bad_missing.json", False),
         ("person.schema.json", "person_bad_extra.json", False), ("person.schema.json", "person_bad_tags.json", False),
         ("tree.schema.json", "tree_ok.json", True), ("tree.schema.json", "tree_bad.json", False),
@@ -62,6 +62,12 @@ def main():
         ("llama3", js("person.schema.json"), "person_bad_age.json", False, {}),
         ("llama3", js("tree.schema.json"), "tree_ok.json", True, {}),
         ("qwen3", js("person.schema.json"), "person_ok1.json", True, {}),
+        # A file's trailing line breaks are not part of the instance (same
+        # tokens as the file without them); --exact keeps them.
+        ("llama3", js("person.schema.json"), "person_ok1_newline.json", True, {"tokens": "same:person_ok1.json"}),
+        ("llama3", js("person.schema.json") + ["--exact"], "person_ok1_newline.json", False, {}),
+        ("stories", ["--regex", r"\(\d{3}\) \d{3}-\d{4}"], "phone_ok_crlf.txt", True, {}),
+        ("stories", ["--regex", r"\(\d{3}\) \d{3}-\d{4}\r\n", "--exact"], "phone_ok_crlf.txt", True, {}),
         ("spm", js("person.schema.json"), "person_ok2.json", True, {}),
         ("spm", js("person.schema.json"), "person_bad_missing.json", False, {}),
         ("spm", js("person.schema.json"), "person_bad_extra.json", False, {}),
@@ -112,7 +118,12 @@ def main():
         if accepted:
             want.update({"complete": True, "rejected_at_token": None})
         for k, v in extra.items():
-            want[k] = out["tokens"] if v == "tokens" else v
+            if v == "tokens":
+                v = out["tokens"]
+            elif isinstance(v, str) and v.startswith("same:"):  # the value on another file, same arguments
+                other = [args.deepinfer, "constrain", "--model", models[model]] + cargs + ["--check", path(v[5:])]
+                v = json.loads(subprocess.run(other, capture_output=True, text=True, timeout=300).stdout)[k]
+            want[k] = v
         for k, v in want.items():
             if out[k] != v:
                 failures.append(f"{name}: {k} = {out[k]!r}, want {v!r} (line {lines[0]})")

@@ -114,6 +114,12 @@ void Softmax(float* x, int64_t n);
 // normalizer for decisions that never reach an output (draft confidence).
 float SumExp(const float* x, int64_t n, float shift);
 
+// The softmax probability of x[best], where x[best] is the largest of
+// x[0..n) (a drafter's confidence in its argmax draft): 1 / SumExp(x, n, x[best]).
+inline float ArgMaxProbability(const float* x, int64_t n, int32_t best) {
+  return 1.0f / SumExp(x, n, x[best]);
+}
+
 // ids[0..k) = the indices of the k largest scores[0..n), best first; ties
 // go to the lower index, NaN ranks below every number. Requires 0 <= k <= n.
 void TopK(const float* scores, int64_t n, int64_t k, int32_t* ids);

@@ -16,12 +16,6 @@ namespace {
 // every stream the target samples with (n > 1 uses small draw numbers).
 constexpr uint32_t kIndependentDraftDraw = 0x40000000u;
 
-// The softmax probability of logits[best] (the max), a confidence: the
-// f32 vector sum, as the MTP drafter's.
-float TopProbability(const float* logits, int64_t vocab, int32_t best) {
-  return 1.0f / ops::SumExp(logits, vocab, logits[best]);
-}
-
 }  // namespace
 
 DraftModelDrafter::DraftModelDrafter(std::unique_ptr<Model> model, int64_t num_blocks, int64_t block_size,
@@ -52,7 +46,7 @@ void DraftModelDrafter::Choose(const DraftInput& in, const float* logits, int64_
   if (params == nullptr || params->IsGreedy()) {
     const int32_t best = ArgMax(logits, vocab_);
     p->tokens.push_back(best);
-    p->confidence.push_back(TopProbability(logits, vocab_, best));
+    p->confidence.push_back(ops::ArgMaxProbability(logits, vocab_, best));
     return;
   }
   const float* work = logits;

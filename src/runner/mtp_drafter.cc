@@ -10,16 +10,6 @@
 #include "sampling/sampler.h"
 
 namespace deepinfer {
-namespace {
-
-// The softmax probability of logits[best] (the max): a confidence, so the
-// f32 vector sum (a double std::exp per vocabulary entry and draft grows
-// with the vocabulary into the cost of the draft's forward).
-float TopProbability(const float* logits, int64_t vocab, int32_t best) {
-  return 1.0f / ops::SumExp(logits, vocab, logits[best]);
-}
-
-}  // namespace
 
 MtpDrafter::MtpDrafter(std::unique_ptr<MtpDraft> draft, int64_t num_blocks, int64_t block_size)
     : draft_(std::move(draft)),
@@ -146,7 +136,7 @@ std::vector<DraftProposal> MtpDrafter::ProposeStep(std::span<const DraftInput> i
       const float* row = logits_.data() + r * static_cast<size_t>(vocab_);
       const int32_t best = ArgMax(row, vocab_);
       out[i].tokens.push_back(best);
-      const float confidence = TopProbability(row, vocab_, best);
+      const float confidence = ops::ArgMaxProbability(row, vocab_, best);
       out[i].confidence.push_back(confidence);
       prefix_confidence[r] *= inputs[i].calibration != nullptr
                                   ? static_cast<float>(inputs[i].calibration->Calibrated(depth, confidence))

@@ -7,6 +7,7 @@
 #include "backend/cpu/amx.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/packed_weights.h"
+#include "backend/cpu/parallel_for.h"
 #include "core/check.h"
 #include "tensor/dequant.h"
 
@@ -16,8 +17,6 @@ namespace {
 // Rows per parallel work item: a multiple of every kernel's row tile, small
 // enough that GEMV on small matrices still splits across threads.
 constexpr int64_t kRowsPerTask = 16;
-// Below this many multiply-adds, waking the pool costs more than it saves.
-constexpr int64_t kMinParallelCost = 1 << 15;
 // MatMulShared's targets (q, k, v: 3; gate, up: 2) fit a fixed array.
 constexpr size_t kMaxSharedTargets = 4;
 
@@ -206,11 +205,7 @@ void MatMulSharedWithIsa(Isa isa, std::span<const MatMulTarget> targets, const f
       tb = end;
     }
   };
-  if (pool.num_threads() == 1 || cost < kMinParallelCost) {
-    body(0, first_task[n], 0);
-  } else {
-    pool.ParallelFor(first_task[n], body);
-  }
+  ParallelForCost(pool, first_task[n], cost, body);
 }
 
 void MatMulShared(std::span<const MatMulTarget> targets, const float* x, int64_t n_tokens, ThreadPool& pool) {

@@ -1,16 +1,22 @@
 // Writes the fuzz seed corpora: OUT/corpus_gguf, OUT/corpus_safetensors,
-// OUT/corpus_model_config and OUT/corpus_http. Seeds are small valid files
-// from the writers (every metadata type, several tensor dtypes) plus the
-// first 4 KiB of the shared model files when present; the config corpus
-// holds config.json texts ('J' first) and metadata-only GGUF images ('G'
-// first) of every family; the HTTP corpus whole requests of both APIs.
-// usage: fuzz_make_seeds OUT_DIR [SHARED_DIR]
+// OUT/corpus_model_config, OUT/corpus_http and OUT/corpus_grammar. Seeds are
+// small valid files from the writers (every metadata type, several tensor
+// dtypes) plus the first 4 KiB of the shared model files when present; the
+// config corpus holds config.json texts ('J' first) and metadata-only GGUF
+// images ('G' first) of every family; the HTTP corpus whole requests of both
+// APIs; the grammar corpus every JSON Schema of the grammar test data (the
+// held-out real-world set and the keyword cases, so a short run starts from
+// every keyword the compiler enforces) and the CLI test grammars, each behind
+// fuzz_grammar's front-end byte.
+// usage: fuzz_make_seeds OUT_DIR [SHARED_DIR [GRAMMAR_TESTDATA_DIR]]
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "io/gguf.h"
 #include "io/safetensors.h"
@@ -141,9 +147,40 @@ void WriteHttpSeeds(const std::string& dir) {
 
 }  // namespace
 
+std::string ReadText(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// fuzz_grammar's first byte: 1 = JSON Schema (strict), 2 = JSON Schema (any
+// whitespace, best effort), 3 = GBNF, 4 = Lark. Schemas alternate 1 and 2.
+int WriteGrammarSeeds(const std::string& dir, const std::filesystem::path& testdata) {
+  std::filesystem::create_directories(dir);
+  int written = 0;
+  const auto write = [&](char front_end, const std::string& text) {
+    std::ofstream(dir + "/seed_" + std::to_string(written++), std::ios::binary) << front_end << text;
+  };
+  for (const char* file :
+       {"heldout_schemas.json", "json_schema_cases.json", "json_schema_draft4_cases.json"}) {
+    const nlohmann::json cases =
+        nlohmann::json::parse(ReadText(testdata / file), nullptr, /*allow_exceptions=*/false);
+    if (!cases.is_array()) {
+      std::fprintf(stderr, "fuzz_make_seeds: %s is missing or not a JSON array\n", (testdata / file).c_str());
+      return 1;
+    }
+    for (const nlohmann::json& c : cases) {
+      if (c.is_object() && c.contains("schema"))
+        write(written % 2 == 0 ? '\x01' : '\x02', c["schema"].dump());
+    }
+  }
+  write('\x03', ReadText(testdata / "cli/expr.gbnf"));
+  write('\x04', ReadText(testdata / "cli/intlist.lark"));
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: fuzz_make_seeds OUT_DIR [SHARED_DIR]\n");
+    std::fprintf(stderr, "usage: fuzz_make_seeds OUT_DIR [SHARED_DIR [GRAMMAR_TESTDATA_DIR]]\n");
     return 2;
   }
   const std::string out = argv[1];
@@ -182,6 +219,7 @@ int main(int argc, char** argv) {
 
   rc |= WriteConfigSeeds(out + "/corpus_model_config", argc > 2 ? argv[2] : "");
   WriteHttpSeeds(out + "/corpus_http");
+  if (argc > 3) rc |= WriteGrammarSeeds(out + "/corpus_grammar", argv[3]);
   if (argc > 2) {
     const std::string shared = argv[2];
     CopyPrefix(shared + "/models/gguf/stories260K.gguf", gdir + "/stories_prefix.gguf", 4096);

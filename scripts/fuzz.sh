@@ -26,9 +26,10 @@ elif ! grep -q '^DEEPINFER_FUZZ:BOOL=ON$' "$dir/CMakeCache.txt"; then
 fi
 targets=(fuzz_gguf fuzz_safetensors fuzz_grammar fuzz_jinja fuzz_model_config fuzz_http)
 cmake --build "$dir" --target "${targets[@]}" fuzz_seeds
+fuzz_dir=$(cd "$dir/fuzz" && pwd)
 for t in "${targets[@]}"; do
-  corpus=$dir/fuzz/corpus_${t#fuzz_}
+  corpus=$fuzz_dir/corpus_${t#fuzz_}
   mkdir -p "$corpus"
   echo "== $t for ${seconds}s" >&2
-  (cd "$dir/fuzz" && ./"$t" -max_total_time="$seconds" -print_final_stats=1 "$(realpath "$corpus")" 2>&1 | tail -n 3)
+  (cd "$fuzz_dir" && ./"$t" -max_total_time="$seconds" -print_final_stats=1 "$corpus" 2>&1 | tail -n 3)
 done

@@ -166,12 +166,14 @@ struct MlaAttentionParams {
 };
 
 // out f32 [n_tokens, num_heads * v_dim] from q f32 [n_tokens, num_heads *
-// (nope + rope)] (RoPE applied) and w_ukv f32 [num_heads * (nope + v_dim),
-// lora] (per head W_uk then W_uv); block tables and positions as in
+// (nope + rope)] (RoPE applied), w_uk_t [num_heads * lora, nope] (per head
+// W_uk transposed) and w_uv [num_heads * v_dim, lora] (per head W_uv), f32,
+// q8_0 or q4_0 (read exactly, with f32 activations); block tables and positions as in
 // PagedAttention. Each (token, head) is computed alone: batch-invariant.
 void MlaAttention(const float* q, int64_t n_tokens, const int64_t* positions,
                   const std::vector<const std::vector<int32_t>*>& block_tables, const KvCache& kv,
-                  const float* w_ukv, const MlaAttentionParams& p, ThreadPool& pool, float* out);
+                  const TensorView& w_uk_t, const TensorView& w_uv, const MlaAttentionParams& p,
+                  ThreadPool& pool, float* out);
 
 // Runs body(begin, end, thread) over [0, n): on the pool when the job is big
 // enough to pay for waking the workers (`cost` ~ multiply-adds), inline otherwise.

@@ -76,6 +76,17 @@ void SharedInputMatMul(std::initializer_list<Projection> projections, const floa
   cpu::MatMulShared(std::span<const cpu::MatMulTarget>(targets, n), x, n_tokens, pool);
 }
 
+void GroupedMatMul(std::span<const GroupedProjection> projections, ThreadPool& pool) {
+  // The caller thread's targets, reused across calls: no allocation per call once warm.
+  thread_local std::vector<cpu::MatMulGroupTarget> targets;
+  targets.resize(projections.size());
+  for (size_t i = 0; i < projections.size(); ++i) {
+    const GroupedProjection& p = projections[i];
+    targets[i] = {p.w, p.w->packed, p.x, p.n_tokens, p.bias, p.y};
+  }
+  cpu::MatMulGrouped(targets, pool);
+}
+
 void SiluMul(float* gate, const float* up, int64_t n) { cpu::SiluMul(gate, up, n); }
 
 void GeluTanhMul(float* gate, const float* up, int64_t n) { cpu::GeluTanhMul(gate, up, n); }

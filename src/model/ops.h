@@ -17,6 +17,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -96,6 +97,21 @@ struct Projection {
 // parallel loop over all their rows. At most 4.
 void SharedInputMatMul(std::initializer_list<Projection> projections, const float* x, int64_t n_tokens,
                        ThreadPool& pool);
+
+// One weight matrix of GroupedMatMul, with its own input rows.
+struct GroupedProjection {
+  const Matrix* w = nullptr;
+  const float* x = nullptr;  // f32 [n_tokens, K of w]
+  int64_t n_tokens = 0;      // 0: nothing to do
+  float* y = nullptr;        // f32 [n_tokens, N of w]
+  const float* bias = nullptr;
+};
+
+// Independent MatMuls (a mixture-of-experts layer's experts, each over its
+// own tokens) in one parallel loop over all their rows: bit for bit the
+// results of one MatMul each. Projections with the same x, n_tokens and
+// weight type share one preparation of the activations. No y may alias any x.
+void GroupedMatMul(std::span<const GroupedProjection> projections, ThreadPool& pool);
 
 // gate[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)).
 void SiluMul(float* gate, const float* up, int64_t n);

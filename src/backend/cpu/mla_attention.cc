@@ -52,7 +52,7 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
       if (!wide && decoded_token != t) {
         decoded.resize(static_cast<size_t>((pos - lo + 1) * kvw));
         for (int64_t j = lo; j <= pos; ++j) {
-          KvRowAsF32(latent.dtype, row_bytes(table, j), kvw, decoded.data() + (j - lo) * kvw);
+          RowToF32(latent.dtype, row_bytes(table, j), kvw, decoded.data() + (j - lo) * kvw);
         }
         decoded_token = t;
       }

@@ -82,6 +82,15 @@ void RowsDotF32WithIsa(Isa isa, DType dtype, const uint8_t* w, int64_t row_bytes
   }
 }
 
+void RowToF32(DType dtype, const uint8_t* row, int64_t n, float* out) {
+  static const bool avx512 = ActiveIsa() == Isa::kAvx512;
+  if (avx512 && (dtype == DType::kF16 || dtype == DType::kBF16)) {
+    HalfRowToF32Avx512(dtype, row, n, out);
+  } else {
+    DequantizeRow(dtype, row, out, n);
+  }
+}
+
 void RowsDotF32(DType dtype, const uint8_t* w, int64_t row_bytes, int64_t rows, int64_t k, const float* x,
                 float* y) {
   static const Isa isa = ActiveIsa();

@@ -28,6 +28,13 @@ void RowsDotF32(DType dtype, const uint8_t* w, int64_t row_bytes, int64_t rows, 
 void RowsDotF32WithIsa(Isa isa, DType dtype, const uint8_t* w, int64_t row_bytes, int64_t rows, int64_t k,
                        const float* x, float* y);
 
+// out[0..n) = the row's values as f32, the same bits as DequantizeRow (a
+// conversion without rounding for F16 / BF16, vectorized at AVX-512; other
+// types go through DequantizeRow; an f16 NaN's payload may come back
+// quieted): the latent cache rows MLA attends over.
+void RowToF32(DType dtype, const uint8_t* row, int64_t n, float* out);            // active ISA
+void HalfRowToF32Avx512(DType dtype, const uint8_t* row, int64_t n, float* out);  // F16 / BF16 only
+
 // The ISA levels' kernels (AVX-512 only reached after a CPUID check).
 void RowsDotF32Scalar(DType dtype, const uint8_t* w, int64_t row_bytes, int64_t rows, int64_t k,
                       const float* x, float* y);

@@ -99,6 +99,19 @@ struct F32 {
 
 }  // namespace
 
+void HalfRowToF32Avx512(DType dtype, const uint8_t* row, int64_t n, float* out) {
+  DI_CHECK(dtype == DType::kF16 || dtype == DType::kBF16);
+  const auto* h = reinterpret_cast<const uint16_t*>(row);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = TailMask(n - i);
+    const __m256i v = _mm256_maskz_loadu_epi16(m, h + i);
+    const __m512 f = dtype == DType::kF16
+                         ? _mm512_cvtph_ps(v)
+                         : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+    _mm512_mask_storeu_ps(out + i, m, f);
+  }
+}
+
 void RowsDotF32Avx512(DType dtype, const uint8_t* w, int64_t row_bytes, int64_t rows, int64_t k,
                       const float* x, float* y) {
   switch (dtype) {

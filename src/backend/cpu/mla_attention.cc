@@ -108,7 +108,7 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
         for (int64_t j = lo; j <= pos; ++j) {
           const float* cached = row(j);
           const float p = scores[static_cast<size_t>(j - lo)] * inv;
-          for (int64_t r = 0; r < lora; ++r) o_lat[static_cast<size_t>(r)] += p * cached[r];
+          AddScaled(o_lat.data(), p, cached, lora);
         }
         RowsDotF32(w_uv.dtype, uv, uv_row, vd, lora, o_lat.data(), o);
       } else {

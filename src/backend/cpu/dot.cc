@@ -47,4 +47,22 @@ void AddScaled(float* y, float a, const float* x, int64_t n) {
   }
 }
 
+void DotRows(const float* a, const float* const* rows, int64_t count, int64_t n, float* out) {
+  static const bool avx512 = ActiveIsa() == Isa::kAvx512;
+  if (avx512) {
+    DotRowsAvx512(a, rows, count, n, out);
+    return;
+  }
+  for (int64_t j = 0; j < count; ++j) out[j] = DotScalar(a, rows[j], n);
+}
+
+void AddScaledRows(float* y, const float* p, const float* const* rows, int64_t count, int64_t n) {
+  static const bool avx512 = ActiveIsa() == Isa::kAvx512;
+  if (avx512) {
+    AddScaledRowsAvx512(y, p, rows, count, n);
+    return;
+  }
+  for (int64_t j = 0; j < count; ++j) AddScaledScalar(y, p[j], rows[j], n);
+}
+
 }  // namespace deepinfer::cpu

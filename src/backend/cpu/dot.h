@@ -21,4 +21,15 @@ void AddScaled(float* y, float a, const float* x, int64_t n);  // active ISA
 void AddScaledScalar(float* y, float a, const float* x, int64_t n);
 void AddScaledAvx512(float* y, float a, const float* x, int64_t n);
 
+// out[j] = Dot(a, rows[j], n) for j < count (the same bits; several rows at
+// a time so the additions do not wait on one chain).
+void DotRows(const float* a, const float* const* rows, int64_t count, int64_t n, float* out);  // active ISA
+void DotRowsAvx512(const float* a, const float* const* rows, int64_t count, int64_t n, float* out);
+
+// For j = 0 .. count - 1 in order: y[i] += p[j] * rows[j][i] (AddScaled of
+// each row in turn: the same bits), i < n.
+void AddScaledRows(float* y, const float* p, const float* const* rows, int64_t count,
+                   int64_t n);  // active ISA
+void AddScaledRowsAvx512(float* y, const float* p, const float* const* rows, int64_t count, int64_t n);
+
 }  // namespace deepinfer::cpu

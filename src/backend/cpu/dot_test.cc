@@ -40,5 +40,39 @@ TEST(Dot, Avx512GivesTheScalarBitsOnOddLengths) {
   }
 }
 
+// DotRows / AddScaledRows: each row's bits as one Dot / AddScaled call, for
+// row counts around the 4-row tile and lengths around the 64-float chunk.
+TEST(Dot, RowsGiveTheBitsOfOneCallPerRow) {
+  std::mt19937 rng(21);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  for (int64_t count : {1, 3, 4, 9}) {
+    for (int64_t len : {5, 16, 64, 70, 576}) {
+      std::vector<float> a(static_cast<size_t>(len)), y(static_cast<size_t>(len)),
+          p(static_cast<size_t>(count));
+      std::vector<std::vector<float>> rows(static_cast<size_t>(count),
+                                           std::vector<float>(static_cast<size_t>(len)));
+      std::vector<const float*> ptrs;
+      for (auto& v : a) v = n(rng);
+      for (auto& v : y) v = n(rng);
+      for (auto& v : p) v = n(rng);
+      for (auto& r : rows) {
+        for (auto& v : r) v = n(rng);
+        ptrs.push_back(r.data());
+      }
+      std::vector<float> got(static_cast<size_t>(count));
+      DotRows(a.data(), ptrs.data(), count, len, got.data());
+      std::vector<float> y_rows = y, y_one = y;
+      AddScaledRows(y_rows.data(), p.data(), ptrs.data(), count, len);
+      for (int64_t j = 0; j < count; ++j) {
+        const float want = DotScalar(a.data(), ptrs[static_cast<size_t>(j)], len);
+        EXPECT_EQ(0, std::memcmp(&got[static_cast<size_t>(j)], &want, sizeof(float))) << count << " " << len;
+        AddScaledScalar(y_one.data(), p[static_cast<size_t>(j)], ptrs[static_cast<size_t>(j)], len);
+      }
+      EXPECT_EQ(0, std::memcmp(y_rows.data(), y_one.data(), y_one.size() * sizeof(float)))
+          << count << " " << len;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace deepinfer::cpu

@@ -35,7 +35,8 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
     // A 16- or 8-bit cache: the rows lo..pos of the current query token,
     // decoded to f32 once and shared by its heads (a thread's range holds
     // consecutive (token, head) pairs), not once per head and pass.
-    thread_local std::vector<float> scores, q_lat, o_lat, k_nope, decoded, head_uk, head_uv;
+    thread_local std::vector<float> scores, pe_scores, q_lat, o_lat, k_nope, decoded, head_uk, head_uv;
+    thread_local std::vector<const float*> key_rows, pe_rows;
     int64_t decoded_token = -1, expanded_head = -1;
     q_lat.resize(static_cast<size_t>(lora));
     o_lat.resize(static_cast<size_t>(lora));
@@ -79,18 +80,32 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
       }
       const float* w_uk_f32 = head_uk.data();
       const float* w_uv_f32 = head_uv.data();
+      const int64_t n_keys = pos - lo + 1;
       float max_score = -INFINITY;
-      for (int64_t j = lo; j <= pos; ++j) {
-        const float* cached = row(j);
-        float score;
-        if (s.absorb) {
-          score = Dot(q_lat.data(), cached, lora);
-        } else {
-          for (int64_t d = 0; d < nope; ++d) {
-            k_nope[static_cast<size_t>(d)] = Dot(w_uk_f32 + d * lora, cached, lora);
-          }
-          score = Dot(q, k_nope.data(), nope);
+      if (s.absorb) {
+        // Several keys at a time (DotRows / AddScaledRows: each key's bits as
+        // one Dot / AddScaled call).
+        key_rows.resize(static_cast<size_t>(n_keys));
+        pe_rows.resize(static_cast<size_t>(n_keys));
+        pe_scores.resize(static_cast<size_t>(n_keys));
+        for (int64_t j = lo; j <= pos; ++j) {
+          key_rows[static_cast<size_t>(j - lo)] = row(j);
+          pe_rows[static_cast<size_t>(j - lo)] = row(j) + lora;
         }
+        DotRows(q_lat.data(), key_rows.data(), n_keys, lora, scores.data());
+        DotRows(q + nope, pe_rows.data(), n_keys, rd, pe_scores.data());
+        for (int64_t j = 0; j < n_keys; ++j) {
+          float& score = scores[static_cast<size_t>(j)];
+          score = (score + pe_scores[static_cast<size_t>(j)]) * s.scale;
+          max_score = std::max(max_score, score);
+        }
+      }
+      for (int64_t j = lo; j <= pos && !s.absorb; ++j) {  // naive: each key expanded
+        const float* cached = row(j);
+        for (int64_t d = 0; d < nope; ++d) {
+          k_nope[static_cast<size_t>(d)] = Dot(w_uk_f32 + d * lora, cached, lora);
+        }
+        float score = Dot(q, k_nope.data(), nope);
         score = (score + Dot(q + nope, cached + lora, rd)) * s.scale;
         scores[static_cast<size_t>(j - lo)] = score;
         max_score = std::max(max_score, score);
@@ -105,11 +120,8 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
       std::fill(o, o + vd, 0.0f);
       if (s.absorb) {  // o = W_uv (sum_j p_j c_j)
         std::fill(o_lat.begin(), o_lat.end(), 0.0f);
-        for (int64_t j = lo; j <= pos; ++j) {
-          const float* cached = row(j);
-          const float p = scores[static_cast<size_t>(j - lo)] * inv;
-          AddScaled(o_lat.data(), p, cached, lora);
-        }
+        for (float& p : scores) p *= inv;
+        AddScaledRows(o_lat.data(), scores.data(), key_rows.data(), n_keys, lora);
         RowsDotF32(w_uv.dtype, uv, uv_row, vd, lora, o_lat.data(), o);
       } else {
         for (int64_t j = lo; j <= pos; ++j) {

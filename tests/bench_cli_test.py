@@ -105,7 +105,8 @@ def main():
             fail("json: kernels is %r" % r.get("kernels"))
         if "kernels " + r["kernels"] not in p.stdout:
             fail("the table does not name the kernels (%s):\n%s" % (r["kernels"], p.stdout))
-        for key in ("prefill_tokens_per_s", "ttft_ms", "peak_rss_bytes", "weight_bytes", "weight_bytes_per_token"):
+        for key in ("prefill_tokens_per_s", "ttft_ms", "peak_rss_bytes", "weight_bytes", "weight_bytes_per_token",
+                    "active_weight_bytes_per_token"):
             positive_finite(key, r[key])
         if sorted(r["decode_tokens_per_s"]) != ["1", "3", "5"]:
             fail("json: decode_tokens_per_s keys are %r" % sorted(r["decode_tokens_per_s"]))
@@ -114,6 +115,8 @@ def main():
             rounds = r["decode_tokens_per_s_rounds"][b]
             if len(rounds) != 2 or not (min(rounds) <= v <= max(rounds)):
                 fail("json: decode rounds %r do not bracket the median %r" % (rounds, v))
+        if r["active_weight_bytes_per_token"] > r["weight_bytes_per_token"]:
+            fail(f"active bytes exceed the bytes read per token: {r}")
         if r["peak_rss_bytes"] < (1 << 20) or r["weight_bytes_per_token"] > r["weight_bytes"]:
             fail("json: implausible sizes %r" % r)
         # Prefill of 40 tokens: ttft is the time of that one prompt plus the

@@ -88,7 +88,11 @@ std::string FormatBenchTable(const BenchReport& r) {
   std::ostringstream os;
   char line[256];
   os << "model    " << r.model_path << " (" << r.arch << ", " << r.dtype << ", " << Bytes(r.weight_bytes)
-     << " weights)\n";
+     << " weights";
+  if (r.active_weight_bytes_per_token != r.weight_bytes_per_token) {
+    os << ", " << Bytes(r.active_weight_bytes_per_token) << " read per token at batch 1";
+  }
+  os << ")\n";
   std::snprintf(
       line, sizeof(line), "threads  %d   kernels %s   prompt %lld   gen %lld   rounds %lld   chunk %lld%s\n",
       r.threads, r.kernels.c_str(), static_cast<long long>(r.config.prompt_tokens),
@@ -132,6 +136,7 @@ std::string FormatBenchJson(const BenchReport& r) {
   os << "  \"dtype\": " << JsonString(r.dtype) << ",\n";
   os << "  \"weight_bytes\": " << r.weight_bytes << ",\n";
   os << "  \"weight_bytes_per_token\": " << r.weight_bytes_per_token << ",\n";
+  os << "  \"active_weight_bytes_per_token\": " << r.active_weight_bytes_per_token << ",\n";
   os << "  \"threads\": " << r.threads << ",\n";
   os << "  \"kernels\": " << JsonString(r.kernels) << ",\n";
   os << "  \"weight_kernels\": " << JsonString(r.weight_kernels) << ",\n";

@@ -17,6 +17,10 @@ struct BenchReport {
   std::string dtype;                   // of the layer-0 attention weights
   int64_t weight_bytes = 0;            // every tensor of the checkpoint
   int64_t weight_bytes_per_token = 0;  // read per decode step: all but the embedding (unless tied)
+  // What one sequence's decode step reads: weight_bytes_per_token less the
+  // routed experts it does not use (MoE: only experts_per_token of
+  // num_experts per layer; equal to weight_bytes_per_token for dense models).
+  int64_t active_weight_bytes_per_token = 0;
   int threads = 0;
   std::string kernels;  // the CPU kernel level that ran, e.g. "avx512+amx"
   // The matmul kernel per weight type of the model's matrices, e.g.

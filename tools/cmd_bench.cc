@@ -168,6 +168,18 @@ void DescribeWeights(const LoadedModel& loaded, BenchReport& r) {
   // the embedding matrix itself when the two are tied.
   const bool tied = loaded.model->config().tie_word_embeddings || output == nullptr;
   r.weight_bytes_per_token = r.weight_bytes - (embedding != nullptr && !tied ? embedding->nbytes : 0);
+  // Routed experts (GGUF stacked `*_exps.` tensors, HF `.experts.N.`; not the
+  // shared experts): one token reads experts_per_token of num_experts of them.
+  const MoeConfig& moe = loaded.model->config().moe;
+  int64_t unused_expert_bytes = 0;
+  if (moe.num_experts > 0) {
+    for (const TensorView* t : store.All()) {
+      if (t->name.find("_exps.") != std::string::npos || t->name.find(".experts.") != std::string::npos) {
+        unused_expert_bytes += t->nbytes / moe.num_experts * (moe.num_experts - moe.experts_per_token);
+      }
+    }
+  }
+  r.active_weight_bytes_per_token = r.weight_bytes_per_token - unused_expert_bytes;
   r.dtype = q0 != nullptr ? DTypeName(q0->dtype) : "?";
   r.arch = loaded.model->config().arch;
   // The matrices' weight types (2-D tensors, the untied embedding is a

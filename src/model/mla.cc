@@ -90,31 +90,63 @@ std::vector<float> DequantizeAll(const TensorView& t) {
   return out;
 }
 
-// W_uk / W_uv as f32 [heads * (nope + v), lora] from kv_b_proj (HF, legacy
-// GGUF) or from GGUF attn_k_b (per head W_uk^T) + attn_v_b (per head W_uv).
+// A view of f32 `values` (owned elsewhere) as [rows, cols].
+TensorView F32View(const std::string& name, const float* values, int64_t rows, int64_t cols) {
+  TensorView v;
+  v.name = name;
+  v.dtype = DType::kF32;
+  v.shape = {rows, cols};
+  v.data = values;
+  v.nbytes = rows * cols * static_cast<int64_t>(sizeof(float));
+  return v;
+}
+
+// True for the types the absorbed attention reads without a copy.
+bool ReadInPlace(DType t) { return t == DType::kF32 || t == DType::kQ8_0 || t == DType::kQ4_0; }
+
+// W_uk^T [heads * lora, nope] and W_uv [heads * v, lora] (MlaWeights): the
+// GGUF attn_k_b / attn_v_b as they are, or f32 copies from kv_b_proj (HF,
+// legacy GGUF; per head nope rows of W_uk then v rows of W_uv) or from split
+// tensors of another type.
 Status BindKvUpProjection(const WeightBinder& b, const ModelConfig& c, const std::string& p, bool hf,
-                          std::vector<float>& out) {
+                          MlaWeights& w) {
   const MlaConfig& m = c.mla;
   const int64_t nh = c.num_heads, nope = m.qk_nope_head_dim, vd = m.v_head_dim, lora = m.kv_lora_rank;
   const std::string kv_b = p + (hf ? "kv_b_proj" : "attn_kv_b") + ".weight";
+  auto owned = std::make_shared<std::vector<float>>();
   if (hf || b.Find(kv_b) != nullptr) {
     DI_ASSIGN_OR_RETURN(TensorView t, b.Matrix(kv_b, nh * (nope + vd), lora));
-    out = DequantizeAll(t);
+    const std::vector<float> kv = DequantizeAll(t);
+    owned->assign(static_cast<size_t>(nh * (nope + vd) * lora), 0.0f);
+    float* uk_t = owned->data();
+    float* uv = owned->data() + nh * lora * nope;
+    for (int64_t h = 0; h < nh; ++h) {
+      const float* head = &kv[static_cast<size_t>(h * (nope + vd) * lora)];
+      for (int64_t d = 0; d < nope; ++d) {
+        for (int64_t r = 0; r < lora; ++r) uk_t[(h * lora + r) * nope + d] = head[d * lora + r];
+      }
+      std::copy(head + nope * lora, head + (nope + vd) * lora, uv + h * vd * lora);
+    }
+    w.w_uk_t = F32View(kv_b + " (W_uk^T)", uk_t, nh * lora, nope);
+    w.w_uv = F32View(kv_b + " (W_uv)", uv, nh * vd, lora);
+    w.owned = std::move(owned);
     return Status::Ok();
   }
   DI_ASSIGN_OR_RETURN(TensorView kb, b.Tensor(p + "attn_k_b.weight", {nh, lora, nope}));
   DI_ASSIGN_OR_RETURN(TensorView vb, b.Tensor(p + "attn_v_b.weight", {nh, vd, lora}));
-  const std::vector<float> k = DequantizeAll(kb), v = DequantizeAll(vb);
-  out.assign(static_cast<size_t>(nh * (nope + vd) * lora), 0.0f);
-  for (int64_t h = 0; h < nh; ++h) {
-    float* head = &out[static_cast<size_t>(h * (nope + vd) * lora)];
-    for (int64_t r = 0; r < lora; ++r) {
-      for (int64_t d = 0; d < nope; ++d) {
-        head[d * lora + r] = k[static_cast<size_t>((h * lora + r) * nope + d)];
-      }
-    }
-    std::copy(v.begin() + h * vd * lora, v.begin() + (h + 1) * vd * lora, head + nope * lora);
+  kb.shape = {nh * lora, nope};
+  vb.shape = {nh * vd, lora};
+  if (ReadInPlace(kb.dtype) && ReadInPlace(vb.dtype)) {
+    w.w_uk_t = kb;
+    w.w_uv = vb;
+    return Status::Ok();
   }
+  const std::vector<float> k = DequantizeAll(kb), v = DequantizeAll(vb);
+  owned->insert(owned->end(), k.begin(), k.end());
+  owned->insert(owned->end(), v.begin(), v.end());
+  w.w_uk_t = F32View(kb.name, owned->data(), nh * lora, nope);
+  w.w_uv = F32View(vb.name, owned->data() + k.size(), nh * vd, lora);
+  w.owned = std::move(owned);
   return Status::Ok();
 }
 
@@ -140,7 +172,7 @@ Status BindMlaWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer
   DI_ASSIGN_OR_RETURN(
       w.kv_a, b.Matrix(name("kv_a_proj_with_mqa", "attn_kv_a_mqa"), m.kv_lora_rank + m.qk_rope_head_dim, h));
   DI_ASSIGN_OR_RETURN(w.kv_a_norm, b.Vector(name("kv_a_layernorm", "attn_kv_a_norm"), m.kv_lora_rank, true));
-  DI_RETURN_IF_ERROR(BindKvUpProjection(b, c, p, hf, w.w_ukv));
+  DI_RETURN_IF_ERROR(BindKvUpProjection(b, c, p, hf, w));
   DI_ASSIGN_OR_RETURN(w.o, b.Matrix(name("o_proj", "attn_output"), h, nh * m.v_head_dim));
   return Status::Ok();
 }
@@ -188,7 +220,8 @@ void MlaAttention::Forward(const ForwardBatch& batch, const TokenPlan& plan, con
                                   .absorb = absorb_};
   std::vector<const std::vector<int32_t>*> tables(static_cast<size_t>(n));
   for (int64_t t = 0; t < n; ++t) tables[static_cast<size_t>(t)] = &BlockTableOf(batch, plan, t, kv_layer);
-  ops::MlaAttention(q_.data(), n, plan.positions.data(), tables, kv, w_.w_ukv.data(), p, pool, attn_.data());
+  ops::MlaAttention(q_.data(), n, plan.positions.data(), tables, kv, w_.w_uk_t, w_.w_uv, p, pool,
+                    attn_.data());
   ops::MatMul(w_.o, attn_.data(), n, nullptr, out, pool);
 }
 

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "core/status.h"
@@ -39,10 +40,13 @@ struct MlaWeights {
   ops::Matrix q_b;               // [heads * qk_head_dim, q_lora_rank]
   ops::Matrix kv_a;              // [kv_lora_rank + qk_rope_head_dim, hidden]
   std::vector<float> kv_a_norm;  // f32 [kv_lora_rank]
-  // kv_b_proj expanded to f32 once at bind time: per head, qk_nope_head_dim
-  // rows of W_uk then v_head_dim rows of W_uv, each of kv_lora_rank.
-  std::vector<float> w_ukv;  // f32 [heads * (qk_nope_head_dim + v_head_dim), kv_lora_rank]
-  ops::Matrix o;             // [hidden, heads * v_head_dim]
+  // kv_b_proj's two halves for the absorbed attention: the file's bytes when
+  // they are GGUF attn_k_b / attn_v_b in a type the kernel reads (f32, q8_0,
+  // q4_0), else f32 copies in `owned` (the views point into it).
+  TensorView w_uk_t;  // [heads * kv_lora_rank, qk_nope_head_dim]: per head W_uk transposed
+  TensorView w_uv;    // [heads * v_head_dim, kv_lora_rank]: per head W_uv
+  std::shared_ptr<const std::vector<float>> owned;
+  ops::Matrix o;  // [hidden, heads * v_head_dim]
 };
 
 // HF `self_attn.*` names; GGUF llama.cpp deepseek2 names (attn_q, attn_q_a,
@@ -75,7 +79,7 @@ class MlaAttention {
   void Forward(const ForwardBatch& batch, const TokenPlan& plan, const float* xn, KvCache& kv,
                int64_t kv_layer, ThreadPool& pool, float* out);
   void set_absorb(bool absorb) { absorb_ = absorb; }
-  // q or q_a / q_b, kv_a and o (W_uk / W_uv are f32 copies, never packed).
+  // q or q_a / q_b, kv_a and o (W_uk / W_uv are read as they are, never packed).
   void VisitMatrices(const std::function<void(ops::Matrix&)>& visit) {
     for (ops::Matrix* t : {&w_.q, &w_.q_a, &w_.q_b, &w_.kv_a, &w_.o}) {
       if (t->data != nullptr) visit(*t);

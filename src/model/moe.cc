@@ -143,66 +143,107 @@ MoeFeedForward::MoeFeedForward(const ModelConfig& c, MoeWeights w)
       w_(std::move(w)),
       load_(static_cast<size_t>(c.moe.num_experts), 0) {}
 
+namespace {
+
+void Activate(const SwigluWeights& w, float* gate, const float* up, int64_t n) {
+  if (w.gelu_tanh) {
+    ops::GeluTanhMul(gate, up, n);
+  } else {
+    ops::SiluMul(gate, up, n);
+  }
+}
+
+}  // namespace
+
+// Three pool dispatches per layer, whatever the number of active experts:
+// (1) the router with the shared expert's gate / up (all read xn), (2) every
+// active expert's gate and up over its tokens, (3) every down projection.
+// Each matrix sees the same rows and token count as a MatMul of its own, so
+// the results are those of running the experts one by one.
 void MoeFeedForward::Forward(const float* xn, int64_t n, ThreadPool& pool, SwigluScratch& swiglu,
                              float* out) {
   const int64_t ne = moe_.num_experts, k = moe_.experts_per_token, h = hidden_;
+  const int64_t ff = w_.experts.empty() ? 0 : w_.experts[0].ffn(), sff = w_.shared.ffn();
+  const bool gated_shared = w_.shared_gate.data != nullptr;
   logits_.resize(static_cast<size_t>(n * ne));
-  ops::MatMul(w_.router, xn, n, nullptr, logits_.data(), pool);
+  shared_gate_.resize(static_cast<size_t>(n * sff));
+  shared_up_.resize(static_cast<size_t>(n * sff));
+  gate_logit_.resize(static_cast<size_t>(gated_shared ? n : 0));
+  projections_.clear();
+  projections_.push_back({&w_.router, xn, n, logits_.data()});
+  if (sff > 0) {
+    projections_.push_back({&w_.shared.gate, xn, n, shared_gate_.data()});
+    projections_.push_back({&w_.shared.up, xn, n, shared_up_.data()});
+  }
+  if (gated_shared) projections_.push_back({&w_.shared_gate, xn, n, gate_logit_.data()});
+  ops::GroupedMatMul(projections_, pool);
+
   ids_.resize(static_cast<size_t>(n * k));
   weights_.resize(static_cast<size_t>(n * k));
   for (int64_t t = 0; t < n; ++t) {
     RouteToken(&logits_[static_cast<size_t>(t * ne)], w_.bias.empty() ? nullptr : w_.bias.data(), moe_,
                &ids_[static_cast<size_t>(t * k)], &weights_[static_cast<size_t>(t * k)], route_scratch_);
   }
-  // Group the (token, rank) slots by expert, tokens ascending within an expert.
-  std::vector<int64_t> count(static_cast<size_t>(ne) + 1, 0);
-  for (int32_t id : ids_) ++count[static_cast<size_t>(id) + 1];
+  // Group the (token, rank) slots by expert, tokens ascending within an
+  // expert: slot s = t * k + j is row row_of_[s] of the expert-ordered buffers.
+  count_.assign(static_cast<size_t>(ne) + 1, 0);
+  for (int32_t id : ids_) ++count_[static_cast<size_t>(id) + 1];
   for (int64_t e = 0; e < ne; ++e) {
-    count[static_cast<size_t>(e) + 1] += count[static_cast<size_t>(e)];
-    load_[static_cast<size_t>(e)] += count[static_cast<size_t>(e) + 1] - count[static_cast<size_t>(e)];
+    count_[static_cast<size_t>(e) + 1] += count_[static_cast<size_t>(e)];
+    load_[static_cast<size_t>(e)] += count_[static_cast<size_t>(e) + 1] - count_[static_cast<size_t>(e)];
   }
-  std::vector<int64_t> order(static_cast<size_t>(n * k));  // slot index t * k + j, grouped by expert
-  std::vector<int64_t> fill(count.begin(), count.end() - 1);
-  for (int64_t s = 0; s < n * k; ++s) order[static_cast<size_t>(fill[static_cast<size_t>(ids_[s])]++)] = s;
+  fill_.assign(count_.begin(), count_.end() - 1);
+  row_of_.resize(static_cast<size_t>(n * k));
+  gathered_.resize(static_cast<size_t>(n * k * h));
+  for (int64_t s = 0; s < n * k; ++s) {
+    const int64_t row = fill_[static_cast<size_t>(ids_[static_cast<size_t>(s)])]++;
+    row_of_[static_cast<size_t>(s)] = row;
+    std::memcpy(&gathered_[static_cast<size_t>(row * h)], xn + (s / k) * h, sizeof(float) * h);
+  }
 
-  slots_.resize(static_cast<size_t>(n * k * h));  // expert output of each (token, rank) slot
+  gate_.resize(static_cast<size_t>(n * k * ff));
+  up_.resize(static_cast<size_t>(n * k * ff));
+  projections_.clear();
   for (int64_t e = 0; e < ne; ++e) {
-    const int64_t begin = count[static_cast<size_t>(e)], m = count[static_cast<size_t>(e) + 1] - begin;
+    const int64_t begin = count_[static_cast<size_t>(e)], m = count_[static_cast<size_t>(e) + 1] - begin;
     if (m == 0) continue;
-    gathered_.resize(static_cast<size_t>(m * h));
-    expert_out_.resize(static_cast<size_t>(m * h));
-    for (int64_t i = 0; i < m; ++i) {
-      const int64_t t = order[static_cast<size_t>(begin + i)] / k;
-      std::memcpy(&gathered_[static_cast<size_t>(i * h)], xn + t * h, sizeof(float) * h);
-    }
-    SwigluForward(w_.experts[static_cast<size_t>(e)], gathered_.data(), m, pool, swiglu, expert_out_.data());
-    for (int64_t i = 0; i < m; ++i) {
-      const int64_t s = order[static_cast<size_t>(begin + i)];
-      std::memcpy(&slots_[static_cast<size_t>(s * h)], &expert_out_[static_cast<size_t>(i * h)],
-                  sizeof(float) * h);
-    }
+    const SwigluWeights& x = w_.experts[static_cast<size_t>(e)];
+    const float* in = &gathered_[static_cast<size_t>(begin * h)];
+    projections_.push_back({&x.gate, in, m, &gate_[static_cast<size_t>(begin * ff)]});
+    projections_.push_back({&x.up, in, m, &up_[static_cast<size_t>(begin * ff)]});
   }
+  ops::GroupedMatMul(projections_, pool);
+
+  expert_out_.resize(static_cast<size_t>(n * k * h));
+  shared_out_.resize(static_cast<size_t>(n * h));
+  projections_.clear();
+  for (int64_t e = 0; e < ne; ++e) {
+    const int64_t begin = count_[static_cast<size_t>(e)], m = count_[static_cast<size_t>(e) + 1] - begin;
+    if (m == 0) continue;
+    const SwigluWeights& x = w_.experts[static_cast<size_t>(e)];
+    float* g = &gate_[static_cast<size_t>(begin * ff)];
+    Activate(x, g, &up_[static_cast<size_t>(begin * ff)], m * ff);
+    projections_.push_back({&x.down, g, m, &expert_out_[static_cast<size_t>(begin * h)]});
+  }
+  if (sff > 0) {
+    Activate(w_.shared, shared_gate_.data(), shared_up_.data(), n * sff);
+    projections_.push_back({&w_.shared.down, shared_gate_.data(), n, shared_out_.data()});
+  }
+  ops::GroupedMatMul(projections_, pool);
+
   // Combine in rank order per token: the sum never depends on the batch.
   for (int64_t t = 0; t < n; ++t) {
     float* o = out + t * h;
     std::fill(o, o + h, 0.0f);
     for (int64_t j = 0; j < k; ++j) {
       const float wgt = weights_[static_cast<size_t>(t * k + j)];
-      const float* y = &slots_[static_cast<size_t>((t * k + j) * h)];
+      const float* y = &expert_out_[static_cast<size_t>(row_of_[static_cast<size_t>(t * k + j)] * h)];
       for (int64_t d = 0; d < h; ++d) o[d] += wgt * y[d];
     }
   }
-  if (w_.shared.ffn() > 0) {
-    shared_out_.resize(static_cast<size_t>(n * h));
-    SwigluForward(w_.shared, xn, n, pool, swiglu, shared_out_.data());
-    if (w_.shared_gate.data != nullptr) {
-      gate_logit_.resize(static_cast<size_t>(n));
-      ops::MatMul(w_.shared_gate, xn, n, nullptr, gate_logit_.data(), pool);
-    }
+  if (sff > 0) {
     for (int64_t t = 0; t < n; ++t) {
-      const float g = w_.shared_gate.data != nullptr
-                          ? 1.0f / (1.0f + std::exp(-gate_logit_[static_cast<size_t>(t)]))
-                          : 1.0f;
+      const float g = gated_shared ? 1.0f / (1.0f + std::exp(-gate_logit_[static_cast<size_t>(t)])) : 1.0f;
       for (int64_t d = 0; d < h; ++d) out[t * h + d] += g * shared_out_[static_cast<size_t>(t * h + d)];
     }
   }

@@ -1,9 +1,10 @@
 // Mixture-of-experts feed-forward (routing rules in model_config.h's
-// MoeConfig). Execution: router logits for every token (one MatMul), top-k
-// routing per token, tokens grouped by expert and one SwiGLU pass (three
-// MatMuls) per active expert over its tokens, then each token's expert
-// outputs combined in its own top-k rank order, plus the shared expert. A
-// token's result therefore never depends on the rest of the batch.
+// MoeConfig). Execution: router logits for every token, top-k routing per
+// token, tokens grouped by expert and one SwiGLU pass per active expert over
+// its tokens - all experts' gate / up in one grouped MatMul, all downs in
+// another - then each token's expert outputs combined in its own top-k rank
+// order, plus the shared expert. A token's result therefore never depends on
+// the rest of the batch.
 //
 // Thread-safety: not re-entrant (scratch, load counters).
 #pragma once
@@ -16,6 +17,7 @@
 #include "core/status.h"
 #include "model/decoder_layer.h"
 #include "model/model_config.h"
+#include "model/ops.h"
 #include "model/swiglu_mlp.h"
 #include "model/weight_binder.h"
 
@@ -65,10 +67,13 @@ class MoeFeedForward : public FeedForward {
   const int64_t hidden_;
   MoeWeights w_;
   std::vector<int64_t> load_;
-  // Scratch.
-  std::vector<float> logits_, route_scratch_, gathered_, expert_out_, slots_, shared_out_, gate_logit_;
+  // Scratch, reused across calls (no allocation per call once warm).
+  std::vector<float> logits_, route_scratch_, gathered_, gate_, up_, expert_out_;
+  std::vector<float> shared_gate_, shared_up_, shared_out_, gate_logit_;
   std::vector<int32_t> ids_;
   std::vector<float> weights_;
+  std::vector<int64_t> count_, fill_, row_of_;
+  std::vector<ops::GroupedProjection> projections_;
 };
 
 }  // namespace deepinfer

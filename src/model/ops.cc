@@ -76,6 +76,17 @@ void SharedInputMatMul(std::initializer_list<Projection> projections, const floa
   cpu::MatMulShared(std::span<const cpu::MatMulTarget>(targets, n), x, n_tokens, pool);
 }
 
+void GroupedMatMul(std::span<const GroupedProjection> projections, ThreadPool& pool) {
+  // The caller thread's targets, reused across calls: no allocation per call once warm.
+  thread_local std::vector<cpu::MatMulGroupTarget> targets;
+  targets.resize(projections.size());
+  for (size_t i = 0; i < projections.size(); ++i) {
+    const GroupedProjection& p = projections[i];
+    targets[i] = {p.w, p.w->packed, p.x, p.n_tokens, p.bias, p.y};
+  }
+  cpu::MatMulGrouped(targets, pool);
+}
+
 void SiluMul(float* gate, const float* up, int64_t n) { cpu::SiluMul(gate, up, n); }
 
 void GeluTanhMul(float* gate, const float* up, int64_t n) { cpu::GeluTanhMul(gate, up, n); }
@@ -107,9 +118,11 @@ void AttendOneHead(const float* q, int64_t head, int64_t pos, const std::vector<
 
 void MlaAttention(const float* q, int64_t n_tokens, const int64_t* positions,
                   const std::vector<const std::vector<int32_t>*>& block_tables, const KvCache& kv,
-                  const float* w_ukv, const MlaAttentionParams& p, ThreadPool& pool, float* out) {
+                  const TensorView& w_uk_t, const TensorView& w_uv, const MlaAttentionParams& p,
+                  ThreadPool& pool, float* out) {
   const cpu::MlaShape shape{p.num_heads, p.nope, p.rope, p.v_dim, p.lora, p.window, p.scale, p.absorb};
-  cpu::MlaAttention(q, n_tokens, positions, block_tables, KvLayer(kv, p.layer), w_ukv, shape, pool, out);
+  cpu::MlaAttention(q, n_tokens, positions, block_tables, KvLayer(kv, p.layer), w_uk_t, w_uv, shape, pool,
+                    out);
 }
 
 void ParallelForCost(ThreadPool& pool, int64_t n, int64_t cost,

@@ -17,6 +17,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -97,6 +98,21 @@ struct Projection {
 void SharedInputMatMul(std::initializer_list<Projection> projections, const float* x, int64_t n_tokens,
                        ThreadPool& pool);
 
+// One weight matrix of GroupedMatMul, with its own input rows.
+struct GroupedProjection {
+  const Matrix* w = nullptr;
+  const float* x = nullptr;  // f32 [n_tokens, K of w]
+  int64_t n_tokens = 0;      // 0: nothing to do
+  float* y = nullptr;        // f32 [n_tokens, N of w]
+  const float* bias = nullptr;
+};
+
+// Independent MatMuls (a mixture-of-experts layer's experts, each over its
+// own tokens) in one parallel loop over all their rows: bit for bit the
+// results of one MatMul each. Projections with the same x, n_tokens and
+// weight type share one preparation of the activations. No y may alias any x.
+void GroupedMatMul(std::span<const GroupedProjection> projections, ThreadPool& pool);
+
 // gate[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)).
 void SiluMul(float* gate, const float* up, int64_t n);
 
@@ -172,12 +188,14 @@ struct MlaAttentionParams {
 };
 
 // out f32 [n_tokens, num_heads * v_dim] from q f32 [n_tokens, num_heads *
-// (nope + rope)] (RoPE applied) and w_ukv f32 [num_heads * (nope + v_dim),
-// lora] (per head W_uk then W_uv); block tables and positions as in
+// (nope + rope)] (RoPE applied), w_uk_t [num_heads * lora, nope] (per head
+// W_uk transposed) and w_uv [num_heads * v_dim, lora] (per head W_uv), f32,
+// q8_0 or q4_0 (read exactly, with f32 activations); block tables and positions as in
 // PagedAttention. Each (token, head) is computed alone: batch-invariant.
 void MlaAttention(const float* q, int64_t n_tokens, const int64_t* positions,
                   const std::vector<const std::vector<int32_t>*>& block_tables, const KvCache& kv,
-                  const float* w_ukv, const MlaAttentionParams& p, ThreadPool& pool, float* out);
+                  const TensorView& w_uk_t, const TensorView& w_uv, const MlaAttentionParams& p,
+                  ThreadPool& pool, float* out);
 
 // Runs body(begin, end, thread) over [0, n): on the pool when the job is big
 // enough to pay for waking the workers (`cost` ~ multiply-adds), inline otherwise.

@@ -1,12 +1,14 @@
 #include "backend/cpu/dot.h"
 
+#include "backend/cpu/isa.h"
+
 namespace deepinfer::cpu {
 
 namespace {
 constexpr int kDotLanes = 16;
 }  // namespace
 
-float Dot(const float* a, const float* b, int64_t n) {
+float DotScalar(const float* a, const float* b, int64_t n) {
   float acc[kDotLanes] = {};
   int64_t i = 0;
   for (; i + kDotLanes <= n; i += kDotLanes) {
@@ -25,6 +27,42 @@ float Dot(const float* a, const float* b, int64_t n) {
     tail += a[i] * b[i];
   }
   return acc[0] + tail;
+}
+
+void AddScaledScalar(float* y, float a, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+float Dot(const float* a, const float* b, int64_t n) {
+  static const bool avx512 = ActiveIsa() == Isa::kAvx512;
+  return avx512 ? DotAvx512(a, b, n) : DotScalar(a, b, n);
+}
+
+void AddScaled(float* y, float a, const float* x, int64_t n) {
+  static const bool avx512 = ActiveIsa() == Isa::kAvx512;
+  if (avx512) {
+    AddScaledAvx512(y, a, x, n);
+  } else {
+    AddScaledScalar(y, a, x, n);
+  }
+}
+
+void DotRows(const float* a, const float* const* rows, int64_t count, int64_t n, float* out) {
+  static const bool avx512 = ActiveIsa() == Isa::kAvx512;
+  if (avx512) {
+    DotRowsAvx512(a, rows, count, n, out);
+    return;
+  }
+  for (int64_t j = 0; j < count; ++j) out[j] = DotScalar(a, rows[j], n);
+}
+
+void AddScaledRows(float* y, const float* p, const float* const* rows, int64_t count, int64_t n) {
+  static const bool avx512 = ActiveIsa() == Isa::kAvx512;
+  if (avx512) {
+    AddScaledRowsAvx512(y, p, rows, count, n);
+    return;
+  }
+  for (int64_t j = 0; j < count; ++j) AddScaledScalar(y, p[j], rows[j], n);
 }
 
 }  // namespace deepinfer::cpu

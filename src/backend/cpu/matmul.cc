@@ -1,6 +1,8 @@
 #include "backend/cpu/matmul.h"
 
 #include <algorithm>
+#include <memory>
+#include <vector>
 
 #include "backend/cpu/activations.h"
 #include "backend/cpu/aligned_buffer.h"
@@ -17,7 +19,7 @@ namespace {
 // Rows per parallel work item: a multiple of every kernel's row tile, small
 // enough that GEMV on small matrices still splits across threads.
 constexpr int64_t kRowsPerTask = 16;
-// MatMulShared's targets (q, k, v: 3; gate, up: 2) fit a fixed array.
+// MatMulShared's usual targets (q, k, v: 3; gate, up: 2) fit a fixed array.
 constexpr size_t kMaxSharedTargets = 4;
 
 const KernelSet& KernelsFor(Isa isa) {
@@ -81,12 +83,17 @@ void ForEachToken(int64_t n_tokens, ThreadPool& pool, Fn fn) {
   }
 }
 
+// One set of prepared activations (int8 or bf16, by the weight type).
+struct ActivationScratch {
+  Int8Activations int8;
+  AlignedBuffer<uint16_t> bf16;
+};
+
 // Fills the activation fields of `args` (x, and xq / xb where the kernel
-// reads prepared activations) from f32 x: quantized or rounded once per
-// call, in the calling thread's scratch, reused across calls (sized for the
-// largest batch seen). One MatMul at a time per thread, so no sharing.
+// reads prepared activations) from f32 x: quantized or rounded once, into
+// `scratch`.
 void PrepareActivations(const KernelSet& kernels, const float* x, int64_t n_tokens, ThreadPool& pool,
-                        Plan& plan) {
+                        Plan& plan, ActivationScratch* scratch) {
   MatMulArgs& args = plan.args;
   const int64_t k = args.k;
   const DType dtype = args.dtype;
@@ -95,12 +102,7 @@ void PrepareActivations(const KernelSet& kernels, const float* x, int64_t n_toke
     return;  // reads f32 x
   }
   if (UsesInt8Activations(dtype)) {
-    // Scratch of the calling thread, reused across calls (sized for the
-    // largest batch seen). One MatMul at a time per thread, so no sharing.
-    thread_local Int8Activations scratch;
-    // A pointer, not the name: inside the lambda a thread_local name would
-    // resolve to the pool worker's own instance.
-    Int8Activations* xq = &scratch;
+    Int8Activations* xq = &scratch->int8;
     ResizeActivations(k, n_tokens, kernels.prepare != nullptr, xq);
     ForEachToken(n_tokens, pool, [&](int64_t t) {
       kernels.quantize_token(x + t * k, t, xq);
@@ -109,16 +111,22 @@ void PrepareActivations(const KernelSet& kernels, const float* x, int64_t n_toke
     args.xq = xq;
   } else if (dtype == DType::kBF16) {
     // bf16 kernels read bf16 activations (kernels.h): rounded here once per
-    // call, not per row tile. Thread-local scratch as above.
-    thread_local AlignedBuffer<uint16_t> bf16_scratch;
+    // call, not per row tile.
     const int64_t stride = RoundUp(k, 32);
-    bf16_scratch.Resize(static_cast<size_t>(n_tokens * stride));
-    uint16_t* xb = bf16_scratch.data();
+    scratch->bf16.Resize(static_cast<size_t>(n_tokens * stride));
+    uint16_t* xb = scratch->bf16.data();
     ForEachToken(n_tokens, pool,
                  [&](int64_t t) { kernels.round_bf16(x + t * k, k, stride, xb + t * stride); });
     args.xb = xb;
     args.xb_stride = stride;
   }
+}
+
+// True when targets a and b read the same prepared activations: the same x
+// rows and a weight type (and so kernel) that prepares them the same way.
+bool SameActivations(const MatMulGroupTarget& a, const Plan& pa, const MatMulGroupTarget& b, const Plan& pb) {
+  return a.x == b.x && a.n_tokens == b.n_tokens && pa.args.dtype == pb.args.dtype &&
+         (pa.kernel == DequantizingKernel()) == (pb.kernel == DequantizingKernel());
 }
 
 }  // namespace
@@ -158,45 +166,60 @@ void MatMulWithIsa(Isa isa, const TensorView& w, const PackedLayout* packed, con
   MatMulSharedWithIsa(isa, std::span<const MatMulTarget>(&target, 1), x, n_tokens, pool);
 }
 
-void MatMulSharedWithIsa(Isa isa, std::span<const MatMulTarget> targets, const float* x, int64_t n_tokens,
-                         ThreadPool& pool) {
-  if (n_tokens <= 0 || targets.empty()) return;
+void MatMulGroupedWithIsa(Isa isa, std::span<const MatMulGroupTarget> targets, ThreadPool& pool) {
+  if (targets.empty()) return;
   const KernelSet& kernels = KernelsFor(isa);
-  // Targets share prepared activations only when those are the same bytes:
-  // same weight type (the int8 groups' offset depends on the type).
-  bool shareable = targets.size() <= kMaxSharedTargets;
-  for (const MatMulTarget& t : targets) {
-    DI_CHECK_MSG(t.w->cols() == targets[0].w->cols(), "MatMulShared: the targets read one x, so one K");
-    shareable = shareable && t.w->dtype == targets[0].w->dtype;
-  }
-  if (!shareable) {  // one target at a time (always shareable)
-    for (const MatMulTarget& t : targets) {
-      MatMulSharedWithIsa(isa, std::span<const MatMulTarget>(&t, 1), x, n_tokens, pool);
-    }
-    return;
-  }
-  Plan plans[kMaxSharedTargets];
-  int64_t first_task[kMaxSharedTargets + 1] = {0};
+  // The calling thread's scratch, reused across calls (sized for the largest
+  // group seen: no allocation per call once warm). One call at a time per
+  // thread. The body below names these through the references, never the
+  // thread_local names (which inside a worker would be the worker's own).
+  thread_local std::vector<Plan> plans_scratch;
+  thread_local std::vector<int64_t> first_task_scratch;
+  thread_local std::vector<std::unique_ptr<ActivationScratch>> activations;
+  std::vector<Plan>& plans = plans_scratch;
+  std::vector<int64_t>& first_task = first_task_scratch;
   const size_t n = targets.size();
+  plans.resize(n);
+  first_task.assign(n + 1, 0);
   int64_t cost = 0;
   for (size_t i = 0; i < n; ++i) {
-    plans[i] = PlanFor(kernels, *targets[i].w, targets[i].packed, n_tokens, targets[i].bias, targets[i].y);
+    const MatMulGroupTarget& t = targets[i];
+    if (t.n_tokens <= 0) {
+      plans[i] = Plan{};
+      first_task[i + 1] = first_task[i];
+      continue;
+    }
+    plans[i] = PlanFor(kernels, *t.w, t.packed, t.n_tokens, t.bias, t.y);
     first_task[i + 1] = first_task[i] + (plans[i].args.n_rows + kRowsPerTask - 1) / kRowsPerTask;
-    cost += plans[i].args.n_rows * plans[i].args.k * n_tokens;
+    cost += plans[i].args.n_rows * plans[i].args.k * t.n_tokens;
   }
   if (first_task[n] == 0) return;  // no rows at all
-  PrepareActivations(kernels, x, n_tokens, pool, plans[0]);
-  for (size_t i = 1; i < n; ++i) {
-    plans[i].args.x = plans[0].args.x;
-    plans[i].args.xq = plans[0].args.xq;
-    plans[i].args.xb = plans[0].args.xb;
-    plans[i].args.xb_stride = plans[0].args.xb_stride;
+  size_t sets = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (first_task[i + 1] == first_task[i]) continue;
+    size_t j = 0;
+    while (j < i && !(first_task[j + 1] > first_task[j] &&
+                      SameActivations(targets[j], plans[j], targets[i], plans[i]))) {
+      ++j;
+    }
+    if (j < i) {
+      plans[i].args.x = plans[j].args.x;
+      plans[i].args.xq = plans[j].args.xq;
+      plans[i].args.xb = plans[j].args.xb;
+      plans[i].args.xb_stride = plans[j].args.xb_stride;
+      continue;
+    }
+    if (sets == activations.size()) activations.push_back(std::make_unique<ActivationScratch>());
+    PrepareActivations(kernels, targets[i].x, targets[i].n_tokens, pool, plans[i], activations[sets++].get());
   }
   // One loop over every target's row tasks (a target without rows has
   // none): the same (row, token) arithmetic as separate calls, with one pool
   // round trip instead of n.
   auto body = [&](int64_t tb, int64_t te, int) {
-    for (size_t i = 0; i < n && tb < te; ++i) {
+    size_t i =
+        static_cast<size_t>(std::upper_bound(first_task.begin(), first_task.end(), tb) - first_task.begin()) -
+        1;
+    for (; i < n && tb < te; ++i) {
       if (tb >= first_task[i + 1]) continue;
       const int64_t end = std::min(te, first_task[i + 1]);
       const Plan& p = plans[i];
@@ -206,6 +229,25 @@ void MatMulSharedWithIsa(Isa isa, std::span<const MatMulTarget> targets, const f
     }
   };
   ParallelForCost(pool, first_task[n], cost, body);
+}
+
+void MatMulGrouped(std::span<const MatMulGroupTarget> targets, ThreadPool& pool) {
+  MatMulGroupedWithIsa(ActiveIsa(), targets, pool);
+}
+
+void MatMulSharedWithIsa(Isa isa, std::span<const MatMulTarget> targets, const float* x, int64_t n_tokens,
+                         ThreadPool& pool) {
+  if (n_tokens <= 0 || targets.empty()) return;
+  // A fixed array for the usual q / k / v or gate / up; more targets are rare.
+  MatMulGroupTarget fixed[kMaxSharedTargets];
+  std::vector<MatMulGroupTarget> more(targets.size() > kMaxSharedTargets ? targets.size() : 0);
+  MatMulGroupTarget* group = more.empty() ? fixed : more.data();
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const MatMulTarget& t = targets[i];
+    DI_CHECK_MSG(t.w->cols() == targets[0].w->cols(), "MatMulShared: the targets read one x, so one K");
+    group[i] = {t.w, t.packed, x, n_tokens, t.bias, t.y};
+  }
+  MatMulGroupedWithIsa(isa, std::span<const MatMulGroupTarget>(group, targets.size()), pool);
 }
 
 void MatMulShared(std::span<const MatMulTarget> targets, const float* x, int64_t n_tokens, ThreadPool& pool) {

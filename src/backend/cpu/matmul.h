@@ -45,11 +45,31 @@ struct MatMulTarget {
 // or rounded once and one parallel loop covers every target's rows - a
 // decode step makes ~3 fewer pool round trips per layer, and the threads
 // balance over the union instead of idling at the end of each small matrix.
-// All targets have the same K (checked); falls back to separate calls when
-// their weight types differ.
+// All targets have the same K (checked); targets of different weight types
+// each get their own activations (MatMulGrouped).
 void MatMulShared(std::span<const MatMulTarget> targets, const float* x, int64_t n_tokens, ThreadPool& pool);
 void MatMulSharedWithIsa(Isa isa, std::span<const MatMulTarget> targets, const float* x, int64_t n_tokens,
                          ThreadPool& pool);
+
+// One matrix of MatMulGrouped, with its own input: y = W x (+ bias) for x
+// f32 [n_tokens, K] (n_tokens 0: nothing), as in MatMul.
+struct MatMulGroupTarget {
+  const TensorView* w = nullptr;
+  const PackedLayout* packed = nullptr;  // null: w in file layout
+  const float* x = nullptr;
+  int64_t n_tokens = 0;
+  const float* bias = nullptr;
+  float* y = nullptr;
+};
+
+// Independent matrix products (a mixture-of-experts layer's experts, each
+// over its own tokens) in one parallel loop over all their rows: bit for bit
+// the results of one MatMul per target. Targets with the same x, n_tokens and
+// weight type share one preparation of the activations. Any number of targets
+// and weight types; no y may alias any x. No allocation per call once the
+// calling thread has seen a group as large.
+void MatMulGrouped(std::span<const MatMulGroupTarget> targets, ThreadPool& pool);
+void MatMulGroupedWithIsa(Isa isa, std::span<const MatMulGroupTarget> targets, ThreadPool& pool);
 
 // True when `isa` has a dedicated kernel for weight type t (otherwise MatMul
 // dequantizes rows to f32 first, which is correct but slow).

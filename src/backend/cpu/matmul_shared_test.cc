@@ -107,5 +107,55 @@ TEST(MatMulSharedTest, MixedShapesAndTypesFallBackToSeparateCalls) {
   }
 }
 
+// MatMulGrouped: targets with their own x and token counts (0 included),
+// several K, mixed weight types, some sharing an x (one preparation), packed
+// and file layout - the bytes of one MatMul per target.
+TEST(MatMulGroupedTest, EqualsOneMatMulPerTarget) {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  ThreadPool pool(3);
+  for (Isa isa : SupportedIsas()) {
+    std::vector<Weights> owned;
+    owned.push_back(RandomWeights(rng, DType::kQ4_0, 45, 352));
+    owned.push_back(RandomWeights(rng, DType::kQ4_0, 45, 352));
+    owned.push_back(RandomWeights(rng, DType::kQ8_0, 21, 96));
+    owned.push_back(RandomWeights(rng, DType::kF32, 33, 352));
+    owned.push_back(RandomWeights(rng, DType::kBF16, 17, 64));
+    owned.push_back(RandomWeights(rng, DType::kQ4_0, 64, 160));
+    PackedWeights packer;
+    for (bool packed : {false, true}) {
+      if (packed && isa != ActiveIsa()) continue;
+      std::vector<PackedMatrix> ws;
+      for (const Weights& w : owned) {
+        ws.push_back(packed && PacksType(isa, w.view.dtype) ? packer.Pack(w.view) : PackedMatrix{w.view});
+      }
+      // Inputs: targets 0 and 3 share x0 (the same K), 1 has its own x, 2, 4
+      // and 5 their own; token counts 1 (decode), several, 0.
+      for (const std::vector<int64_t>& tokens :
+           std::vector<std::vector<int64_t>>{{1, 1, 1, 1, 1, 1}, {3, 7, 0, 3, 9, 2}, {20, 1, 5, 20, 0, 17}}) {
+        std::vector<std::vector<float>> xs(ws.size()), grouped(ws.size()), separate(ws.size());
+        std::vector<MatMulGroupTarget> targets;
+        for (size_t i = 0; i < ws.size(); ++i) {
+          xs[i].resize(static_cast<size_t>(std::max<int64_t>(tokens[i], 1) * ws[i].view.cols()));
+          for (float& f : xs[i]) f = dist(rng);
+          grouped[i].assign(static_cast<size_t>(tokens[i] * ws[i].view.rows()), -1.0f);
+          separate[i].assign(grouped[i].size(), -2.0f);
+          const float* x = i == 3 ? xs[0].data() : xs[i].data();
+          targets.push_back({&ws[i].view, ws[i].layout, x, tokens[i], nullptr, grouped[i].data()});
+        }
+        MatMulGroupedWithIsa(isa, targets, pool);
+        for (size_t i = 0; i < ws.size(); ++i) {
+          if (tokens[i] > 0) {
+            MatMulWithIsa(isa, ws[i].view, ws[i].layout, targets[i].x, tokens[i], nullptr, separate[i].data(),
+                          pool);
+          }
+          ASSERT_EQ(0, std::memcmp(grouped[i].data(), separate[i].data(), grouped[i].size() * sizeof(float)))
+              << "isa " << IsaName(isa) << " packed " << packed << " target " << i << " tokens " << tokens[i];
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace deepinfer::cpu

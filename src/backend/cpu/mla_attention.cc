@@ -5,14 +5,23 @@
 
 #include "backend/cpu/dot.h"
 #include "backend/cpu/parallel_for.h"
+#include "backend/cpu/row_dot.h"
+#include "core/check.h"
+#include "tensor/dequant.h"
 
 namespace deepinfer::cpu {
 
 void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions,
                   const std::vector<const std::vector<int32_t>*>& block_tables, const PagedKvLayer& kv,
-                  const float* w_ukv, const MlaShape& s, ThreadPool& pool, float* out) {
+                  const TensorView& w_uk_t, const TensorView& w_uv, const MlaShape& s, ThreadPool& pool,
+                  float* out) {
   const int64_t nh = s.num_heads, nope = s.nope, rd = s.rope, vd = s.v_dim, lora = s.lora;
-  const int64_t qk = nope + rd, kvw = lora + rd, bw = nope + vd;
+  const int64_t qk = nope + rd, kvw = lora + rd;
+  DI_CHECK(w_uk_t.rows() == nh * lora && w_uk_t.cols() == nope);
+  DI_CHECK(w_uv.rows() == nh * vd && w_uv.cols() == lora);
+  const int64_t uk_row = RowBytes(w_uk_t.dtype, nope), uv_row = RowBytes(w_uv.dtype, lora);
+  const auto* uk_bytes = static_cast<const uint8_t*>(w_uk_t.data);
+  const auto* uv_bytes = static_cast<const uint8_t*>(w_uv.data);
   const PagedKvView& latent = kv.head0;
   const int64_t bs = latent.block_size;
   const auto row_bytes = [&](const std::vector<int32_t>& table, int64_t j) {
@@ -26,16 +35,17 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
     // A 16- or 8-bit cache: the rows lo..pos of the current query token,
     // decoded to f32 once and shared by its heads (a thread's range holds
     // consecutive (token, head) pairs), not once per head and pass.
-    thread_local std::vector<float> scores, q_lat, o_lat, k_nope, decoded;
-    int64_t decoded_token = -1;
+    thread_local std::vector<float> scores, pe_scores, q_lat, o_lat, k_nope, decoded, head_uk, head_uv;
+    thread_local std::vector<const float*> key_rows, pe_rows;
+    int64_t decoded_token = -1, expanded_head = -1;
     q_lat.resize(static_cast<size_t>(lora));
     o_lat.resize(static_cast<size_t>(lora));
     k_nope.resize(static_cast<size_t>(nope));
     for (int64_t i = begin; i < end; ++i) {
       const int64_t t = i / nh, head = i % nh;
       const float* q = q_all + t * nh * qk + head * qk;
-      const float* w_uk = w_ukv + head * bw * lora;
-      const float* w_uv = w_uk + nope * lora;
+      const uint8_t* uk = uk_bytes + head * lora * uk_row;  // the head's W_uk^T rows
+      const uint8_t* uv = uv_bytes + head * vd * uv_row;    // the head's W_uv rows
       const int64_t pos = positions[t];
       const int64_t lo = s.window > 0 ? std::max<int64_t>(0, pos - s.window + 1) : 0;
       const std::vector<int32_t>& table = *block_tables[static_cast<size_t>(t)];
@@ -43,7 +53,7 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
       if (!wide && decoded_token != t) {
         decoded.resize(static_cast<size_t>((pos - lo + 1) * kvw));
         for (int64_t j = lo; j <= pos; ++j) {
-          KvRowAsF32(latent.dtype, row_bytes(table, j), kvw, decoded.data() + (j - lo) * kvw);
+          RowToF32(latent.dtype, row_bytes(table, j), kvw, decoded.data() + (j - lo) * kvw);
         }
         decoded_token = t;
       }
@@ -52,25 +62,50 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
         return wide ? reinterpret_cast<const float*>(row_bytes(table, j)) : decoded.data() + (j - lo) * kvw;
       };
       if (s.absorb) {  // q_lat = W_uk^T q_nope
-        std::fill(q_lat.begin(), q_lat.end(), 0.0f);
-        for (int64_t d = 0; d < nope; ++d) {
-          const float qd = q[d];
-          const float* w_row = w_uk + d * lora;
-          for (int64_t r = 0; r < lora; ++r) q_lat[static_cast<size_t>(r)] += qd * w_row[r];
+        RowsDotF32(w_uk_t.dtype, uk, uk_row, lora, nope, q, q_lat.data());
+      } else if (expanded_head != head) {
+        // The naive form reads the head's W_uk [nope][lora] and W_uv
+        // [v_dim][lora] as f32 (a test path: once per (token, head) at most).
+        head_uk.resize(static_cast<size_t>(nope * lora));
+        head_uv.resize(static_cast<size_t>(vd * lora));
+        for (int64_t r = 0; r < lora; ++r) {
+          DequantizeRow(w_uk_t.dtype, uk + r * uk_row, k_nope.data(), nope);
+          for (int64_t d = 0; d < nope; ++d)
+            head_uk[static_cast<size_t>(d * lora + r)] = k_nope[static_cast<size_t>(d)];
+        }
+        for (int64_t d = 0; d < vd; ++d) {
+          DequantizeRow(w_uv.dtype, uv + d * uv_row, head_uv.data() + d * lora, lora);
+        }
+        expanded_head = head;
+      }
+      const float* w_uk_f32 = head_uk.data();
+      const float* w_uv_f32 = head_uv.data();
+      const int64_t n_keys = pos - lo + 1;
+      float max_score = -INFINITY;
+      if (s.absorb) {
+        // Several keys at a time (DotRows / AddScaledRows: each key's bits as
+        // one Dot / AddScaled call).
+        key_rows.resize(static_cast<size_t>(n_keys));
+        pe_rows.resize(static_cast<size_t>(n_keys));
+        pe_scores.resize(static_cast<size_t>(n_keys));
+        for (int64_t j = lo; j <= pos; ++j) {
+          key_rows[static_cast<size_t>(j - lo)] = row(j);
+          pe_rows[static_cast<size_t>(j - lo)] = row(j) + lora;
+        }
+        DotRows(q_lat.data(), key_rows.data(), n_keys, lora, scores.data());
+        DotRows(q + nope, pe_rows.data(), n_keys, rd, pe_scores.data());
+        for (int64_t j = 0; j < n_keys; ++j) {
+          float& score = scores[static_cast<size_t>(j)];
+          score = (score + pe_scores[static_cast<size_t>(j)]) * s.scale;
+          max_score = std::max(max_score, score);
         }
       }
-      float max_score = -INFINITY;
-      for (int64_t j = lo; j <= pos; ++j) {
+      for (int64_t j = lo; j <= pos && !s.absorb; ++j) {  // naive: each key expanded
         const float* cached = row(j);
-        float score;
-        if (s.absorb) {
-          score = Dot(q_lat.data(), cached, lora);
-        } else {
-          for (int64_t d = 0; d < nope; ++d) {
-            k_nope[static_cast<size_t>(d)] = Dot(w_uk + d * lora, cached, lora);
-          }
-          score = Dot(q, k_nope.data(), nope);
+        for (int64_t d = 0; d < nope; ++d) {
+          k_nope[static_cast<size_t>(d)] = Dot(w_uk_f32 + d * lora, cached, lora);
         }
+        float score = Dot(q, k_nope.data(), nope);
         score = (score + Dot(q + nope, cached + lora, rd)) * s.scale;
         scores[static_cast<size_t>(j - lo)] = score;
         max_score = std::max(max_score, score);
@@ -85,17 +120,14 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
       std::fill(o, o + vd, 0.0f);
       if (s.absorb) {  // o = W_uv (sum_j p_j c_j)
         std::fill(o_lat.begin(), o_lat.end(), 0.0f);
-        for (int64_t j = lo; j <= pos; ++j) {
-          const float* cached = row(j);
-          const float p = scores[static_cast<size_t>(j - lo)] * inv;
-          for (int64_t r = 0; r < lora; ++r) o_lat[static_cast<size_t>(r)] += p * cached[r];
-        }
-        for (int64_t d = 0; d < vd; ++d) o[d] = Dot(w_uv + d * lora, o_lat.data(), lora);
+        for (float& p : scores) p *= inv;
+        AddScaledRows(o_lat.data(), scores.data(), key_rows.data(), n_keys, lora);
+        RowsDotF32(w_uv.dtype, uv, uv_row, vd, lora, o_lat.data(), o);
       } else {
         for (int64_t j = lo; j <= pos; ++j) {
           const float* cached = row(j);
           const float p = scores[static_cast<size_t>(j - lo)] * inv;
-          for (int64_t d = 0; d < vd; ++d) o[d] += p * Dot(w_uv + d * lora, cached, lora);
+          for (int64_t d = 0; d < vd; ++d) o[d] += p * Dot(w_uv_f32 + d * lora, cached, lora);
         }
       }
     }

@@ -12,6 +12,7 @@
 
 #include "backend/cpu/paged_attention.h"
 #include "core/thread_pool.h"
+#include "tensor/tensor_view.h"
 
 namespace deepinfer::cpu {
 
@@ -33,10 +34,13 @@ struct MlaShape {
 // t at positions[t], softmax over keys j in [lo, positions[t]] of its
 // sequence (blocks *block_tables[t]) of scale * (q_nope . W_uk c_j + q_pe .
 // k_pe_j), times W_uv c_j. kv: the latent rows (only head0's k, block_size
-// and block / slot strides are read); w_ukv f32 [num_heads * (nope + v_dim), lora]: per head
-// nope rows of W_uk, then v_dim rows of W_uv.
+// and block / slot strides are read). The up-projections, in any type
+// RowsDotF32 reads (row_dot.h; their values enter exactly, x stays f32):
+// w_uk_t [num_heads * lora, nope], per head W_uk transposed (row r = latent
+// dim r), and w_uv [num_heads * v_dim, lora], per head W_uv.
 void MlaAttention(const float* q, int64_t n_tokens, const int64_t* positions,
                   const std::vector<const std::vector<int32_t>*>& block_tables, const PagedKvLayer& kv,
-                  const float* w_ukv, const MlaShape& s, ThreadPool& pool, float* out);
+                  const TensorView& w_uk_t, const TensorView& w_uv, const MlaShape& s, ThreadPool& pool,
+                  float* out);
 
 }  // namespace deepinfer::cpu

@@ -53,6 +53,39 @@ std::vector<float> Decoded(const LatentCache& c) {
   return rows;
 }
 
+// The kernel's up-projection views from per head W_uk [nope][lora] then
+// W_uv [v][lora] (f32): W_uk^T [heads * lora, nope] and W_uv [heads * v, lora].
+struct UpProjection {
+  std::vector<float> values;
+  TensorView uk_t, uv;
+};
+
+TensorView View(DType dtype, const uint8_t* data, int64_t rows, int64_t cols) {
+  TensorView v;
+  v.dtype = dtype;
+  v.shape = {rows, cols};
+  v.data = data;
+  v.nbytes = rows * RowBytes(dtype, cols);
+  return v;
+}
+
+UpProjection SplitUp(const std::vector<float>& w_ukv) {
+  UpProjection u;
+  u.values.resize(w_ukv.size());
+  float* uk_t = u.values.data();
+  float* uv = uk_t + kHeads * kLora * kNope;
+  for (int64_t h = 0; h < kHeads; ++h) {
+    const float* head = w_ukv.data() + h * (kNope + kVDim) * kLora;
+    for (int64_t d = 0; d < kNope; ++d) {
+      for (int64_t r = 0; r < kLora; ++r) uk_t[(h * kLora + r) * kNope + d] = head[d * kLora + r];
+    }
+    std::copy(head + kNope * kLora, head + (kNope + kVDim) * kLora, uv + h * kVDim * kLora);
+  }
+  u.uk_t = View(DType::kF32, reinterpret_cast<const uint8_t*>(uk_t), kHeads * kLora, kNope);
+  u.uv = View(DType::kF32, reinterpret_cast<const uint8_t*>(uv), kHeads * kVDim, kLora);
+  return u;
+}
+
 TEST(MlaAttention, NarrowLatentCacheEqualsF32CacheOfItsDecodedRows) {
   std::mt19937 rng(17);
   std::normal_distribution<float> n(0.0f, 1.0f);
@@ -68,11 +101,12 @@ TEST(MlaAttention, NarrowLatentCacheEqualsF32CacheOfItsDecodedRows) {
   std::vector<float> q(positions.size() * kHeads * (kNope + kRope));
   for (auto& x : q) x = n(rng);
   ThreadPool pool(2);
+  const UpProjection up = SplitUp(w_ukv);
   const auto run = [&](const LatentCache& c, bool absorb) {
     MlaShape s{kHeads, kNope, kRope, kVDim, kLora, /*window=*/0, /*scale=*/0.1f, absorb};
     std::vector<float> out(positions.size() * kHeads * kVDim);
     MlaAttention(q.data(), static_cast<int64_t>(positions.size()), positions.data(), tables, c.Layer(),
-                 w_ukv.data(), s, pool, out.data());
+                 up.uk_t, up.uv, s, pool, out.data());
     return out;
   };
   const LatentCache exact = Store(DType::kF32, rows);
@@ -87,6 +121,86 @@ TEST(MlaAttention, NarrowLatentCacheEqualsF32CacheOfItsDecodedRows) {
       for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - ref[i]));
       EXPECT_GT(worst, 0.0) << DTypeName(dtype) << ": the rows were rounded, the output must move";
       EXPECT_LT(worst, 5e-2) << DTypeName(dtype);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace deepinfer::cpu
+
+namespace deepinfer::cpu {
+namespace {
+
+// Rows of f32 `values` [rows][cols] stored as `dtype`.
+std::vector<uint8_t> StoreRows(DType dtype, const float* values, int64_t rows, int64_t cols) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(rows * RowBytes(dtype, cols)));
+  for (int64_t r = 0; r < rows; ++r) {
+    EXPECT_TRUE(QuantizeRow(dtype, values + r * cols, bytes.data() + r * RowBytes(dtype, cols), cols));
+  }
+  return bytes;
+}
+
+// Quantized up-projections are read exactly: the output equals (to f32
+// rounding of a different summation order) the f32 up-projections holding
+// their dequantized values, in the absorbed and the naive form.
+TEST(MlaAttention, QuantizedUpProjectionsActAsTheirDequantizedValues) {
+  constexpr int64_t kWideNope = 32, kWideLora = 64, kWideV = 32, kHeadsQ = 3;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  const int64_t row = kWideLora + kRope;
+  std::vector<float> rows(static_cast<size_t>(kBlocks * kBlock * row));
+  for (auto& x : rows) x = n(rng);
+  std::vector<uint8_t> cache_bytes(rows.size() * sizeof(float));
+  std::memcpy(cache_bytes.data(), rows.data(), cache_bytes.size());
+  PagedKvLayer layer;
+  layer.head0.dtype = DType::kF32;
+  layer.head0.k = cache_bytes.data();
+  layer.head0.block_size = kBlock;
+  layer.head0.slot_stride = row * 4;
+  layer.head0.block_stride = kBlock * row * 4;
+  std::vector<int32_t> table(kBlocks);
+  std::iota(table.begin(), table.end(), 0);
+  std::shuffle(table.begin(), table.end(), rng);
+  const std::vector<int64_t> positions = {0, 9, 130, 199};
+  const std::vector<const std::vector<int32_t>*> tables(positions.size(), &table);
+  std::vector<float> q(positions.size() * kHeadsQ * (kWideNope + kRope));
+  for (auto& x : q) x = n(rng);
+  std::vector<float> uk_t(kHeadsQ * kWideLora * kWideNope), uv(kHeadsQ * kWideV * kWideLora);
+  for (auto& x : uk_t) x = 0.2f * n(rng);
+  for (auto& x : uv) x = 0.2f * n(rng);
+  ThreadPool pool(2);
+  const auto run = [&](const TensorView& a, const TensorView& b, bool absorb) {
+    MlaShape s{kHeadsQ, kWideNope, kRope, kWideV, kWideLora, /*window=*/0, /*scale=*/0.1f, absorb};
+    std::vector<float> out(positions.size() * kHeadsQ * kWideV);
+    MlaAttention(q.data(), static_cast<int64_t>(positions.size()), positions.data(), tables, layer, a, b, s,
+                 pool, out.data());
+    return out;
+  };
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kF16}) {
+    const std::vector<uint8_t> kq = StoreRows(dtype, uk_t.data(), kHeadsQ * kWideLora, kWideNope);
+    const std::vector<uint8_t> vq = StoreRows(dtype, uv.data(), kHeadsQ * kWideV, kWideLora);
+    std::vector<float> kd(uk_t.size()), vdq(uv.size());
+    for (int64_t r = 0; r < kHeadsQ * kWideLora; ++r) {
+      DequantizeRow(dtype, kq.data() + r * RowBytes(dtype, kWideNope), kd.data() + r * kWideNope, kWideNope);
+    }
+    for (int64_t r = 0; r < kHeadsQ * kWideV; ++r) {
+      DequantizeRow(dtype, vq.data() + r * RowBytes(dtype, kWideLora), vdq.data() + r * kWideLora, kWideLora);
+    }
+    const TensorView qa = View(dtype, kq.data(), kHeadsQ * kWideLora, kWideNope);
+    const TensorView qb = View(dtype, vq.data(), kHeadsQ * kWideV, kWideLora);
+    const TensorView fa =
+        View(DType::kF32, reinterpret_cast<const uint8_t*>(kd.data()), kHeadsQ * kWideLora, kWideNope);
+    const TensorView fb =
+        View(DType::kF32, reinterpret_cast<const uint8_t*>(vdq.data()), kHeadsQ * kWideV, kWideLora);
+    for (bool absorb : {true, false}) {
+      const std::vector<float> got = run(qa, qb, absorb), want = run(fa, fb, absorb);
+      double worst = 0, scale = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        worst = std::max(worst, std::fabs(double(got[i]) - want[i]));
+        scale = std::max(scale, std::fabs(double(want[i])));
+      }
+      EXPECT_GT(scale, 0.1);
+      EXPECT_LT(worst, 1e-5 * scale) << DTypeName(dtype) << " absorb " << absorb;
     }
   }
 }

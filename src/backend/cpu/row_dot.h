@@ -23,6 +23,8 @@ namespace deepinfer::cpu {
 
 // y[r] = sum_i W[r][i] * x[i] for r < rows: W's rows of `dtype`, `row_bytes`
 // apart from w, each of k elements (Q8_0 / Q4_0: k a multiple of 32); x f32 [k].
+// F32 rows are read as floats: w and row_bytes multiples of 4 (as in every
+// checkpoint; the other types are read bytewise).
 void RowsDotF32(DType dtype, const uint8_t* w, int64_t row_bytes, int64_t rows, int64_t k, const float* x,
                 float* y);  // active ISA
 void RowsDotF32WithIsa(Isa isa, DType dtype, const uint8_t* w, int64_t row_bytes, int64_t rows, int64_t k,

@@ -38,15 +38,6 @@ inline void CopyRow(float* dst, const float* src, int64_t hd) {
   }
 }
 
-// 16 (masked: m) f16 / bf16 values at src as f32. Both conversions are exact.
-inline __m512 LoadF16(const uint8_t* src, __mmask16 m) {
-  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src));
-}
-inline __m512 LoadBf16(const uint8_t* src, __mmask16 m) {
-  const __m512i wide = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, src));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
-}
-
 // dst f32 [hd] = the cache row at src, decoded: the same values as the
 // scalar DequantizeRow (f16 and bf16 widen exactly; q8_0 is q * d, one f32
 // product per element).
@@ -57,7 +48,7 @@ inline void DecodeRow(DType dtype, const uint8_t* src, float* dst, int64_t hd) {
       const bool f16 = dtype == DType::kF16;
       for (int64_t d = 0; d < hd; d += 16) {
         const __mmask16 m = TailMask(hd - d);
-        _mm512_mask_storeu_ps(dst + d, m, f16 ? LoadF16(src + 2 * d, m) : LoadBf16(src + 2 * d, m));
+        _mm512_mask_storeu_ps(dst + d, m, f16 ? LoadF16AsF32(src + 2 * d, m) : LoadBf16AsF32(src + 2 * d, m));
       }
       return;
     }

@@ -99,16 +99,17 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
           score = (score + pe_scores[static_cast<size_t>(j)]) * s.scale;
           max_score = std::max(max_score, score);
         }
-      }
-      for (int64_t j = lo; j <= pos && !s.absorb; ++j) {  // naive: each key expanded
-        const float* cached = row(j);
-        for (int64_t d = 0; d < nope; ++d) {
-          k_nope[static_cast<size_t>(d)] = Dot(w_uk_f32 + d * lora, cached, lora);
+      } else {  // naive: each key expanded
+        for (int64_t j = lo; j <= pos; ++j) {
+          const float* cached = row(j);
+          for (int64_t d = 0; d < nope; ++d) {
+            k_nope[static_cast<size_t>(d)] = Dot(w_uk_f32 + d * lora, cached, lora);
+          }
+          float score = Dot(q, k_nope.data(), nope);
+          score = (score + Dot(q + nope, cached + lora, rd)) * s.scale;
+          scores[static_cast<size_t>(j - lo)] = score;
+          max_score = std::max(max_score, score);
         }
-        float score = Dot(q, k_nope.data(), nope);
-        score = (score + Dot(q + nope, cached + lora, rd)) * s.scale;
-        scores[static_cast<size_t>(j - lo)] = score;
-        max_score = std::max(max_score, score);
       }
       double sum = 0;
       for (float& score : scores) {

@@ -101,14 +101,10 @@ struct F32 {
 
 void HalfRowToF32Avx512(DType dtype, const uint8_t* row, int64_t n, float* out) {
   DI_CHECK(dtype == DType::kF16 || dtype == DType::kBF16);
-  const auto* h = reinterpret_cast<const uint16_t*>(row);
+  const bool f16 = dtype == DType::kF16;
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = TailMask(n - i);
-    const __m256i v = _mm256_maskz_loadu_epi16(m, h + i);
-    const __m512 f = dtype == DType::kF16
-                         ? _mm512_cvtph_ps(v)
-                         : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
-    _mm512_mask_storeu_ps(out + i, m, f);
+    _mm512_mask_storeu_ps(out + i, m, f16 ? LoadF16AsF32(row + 2 * i, m) : LoadBf16AsF32(row + 2 * i, m));
   }
 }
 

@@ -27,6 +27,15 @@ inline __m128 SumLanes4(__m512 a, __m512 b, __m512 c, __m512 d) {
       _mm512_permutexvar_ps(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), ones));
 }
 
+// 16 (masked: m) f16 / bf16 values at src as f32. Both conversions are exact.
+inline __m512 LoadF16AsF32(const void* src, __mmask16 m) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src));
+}
+inline __m512 LoadBf16AsF32(const void* src, __mmask16 m) {
+  const __m512i wide = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, src));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+}
+
 // Lanes [0, remaining) of a 16-lane chunk (all when remaining >= 16).
 inline __mmask16 TailMask(int64_t remaining) {
   return remaining >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << remaining) - 1);

@@ -2,15 +2,18 @@
 // the same f32 decoding of 16- and 8-bit cache rows and the same
 // online-softmax update as AttendKeysScalar, with the two inner products
 // laid out for throughput rather than in the scalar order:
-//   q . k: 8 keys at a time, each key's products accumulating 16 lanes wide
-//     (8 independent chains); the lanes of four keys are then summed
-//     together (SumLanes4) instead of one horizontal sum per key, which cost
-//     more than the products at head_dim 64.
-//   p . V: the accumulator of a 16-dim chunk is split by key parity (even
-//     keys, odd keys, added at the end), so a tile is two independent fma
-//     chains per chunk instead of one 32-long chain.
-// For one query head the operations depend only on head_dim and the key
-// range, never on how many heads share the call (GQA) or on the batch.
+//   q . k: each key's products accumulate 16 lanes wide over head_dim; the
+//     lanes of four keys are then summed together (SumLanes4) instead of one
+//     horizontal sum per key, which cost more than the products at head_dim
+//     64.
+//   p . V: one fma chain per 16-dim chunk, keys in order (the scalar sum's
+//     order, fused).
+// Both passes take the queries of a tile (the GQA heads of its tokens) in
+// blocks that share every K / V chunk they load: a block's chains are
+// independent, which is what keeps the fma units busy (a single query's
+// chains are latency-bound). For one query head the operations depend only
+// on head_dim and the key range, never on how many heads share the call
+// (GQA), on the block it falls in, or on the batch.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -40,95 +43,163 @@ inline void CopyRow(float* dst, const float* src, int64_t hd) {
 
 // dst f32 [hd] = the cache row at src, decoded: the same values as the
 // scalar DequantizeRow (f16 and bf16 widen exactly; q8_0 is q * d, one f32
-// product per element).
-inline void DecodeRow(DType dtype, const uint8_t* src, float* dst, int64_t hd) {
-  switch (dtype) {
-    case DType::kF16:
-    case DType::kBF16: {
-      const bool f16 = dtype == DType::kF16;
-      for (int64_t d = 0; d < hd; d += 16) {
-        const __mmask16 m = TailMask(hd - d);
-        _mm512_mask_storeu_ps(dst + d, m, f16 ? LoadF16AsF32(src + 2 * d, m) : LoadBf16AsF32(src + 2 * d, m));
-      }
-      return;
+// product per element). A template per dtype, so a tile's rows are decoded
+// without a dispatch per row.
+template <DType T>
+inline void DecodeRow(const uint8_t* src, float* dst, int64_t hd) {
+  if constexpr (T == DType::kF16 || T == DType::kBF16) {
+    const auto widen = [](const uint8_t* x, __mmask16 m) {
+      return T == DType::kF16 ? LoadF16AsF32(x, m) : LoadBf16AsF32(x, m);
+    };
+    int64_t d = 0;
+    for (; d + 16 <= hd; d += 16) _mm512_storeu_ps(dst + d, widen(src + 2 * d, 0xffff));
+    if (d < hd) {
+      const __mmask16 m = TailMask(hd - d);
+      _mm512_mask_storeu_ps(dst + d, m, widen(src + 2 * d, m));
     }
-    case DType::kQ8_0:  // hd is a multiple of 32: blocks of [f16 scale][32 x int8]
-      for (int64_t d = 0; d < hd; d += 32, src += 34) {
-        uint16_t bits;
-        std::memcpy(&bits, src, sizeof(bits));
-        const __m512 scale = _mm512_set1_ps(_cvtsh_ss(bits));
-        for (int half = 0; half < 2; ++half) {
-          const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 + 16 * half));
-          _mm512_storeu_ps(dst + d + 16 * half,
-                           _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), scale));
-        }
+  } else if constexpr (T == DType::kQ8_0) {  // hd is a multiple of 32: blocks of [f16 scale][32 x int8]
+    for (int64_t d = 0; d < hd; d += 32, src += 34) {
+      uint16_t bits;
+      std::memcpy(&bits, src, sizeof(bits));
+      const __m512 scale = _mm512_set1_ps(_cvtsh_ss(bits));
+      for (int half = 0; half < 2; ++half) {
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 + 16 * half));
+        _mm512_storeu_ps(dst + d + 16 * half,
+                         _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), scale));
       }
-      return;
-    default:  // f32
-      CopyRow(dst, reinterpret_cast<const float*>(src), hd);
-      return;
+    }
+  } else {  // f32
+    CopyRow(dst, reinterpret_cast<const float*>(src), hd);
   }
 }
 
-// q . k_u for 8 keys, each left in 16 lanes (summed by the caller): one
-// pass over head_dim with 8 independent fma chains (a key at a time was one
-// 4-deep chain per key, latency-bound).
-// The u loops must be unrolled: otherwise GCC keeps acc[] in memory and
-// every fma waits on a store-to-load round trip (that was half the kernel).
-inline void DotLanes8(const float* q, const float* const* k, int64_t hd, __m512* acc) {
+// Decodes keys [t0, t0 + n) into tile_k / tile_v (rows of hd floats side by
+// side) and points k_rows / v_rows at them.
+template <DType T>
+void DecodeTile(const PagedKvView& kv, int64_t t0, int64_t n, int64_t hd, float* tile_k, float* tile_v,
+                const float** k_rows, const float** v_rows) {
+  int64_t j = 0;
+  ForEachKvRow(kv, t0, n, [&](const uint8_t* k, const uint8_t* v) {
+    DecodeRow<T>(k, tile_k + j * hd, hd);
+    DecodeRow<T>(v, tile_v + j * hd, hd);
+    k_rows[j] = tile_k + j * hd;
+    v_rows[j] = tile_v + j * hd;
+    ++j;
+  });
+}
+
+// q_b . k_u for QB queries and 4 keys, each product left in 16 lanes
+// (summed by the caller, 4 keys at a time: SumLanes4): QB * 4 independent
+// fma chains over head_dim, and each K chunk loaded once for the QB queries.
+// Per (query, key) the chain is the same whatever QB is (chunks in order,
+// from zero), so a query's scores never depend on its neighbours.
+// The loops must be unrolled: otherwise GCC keeps acc[] in memory and every
+// fma waits on a store-to-load round trip.
+template <int QB>
+inline void DotLanes4(const float* const* q, const float* const* k, int64_t hd, __m512 (*acc)[4]) {
 #pragma GCC unroll 8
-  for (int u = 0; u < 8; ++u) acc[u] = _mm512_setzero_ps();
+  for (int b = 0; b < QB; ++b) {
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; ++u) acc[b][u] = _mm512_setzero_ps();
+  }
   int64_t d = 0;
   for (; d + 16 <= hd; d += 16) {
-    const __m512 qv = _mm512_loadu_ps(q + d);
+    __m512 kv[4];
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; ++u) kv[u] = _mm512_loadu_ps(k[u] + d);
 #pragma GCC unroll 8
-    for (int u = 0; u < 8; ++u) acc[u] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k[u] + d), acc[u]);
+    for (int b = 0; b < QB; ++b) {
+      const __m512 qv = _mm512_loadu_ps(q[b] + d);
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u) acc[b][u] = _mm512_fmadd_ps(qv, kv[u], acc[b][u]);
+    }
   }
   if (d < hd) {
     const __mmask16 m = TailMask(hd - d);
-    const __m512 qv = _mm512_maskz_loadu_ps(m, q + d);
+    __m512 kv[4];
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; ++u) kv[u] = _mm512_maskz_loadu_ps(m, k[u] + d);
 #pragma GCC unroll 8
-    for (int u = 0; u < 8; ++u) acc[u] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, k[u] + d), acc[u]);
+    for (int b = 0; b < QB; ++b) {
+      const __m512 qv = _mm512_maskz_loadu_ps(m, q[b] + d);
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u) acc[b][u] = _mm512_fmadd_ps(qv, kv[u], acc[b][u]);
+    }
   }
 }
 
-// acc[0, width) = acc * corr + sum_j p[j] * v_rows[j][off + ...] for j < n,
-// as NC 16-float chunks (the last masked to width), even and odd keys in
-// separate accumulators.
-template <int NC>
-void AccumulateValues(float* acc, int64_t width, const float* p, const float* const* v_rows, int64_t off,
-                      int64_t n, __m512 corr) {
+// Scaled scores of QB queries against keys [0, nx) of the tile (rounded up
+// to 4; k_rows holds a full tile): sc[b][j] = scale * q_b . k_j.
+template <int QB>
+void ScoreQueries(const float* const* q, const float* const* k_rows, int64_t hd, int64_t nx, __m512 scale,
+                  float* const* sc) {
+  for (int64_t j = 0; j < nx; j += 4) {
+    __m512 dots[QB][4];
+    DotLanes4<QB>(q, k_rows + j, hd, dots);
+#pragma GCC unroll 8
+    for (int b = 0; b < QB; ++b) {
+      _mm_store_ps(sc[b] + j, _mm_mul_ps(SumLanes4(dots[b][0], dots[b][1], dots[b][2], dots[b][3]),
+                                         _mm512_castps512_ps128(scale)));
+    }
+  }
+}
+
+// For QB queries b: acc_b[0, width) = acc_b * corr_b + sum_j p_b[j] *
+// v_rows[j][off + ...] for j < n in key order (one fma chain per 16-float
+// chunk, as the portable kernel's sum; the last chunk masked to width).
+// Each V chunk is loaded once for the QB queries, whose QB * NC chains are
+// independent: that, not a split of one query's chain, is what keeps the
+// fma units busy, so a query's bits are the same whatever QB is.
+template <int NC, int QB>
+void AccumulateValues(float* const* acc, int64_t width, const float* const* p, const float* const* v_rows,
+                      int64_t off, int64_t n, const float* corr) {
   const __mmask16 last = TailMask(width - 16 * (NC - 1));
   const auto mask = [&](int c) { return c == NC - 1 ? last : static_cast<__mmask16>(0xffff); };
-  __m512 even[NC], odd[NC];
-  for (int c = 0; c < NC; ++c) {
-    even[c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask(c), acc + 16 * c), corr);
-    odd[c] = _mm512_setzero_ps();
+  // The loops must be unrolled (as DotLanes4's): otherwise GCC keeps a[] on
+  // the stack and every fma waits on a store-to-load.
+  __m512 a[QB][NC];
+#pragma GCC unroll 8
+  for (int b = 0; b < QB; ++b) {
+    const __m512 cb = _mm512_set1_ps(corr[b]);
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) a[b][c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask(c), acc[b] + 16 * c), cb);
   }
-  int64_t j = 0;
-  for (; j + 2 <= n; j += 2) {
-    const __m512 p0 = _mm512_set1_ps(p[j]), p1 = _mm512_set1_ps(p[j + 1]);
-    const float* v0 = v_rows[j] + off;
-    const float* v1 = v_rows[j + 1] + off;
-    for (int c = 0; c < NC; ++c) {
-      even[c] = _mm512_fmadd_ps(p0, _mm512_maskz_loadu_ps(mask(c), v0 + 16 * c), even[c]);
-      odd[c] = _mm512_fmadd_ps(p1, _mm512_maskz_loadu_ps(mask(c), v1 + 16 * c), odd[c]);
+  for (int64_t j = 0; j < n; ++j) {
+    const float* v = v_rows[j] + off;
+    __m512 x[NC];
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) x[c] = _mm512_maskz_loadu_ps(mask(c), v + 16 * c);
+#pragma GCC unroll 8
+    for (int b = 0; b < QB; ++b) {
+      const __m512 pb = _mm512_set1_ps(p[b][j]);
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c) a[b][c] = _mm512_fmadd_ps(pb, x[c], a[b][c]);
     }
   }
-  if (j < n) {
-    const __m512 p0 = _mm512_set1_ps(p[j]);
-    const float* v0 = v_rows[j] + off;
-    for (int c = 0; c < NC; ++c) {
-      even[c] = _mm512_fmadd_ps(p0, _mm512_maskz_loadu_ps(mask(c), v0 + 16 * c), even[c]);
-    }
+#pragma GCC unroll 8
+  for (int b = 0; b < QB; ++b) {
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) _mm512_mask_storeu_ps(acc[b] + 16 * c, mask(c), a[b][c]);
   }
-  for (int c = 0; c < NC; ++c) _mm512_mask_storeu_ps(acc + 16 * c, mask(c), _mm512_add_ps(even[c], odd[c]));
 }
 
-using AccumulateFn = void (*)(float*, int64_t, const float*, const float* const*, int64_t, int64_t, __m512);
-constexpr AccumulateFn kAccumulate[] = {AccumulateValues<1>, AccumulateValues<2>, AccumulateValues<3>,
-                                        AccumulateValues<4>, AccumulateValues<5>, AccumulateValues<6>,
-                                        AccumulateValues<7>, AccumulateValues<8>};
+// Queries blocked together in the value pass: as many as keep QB * NC
+// accumulators within 16 registers.
+constexpr int QueriesPerValueBlock(int nc) { return nc <= 2 ? 8 : nc <= 4 ? 4 : 2; }
+
+using AccumulateFn = void (*)(float* const*, int64_t, const float* const*, const float* const*, int64_t,
+                              int64_t, const float*);
+template <int NC>
+constexpr AccumulateFn kAccumulateBlock = AccumulateValues<NC, QueriesPerValueBlock(NC)>;
+// [nc - 1]: the blocked and the one-query version for NC chunks.
+constexpr AccumulateFn kAccumulate[][2] = {
+    {kAccumulateBlock<1>, AccumulateValues<1, 1>}, {kAccumulateBlock<2>, AccumulateValues<2, 1>},
+    {kAccumulateBlock<3>, AccumulateValues<3, 1>}, {kAccumulateBlock<4>, AccumulateValues<4, 1>},
+    {kAccumulateBlock<5>, AccumulateValues<5, 1>}, {kAccumulateBlock<6>, AccumulateValues<6, 1>},
+    {kAccumulateBlock<7>, AccumulateValues<7, 1>}, {kAccumulateBlock<8>, AccumulateValues<8, 1>}};
+
+// Queries scored together: 4 x 4 keys = 16 accumulators.
+constexpr int kQueriesPerScoreBlock = 4;
 
 }  // namespace
 
@@ -182,14 +253,20 @@ void AttendKeysForTokensAvx512(const AttentionQuery& q, const AttentionTokens& t
     if (decode_tile) {
       float* tile_k = tile.data();
       float* tile_v = tile_k + kAttentionKeyTile * hd;
-      int64_t j = 0;
-      ForEachKvRow(kv, t0, n, [&](const uint8_t* k, const uint8_t* v) {
-        DecodeRow(kv.dtype, k, tile_k + j * hd, hd);
-        DecodeRow(kv.dtype, v, tile_v + j * hd, hd);
-        k_rows[j] = tile_k + j * hd;
-        v_rows[j] = tile_v + j * hd;
-        ++j;
-      });
+      switch (kv.dtype) {
+        case DType::kF16:
+          DecodeTile<DType::kF16>(kv, t0, n, hd, tile_k, tile_v, k_rows, v_rows);
+          break;
+        case DType::kBF16:
+          DecodeTile<DType::kBF16>(kv, t0, n, hd, tile_k, tile_v, k_rows, v_rows);
+          break;
+        case DType::kQ8_0:
+          DecodeTile<DType::kQ8_0>(kv, t0, n, hd, tile_k, tile_v, k_rows, v_rows);
+          break;
+        default:
+          DecodeTile<DType::kF32>(kv, t0, n, hd, tile_k, tile_v, k_rows, v_rows);
+          break;
+      }
     } else {
       int64_t j = 0;
       ForEachKvRow(kv, t0, n, [&](const uint8_t* k, const uint8_t* v) {
@@ -210,18 +287,27 @@ void AttendKeysForTokensAvx512(const AttentionQuery& q, const AttentionTokens& t
     // after the other. Per query the operations depend only on its own key
     // count: a query whose range ends inside the tile masks the rest of it
     // exactly as a call with that shorter range masks a short tile.
-    for (int64_t x = 0; x < n_x; ++x) {  // 1: scaled scores q_x . k_j
+    // 1: scaled scores q_x . k_j, kQueriesPerScoreBlock queries with the
+    // same key count at a time (the heads of one token).
+    const auto query_of = [&](int64_t x) { return q.q + (x / q.n_q) * tokens.q_stride + (x % q.n_q) * hd; };
+    for (int64_t x = 0; x < n_x;) {
       const int64_t nx = keys_of(x, t0);
-      const float* qx = q.q + (x / q.n_q) * tokens.q_stride + (x % q.n_q) * hd;
-      float* sc = scores + x * kAttentionKeyTile;
-      for (int64_t j = 0; j < nx; j += 8) {
-        __m512 dots[8];
-        DotLanes8(qx, k_rows + j, hd, dots);
-        _mm_store_ps(
-            sc + j, _mm_mul_ps(SumLanes4(dots[0], dots[1], dots[2], dots[3]), _mm512_castps512_ps128(scale)));
-        _mm_store_ps(sc + j + 4, _mm_mul_ps(SumLanes4(dots[4], dots[5], dots[6], dots[7]),
-                                            _mm512_castps512_ps128(scale)));
+      const float* qs[kQueriesPerScoreBlock];
+      float* sc[kQueriesPerScoreBlock];
+      int64_t nb = 0;
+      while (nb < kQueriesPerScoreBlock && x + nb < n_x && keys_of(x + nb, t0) == nx) {
+        qs[nb] = query_of(x + nb);
+        sc[nb] = scores + (x + nb) * kAttentionKeyTile;
+        ++nb;
       }
+      if (nx > 0) {
+        if (nb == kQueriesPerScoreBlock) {
+          ScoreQueries<kQueriesPerScoreBlock>(qs, k_rows, hd, nx, scale, sc);
+        } else {
+          for (int64_t b = 0; b < nb; ++b) ScoreQueries<1>(qs + b, k_rows, hd, nx, scale, sc + b);
+        }
+      }
+      x += nb;
     }
     if (q.softcap > 0.0f) {  // the same scalar capping as the portable kernel (Gemma-2 only)
       for (int64_t x = 0; x < n_x; ++x) {
@@ -264,15 +350,32 @@ void AttendKeysForTokensAvx512(const AttentionQuery& q, const AttentionTokens& t
       _mm512_store_ps(sc + 16, p1);
       st.sum[h] = st.sum[h] * correction[x] + _mm512_reduce_add_ps(_mm512_add_ps(p0, p1));
     }
-    for (int64_t x = 0; x < n_x; ++x) {  // 3: acc = acc * correction + p . V
-      const int64_t nx = keys_of(x, t0);
-      if (nx <= 0) continue;
-      float* acc = tokens.state[x / q.n_q].acc + (x % q.n_q) * hd;
-      const __m512 corr = _mm512_set1_ps(correction[x]);
-      for (int64_t off = 0; off < hd; off += 128) {  // 8 chunks (16 accumulators) at a time
-        const int64_t width = std::min<int64_t>(128, hd - off);
-        kAccumulate[(width + 15) / 16 - 1](acc + off, width, scores + x * kAttentionKeyTile, v_rows, off, nx,
-                                           corr);
+    // 3: acc = acc * correction + p . V, a block of queries with the same key
+    // count at a time.
+    for (int64_t off = 0; off < hd; off += 128) {  // 8 chunks (16 accumulators) at a time
+      const int64_t width = std::min<int64_t>(128, hd - off);
+      const int64_t nc = (width + 15) / 16;
+      const int64_t block = QueriesPerValueBlock(static_cast<int>(nc));
+      for (int64_t x = 0; x < n_x;) {
+        const int64_t nx = keys_of(x, t0);
+        float* accs[8];
+        const float* ps[8];
+        int64_t nb = 0;
+        while (nb < block && x + nb < n_x && keys_of(x + nb, t0) == nx) {
+          accs[nb] = tokens.state[(x + nb) / q.n_q].acc + ((x + nb) % q.n_q) * hd + off;
+          ps[nb] = scores + (x + nb) * kAttentionKeyTile;
+          ++nb;
+        }
+        if (nx > 0) {
+          if (nb == block) {
+            kAccumulate[nc - 1][0](accs, width, ps, v_rows, off, nx, correction + x);
+          } else {
+            for (int64_t b = 0; b < nb; ++b) {
+              kAccumulate[nc - 1][1](accs + b, width, ps + b, v_rows, off, nx, correction + x + b);
+            }
+          }
+        }
+        x += nb;
       }
     }
   }

@@ -2,6 +2,7 @@
 // go in docs/kv-cache.md).
 //
 //   attention_bench [--depth D] [--batch B] [--layers L] [--rounds R] [--threads P]
+//                   [--dtypes f32,f16,bf16,q8_0]
 //   (DEEPINFER_ISA=scalar|avx2|avx512 picks the kernel level)
 //
 // One decode step's attention: B sequences, each its own D cached positions
@@ -13,10 +14,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "backend/cpu/attention_kernel.h"
 #include "backend/cpu/backend_config.h"
 #include "backend/cpu/isa.h"
 #include "backend/cpu/paged_attention.h"
@@ -72,10 +77,22 @@ Cache MakeCache(DType dtype, int64_t layers, int64_t num_blocks, std::mt19937& r
 int main(int argc, char** argv) {
   ApplyBackendConfig(BackendConfigFromEnv());
   int64_t depth = 2048, batch = 1, layers = 22, rounds = 7, threads = 2;
+  std::vector<DType> dtypes = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int64_t value = std::atoll(argv[i + 1]);
-    if (flag == "--depth")
+    if (flag == "--dtypes") {
+      dtypes.clear();
+      std::stringstream names(argv[i + 1]);
+      for (std::string name; std::getline(names, name, ',');) {
+        const std::optional<DType> t = deepinfer::DTypeFromName(name);
+        if (!t || !IsKvCacheDType(*t)) {
+          std::fprintf(stderr, "--dtypes: %s is not a KV cache dtype (f32, f16, bf16, q8_0)\n", name.c_str());
+          return 2;
+        }
+        dtypes.push_back(*t);
+      }
+    } else if (flag == "--depth")
       depth = value;
     else if (flag == "--batch")
       batch = value;
@@ -90,13 +107,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (depth < 1 || batch < 1 || layers < 1 || rounds < 1 || threads < 1) {
+  if (depth < 1 || batch < 1 || layers < 1 || rounds < 1 || threads < 1 || dtypes.empty()) {
     std::fprintf(stderr, "flags must be >= 1\n");
     return 2;
   }
   const int64_t per_seq = (depth + kBlock - 1) / kBlock, num_blocks = batch * per_seq;
   std::mt19937 rng(1);
-  const DType dtypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0};
   std::vector<Cache> caches;
   for (DType t : dtypes) caches.push_back(MakeCache(t, layers, num_blocks, rng));
   std::vector<std::vector<int32_t>> tables(static_cast<size_t>(batch));
@@ -114,28 +130,40 @@ int main(int argc, char** argv) {
   for (auto& x : q) x = n(rng);
   AttentionShape shape{kHeads, kKvHeads, kHeadDim, 0, 0.125f};
   deepinfer::ThreadPool pool(static_cast<int>(threads));
-  std::vector<std::vector<double>> ms(std::size(dtypes));
+  // Wall time, and the process's CPU time: on a shared machine the CPU time
+  // of a 1-thread run is the steadier measure of the kernel's own cost.
+  std::vector<std::vector<double>> ms(dtypes.size()), cpu_ms(dtypes.size());
+  const auto cpu_now = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return 1e3 * static_cast<double>(ts.tv_sec) + 1e-6 * static_cast<double>(ts.tv_nsec);
+  };
   for (int64_t r = 0; r <= rounds; ++r) {  // round 0 warms up
-    for (size_t d = 0; d < std::size(dtypes); ++d) {
+    for (size_t d = 0; d < dtypes.size(); ++d) {
       const auto t0 = std::chrono::steady_clock::now();
+      const double c0 = cpu_now();
       for (int64_t l = 0; l < layers; ++l) {
         PagedAttention(q.data(), batch, positions.data(), table_of, caches[d].Layer(l), shape, pool,
                        out.data());
       }
       const double t =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      if (r > 0) ms[d].push_back(t);
+      if (r > 0) {
+        ms[d].push_back(t);
+        cpu_ms[d].push_back(cpu_now() - c0);
+      }
     }
   }
   std::printf(
       "isa=%s threads=%lld depth=%lld batch=%lld layers=%lld rounds=%lld (ms per step of attention)\n",
       IsaName(ActiveIsa()), static_cast<long long>(threads), static_cast<long long>(depth),
       static_cast<long long>(batch), static_cast<long long>(layers), static_cast<long long>(rounds));
-  for (size_t d = 0; d < std::size(dtypes); ++d) {
-    std::vector<double> v = ms[d];
+  for (size_t d = 0; d < dtypes.size(); ++d) {
+    std::vector<double> v = ms[d], c = cpu_ms[d];
     std::sort(v.begin(), v.end());
-    std::printf("  %-5s median %8.2f  min %8.2f  KV bytes read/step %.1f MB\n",
-                deepinfer::DTypeName(dtypes[d]), v[v.size() / 2], v[0],
+    std::sort(c.begin(), c.end());
+    std::printf("  %-5s median %9.3f  min %9.3f  cpu median %9.3f  KV bytes read/step %.1f MB\n",
+                deepinfer::DTypeName(dtypes[d]), v[v.size() / 2], v[0], c[c.size() / 2],
                 2.0 * static_cast<double>(layers * batch * depth * kKvHeads * caches[d].row_bytes) / 1e6);
   }
   return 0;

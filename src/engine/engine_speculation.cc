@@ -35,17 +35,21 @@ void EngineImpl::CommitSpeculationLocked(const StepResult& result) {
       calibrator_.Observe(d, c, d < accepted);
     }
   }
-  // The cost model learns from decode and verification steps only (every
-  // token a logit row that is sampled), the steps whose cost it predicts: a
+  // Both cost models learn from decode and verification steps only (every
+  // token a logit row that is sampled), the steps whose cost they predict: a
   // prompt chunk's tokens cost a fraction of a decode token (no logits, no
   // sampling, one attention pass per chunk), and mixing them in drags the
-  // fitted marginal token far below a verified draft's.
+  // fitted marginal token far below a verified draft's. The drafter's catch-up
+  // of a prompt is the opposite: a whole prompt's MTP rows taken as the
+  // fixed seconds of one step, which the smoothing then carries for tens of
+  // steps (enough to predict a loss and pause a drafter that pays).
   int64_t logit_rows = 0;
   for (const SampledRow& row : result.rows) logit_rows += 1 + row.num_drafts;
-  if (result.forward_seconds > 0 && result.num_tokens == logit_rows) {
+  const bool decode_step = result.num_tokens == logit_rows;
+  if (result.forward_seconds > 0 && decode_step) {
     step_cost_.Observe(result.num_tokens, result.forward_seconds);
   }
-  if (result.draft_seconds > 0) {
+  if (result.draft_seconds > 0 && decode_step) {
     drafter_cost_.Observe(result.proposed_tokens, result.draft_seconds, result.draft_fixed_seconds);
   }
 

@@ -59,7 +59,6 @@ StatusOr<std::unique_ptr<MtpDraft>> MtpDraft::Create(const ModelConfig& base,
                : WeightName(n, TensorRole::kOutput);
   }
   DI_ASSIGN_OR_RETURN(d->head_, b.Matrix(head, vocab, h));
-  const bool own_head_tensor = head == own_head;
   DI_ASSIGN_OR_RETURN(d->eh_proj_, b.Matrix(MtpWeightName(n, "eh_proj", layer), h, 2 * h));
   DI_ASSIGN_OR_RETURN(d->enorm_, b.Vector(MtpWeightName(n, "enorm", layer), h, true));
   DI_ASSIGN_OR_RETURN(d->hnorm_, b.Vector(MtpWeightName(n, "hnorm", layer), h, true));
@@ -71,7 +70,7 @@ StatusOr<std::unique_ptr<MtpDraft>> MtpDraft::Create(const ModelConfig& base,
     DI_ASSIGN_OR_RETURN(
         d->block_,
         CreateDeepseekLayer(b, base, std::make_shared<const MlaRope>(std::move(rope)), layer, &moe));
-    d->PackWeights(own_head_tensor);
+    d->PackWeights();
     return d;
   }
   DI_ASSIGN_OR_RETURN(Rope rope, Rope::Create(c));
@@ -79,14 +78,14 @@ StatusOr<std::unique_ptr<MtpDraft>> MtpDraft::Create(const ModelConfig& base,
   DI_ASSIGN_OR_RETURN(std::unique_ptr<FeedForward> ffn,
                       BindDenseFeedForward(b, c, layer, c.intermediate_size));
   DI_ASSIGN_OR_RETURN(d->block_, CreateGqaDecoderLayer(b, c, shared_rope, layer, std::move(ffn)));
-  d->PackWeights(own_head_tensor);
+  d->PackWeights();
   return d;
 }
 
-void MtpDraft::PackWeights(bool own_head) {
+void MtpDraft::PackWeights() {
   block_->VisitMatrices([this](ops::Matrix& m) { backend_weights_.Prepare(m); });
   backend_weights_.Prepare(eh_proj_);
-  if (own_head) backend_weights_.Prepare(head_);
+  backend_weights_.Prepare(head_);
 }
 
 std::unique_ptr<KvCache> MtpDraft::NewKvCache(int64_t num_blocks, int64_t block_size) const {

@@ -59,11 +59,12 @@ class MtpDraft {
  private:
   MtpDraft(ModelConfig config, std::shared_ptr<const WeightStore> weights, int num_threads);
   // Repacks the draft's matrices into the kernels' layout, as the base model
-  // packs its layers (a chained draft is a batch-1 forward: it runs at GEMV
-  // speed only on packed weights). The head is packed only when it is the
-  // MTP layer's own tensor: a head shared with the base model stays in the
-  // file layout rather than hold a second packed copy of the vocabulary.
-  void PackWeights(bool own_head);
+  // packs its layers: a chained draft is a batch-1 forward, which runs at
+  // GEMV speed only on packed weights. The head is packed too, also when it
+  // is the base model's (tied embedding or output): every draft runs it, so
+  // the drafter holds its own packed copy of the [vocab, hidden] matrix
+  // (docs/speculative.md) while the base model keeps reading the file layout.
+  void PackWeights();
 
   ModelConfig config_;  // the base config with num_layers = 1 (the draft's cache shape)
   std::shared_ptr<const WeightStore> store_;

@@ -7,13 +7,18 @@
 // they cost as much as the tokens they may save.
 //
 // The cold assumption: per_token = fixed / cold_tokens_per_fixed, with
-// kColdTokensPerFixed for a model step (a decode step on a CPU is dominated
-// by reading the weights) and 1 for a drafter's model (a chained draft costs
-// about what its fixed part does). It holds alone for the first kMinSteps
-// steps and is the prior the fit shrinks toward afterwards: a fit through
-// few distinct token counts on a shared machine can be anything (one slow
-// 5-token step among 1-token ones once made per_token 40x a token's real
-// cost, and so turned speculation off).
+// kColdTokensPerFixed for a model step and 1 for a drafter's model (a
+// chained draft costs about what its fixed part does). It holds alone for
+// the first kMinSteps steps and is the prior the fit shrinks toward
+// afterwards: a fit through few distinct token counts on a shared machine
+// can be anything (one slow 5-token step among 1-token ones once made
+// per_token 40x a token's real cost, and so turned speculation off).
+// The prior errs on the dear side on purpose (docs/speculative.md has the
+// measured ratios): a token that looks dear makes the schedule verify
+// fewer drafts where confidence is low, so lengths vary and the fit gets
+// the token-count spread it learns the slope from; a token that looks
+// nearly free makes it verify every draft, every step the same length,
+// and the fit never moves off the prior.
 //
 // Thread-safety: none (the engine loop thread, under the engine's lock).
 #pragma once
@@ -25,7 +30,7 @@ namespace deepinfer {
 class StepCostModel {
  public:
   static constexpr double kForget = 0.98;
-  static constexpr double kColdTokensPerFixed = 64.0;
+  static constexpr double kColdTokensPerFixed = 8.0;
   static constexpr double kMinSteps = 8.0;  // (forgetting-weighted)
   // Once warm, a step is taken as at most this many times its prediction.
   static constexpr double kMaxOverPrediction = 3.0;

@@ -14,6 +14,7 @@
 
 #include "model/model.h"
 #include "model/ops.h"
+#include "tensor/dequant.h"
 #include "tensor/dtype.h"
 
 namespace deepinfer {
@@ -95,7 +96,8 @@ std::vector<double> Reference(const KvFixture& s, const std::vector<int32_t>& ta
 
 // WriteK/WriteV scatter a row head by head; KRow/VRow(layer, block, slot,
 // head) find each piece again; a block of one layer is one contiguous run
-// (block copies rely on it) with each head's rows contiguous inside it.
+// (block copies rely on it) with each head's rows contiguous inside it (a
+// dim-major K head's elements: KDimStride() apart).
 // Values that every dtype stores exactly (small integers) read back as written.
 TEST(KvCacheLayout, HeadsAreContiguousInsideContiguousBlocks) {
   for (DType dtype : kKvDTypes) {
@@ -103,6 +105,12 @@ TEST(KvCacheLayout, HeadsAreContiguousInsideContiguousBlocks) {
     KvCache kv(layers, blocks, bs, heads * width, heads * width, heads, dtype);
     const int64_t row_bytes = RowBytes(dtype, width);
     ASSERT_EQ(kv.BytesPerToken(), layers * 2 * heads * row_bytes);
+    // f32 / f16 / bf16 K is dim-major: element d of a head block's slots side by side.
+    const bool dim_major = dtype != DType::kQ8_0;
+    ASSERT_EQ(kv.k_dim_major(), dim_major) << DTypeName(dtype);
+    const int64_t k_slot = dim_major ? BlockBytes(dtype) : row_bytes;
+    EXPECT_EQ(kv.KStrides().slot, k_slot);
+    EXPECT_EQ(kv.KDimStride(), dim_major ? bs * BlockBytes(dtype) : 0);
     std::vector<float> row(static_cast<size_t>(heads * width)), back(row.size());
     const auto value = [](int64_t l, int64_t b, int64_t slot, int64_t i) {
       return float((((l * 3 + b) * 4 + slot) * 64 + i) % 120 - 60);  // |x| <= 60: exact in every dtype
@@ -130,8 +138,15 @@ TEST(KvCacheLayout, HeadsAreContiguousInsideContiguousBlocks) {
         EXPECT_EQ(kv.KRow(l, b, 0, 0), kv.KRow(0, 0, 0, 0) + (l * blocks + b) * bs * heads * row_bytes);
         for (int64_t h = 0; h < heads; ++h) {
           for (int64_t slot = 0; slot < bs; ++slot) {
-            EXPECT_EQ(kv.KRow(l, b, slot, h), kv.KRow(l, b, 0, 0) + (h * bs + slot) * row_bytes);
+            EXPECT_EQ(kv.KRow(l, b, slot, h), kv.KRow(l, b, 0, 0) + h * bs * row_bytes + slot * k_slot);
             EXPECT_EQ(kv.VRow(l, b, slot, h), kv.VRow(l, b, 0, 0) + (h * bs + slot) * row_bytes);
+            if (!dim_major) continue;
+            // Element i of the head's K row, KDimStride() bytes after element i - 1.
+            for (int64_t i = 0; i < width; ++i) {
+              float x = 0;
+              DequantizeRow(dtype, kv.KRow(l, b, slot, h) + i * kv.KDimStride(), &x, 1);
+              EXPECT_EQ(x, value(l, b, slot, h * width + i)) << DTypeName(dtype) << " element " << i;
+            }
           }
         }
       }
@@ -148,6 +163,16 @@ TEST(KvCacheLayout, HeadsAreContiguousInsideContiguousBlocks) {
     }
     kv.ReadK(1, 1, 3, back.data());
     EXPECT_EQ(back[1], value(1, 1, 3, 1)) << "block 1 untouched";
+  }
+}
+
+// MLA's latent cache (one head, no V) keeps K as rows in every dtype: its
+// attention reads whole latent rows.
+TEST(KvCacheLayout, LatentCachesKeepRows) {
+  for (DType dtype : kKvDTypes) {
+    KvCache kv(1, 2, 16, 96, 0, 1, dtype);
+    EXPECT_FALSE(kv.k_dim_major()) << DTypeName(dtype);
+    EXPECT_EQ(kv.KStrides().slot, RowBytes(dtype, 96));
   }
 }
 

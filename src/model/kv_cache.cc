@@ -1,5 +1,6 @@
 #include "model/kv_cache.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -100,46 +101,74 @@ KvCache::KvCache(int64_t num_layers, int64_t num_blocks, int64_t block_size, int
   k_row_bytes_ = RowBytes(dtype_, kv_dim_ / heads_);
   v_row_bytes_ = RowBytes(dtype_, v_dim_ / heads_);
   DI_CHECK_MSG(k_row_bytes_ > 0 && v_row_bytes_ >= 0, "KV head width is not a whole number of dtype blocks");
+  // MLA's latent rows (no V) and q8_0's blocks stay rows.
+  const bool dim_major = v_dim_ > 0 && !IsQuantized(dtype_);
+  k_slot_stride_ = dim_major ? BlockBytes(dtype_) : k_row_bytes_;
+  k_dim_stride_ = dim_major ? block_size_ * BlockBytes(dtype_) : 0;
   const int64_t rows = num_layers_ * num_blocks_ * block_size_ * heads_;
   k_.assign(static_cast<size_t>(rows * k_row_bytes_), 0);
   v_.assign(static_cast<size_t>(rows * v_row_bytes_), 0);
 }
 
 namespace {
-// Byte offset of the row (layer, block, head, slot) in an array of rows of
-// `row_bytes`, `heads` per token.
+// Byte offset of (layer, block, head, slot) in an array of `row_bytes` per
+// head and token, `slot_stride` bytes between a head block's slots.
 inline int64_t Offset(int64_t layer, int64_t block, int64_t slot, int64_t head, int64_t num_blocks,
-                      int64_t block_size, int64_t heads, int64_t row_bytes) {
-  return (((layer * num_blocks + block) * heads + head) * block_size + slot) * row_bytes;
+                      int64_t block_size, int64_t heads, int64_t row_bytes, int64_t slot_stride) {
+  return ((layer * num_blocks + block) * heads + head) * block_size * row_bytes + slot * slot_stride;
 }
 }  // namespace
 
 const uint8_t* KvCache::KRow(int64_t layer, int64_t block, int64_t slot, int64_t head) const {
-  return k_.data() + Offset(layer, block, slot, head, num_blocks_, block_size_, heads_, k_row_bytes_);
+  return k_.data() +
+         Offset(layer, block, slot, head, num_blocks_, block_size_, heads_, k_row_bytes_, k_slot_stride_);
 }
 const uint8_t* KvCache::VRow(int64_t layer, int64_t block, int64_t slot, int64_t head) const {
-  return v_.data() + Offset(layer, block, slot, head, num_blocks_, block_size_, heads_, v_row_bytes_);
+  return v_.data() +
+         Offset(layer, block, slot, head, num_blocks_, block_size_, heads_, v_row_bytes_, v_row_bytes_);
 }
 
 void KvCache::WriteK(int64_t layer, int64_t block, int64_t slot, const float* row) {
   const int64_t width = kv_dim_ / heads_;
   for (int64_t h = 0; h < heads_; ++h) {
-    uint8_t* dst = k_.data() + Offset(layer, block, slot, h, num_blocks_, block_size_, heads_, k_row_bytes_);
-    DI_CHECK(QuantizeRow(dtype_, row + h * width, dst, width));
+    uint8_t* dst = k_.data() + Offset(layer, block, slot, h, num_blocks_, block_size_, heads_, k_row_bytes_,
+                                      k_slot_stride_);
+    if (k_dim_stride_ == 0) {
+      DI_CHECK(QuantizeRow(dtype_, row + h * width, dst, width));
+      continue;
+    }
+    // Dim-major: the row converted, then its elements scattered.
+    const int64_t elem = k_slot_stride_;
+    uint8_t converted[512 * sizeof(float)];
+    for (int64_t d0 = 0; d0 < width; d0 += 512) {
+      const int64_t n = std::min<int64_t>(512, width - d0);
+      DI_CHECK(QuantizeRow(dtype_, row + h * width + d0, converted, n));
+      for (int64_t d = 0; d < n; ++d) {
+        std::memcpy(dst + (d0 + d) * k_dim_stride_, converted + d * elem, static_cast<size_t>(elem));
+      }
+    }
   }
 }
 void KvCache::WriteV(int64_t layer, int64_t block, int64_t slot, const float* row) {
   const int64_t width = v_dim_ / heads_;
   for (int64_t h = 0; h < heads_; ++h) {
-    uint8_t* dst = v_.data() + Offset(layer, block, slot, h, num_blocks_, block_size_, heads_, v_row_bytes_);
+    uint8_t* dst = v_.data() + Offset(layer, block, slot, h, num_blocks_, block_size_, heads_, v_row_bytes_,
+                                      v_row_bytes_);
     DI_CHECK(QuantizeRow(dtype_, row + h * width, dst, width));
   }
 }
 
 void KvCache::ReadK(int64_t layer, int64_t block, int64_t slot, float* row) const {
   const int64_t width = kv_dim_ / heads_;
-  for (int64_t h = 0; h < heads_; ++h)
-    DequantizeRow(dtype_, KRow(layer, block, slot, h), row + h * width, width);
+  for (int64_t h = 0; h < heads_; ++h) {
+    const uint8_t* src = KRow(layer, block, slot, h);
+    if (k_dim_stride_ == 0) {
+      DequantizeRow(dtype_, src, row + h * width, width);
+      continue;
+    }
+    for (int64_t d = 0; d < width; ++d)
+      DequantizeRow(dtype_, src + d * k_dim_stride_, row + h * width + d, 1);
+  }
 }
 void KvCache::ReadV(int64_t layer, int64_t block, int64_t slot, float* row) const {
   const int64_t width = v_dim_ / heads_;
@@ -161,7 +190,9 @@ void KvCache::CopyBlock(int64_t src, int64_t dst) {
   }
 }
 
-KvCache::HeadStrides KvCache::KStrides() const { return {k_row_bytes_, block_size_ * heads_ * k_row_bytes_}; }
+KvCache::HeadStrides KvCache::KStrides() const {
+  return {k_slot_stride_, block_size_ * heads_ * k_row_bytes_};
+}
 KvCache::HeadStrides KvCache::VStrides() const { return {v_row_bytes_, block_size_ * heads_ * v_row_bytes_}; }
 
 int64_t KvCache::BytesPerToken() const { return num_layers_ * heads_ * (k_row_bytes_ + v_row_bytes_); }

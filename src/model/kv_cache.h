@@ -23,6 +23,11 @@ namespace deepinfer {
 // int8, quantized per row on write; widths must be multiples of 32), i.e.
 // RowBytes(dtype, width) bytes. Writes take f32 rows and attention decodes
 // to f32, so the dtype changes what is stored, never the model's interface.
+// K of a GQA cache (v_dim > 0) of f32 / f16 / bf16 is dim-major inside a
+// head's block instead (k_dim_major()): element d of slot s at d *
+// block_size + s elements from the head's block start, so attention loads
+// one dimension of 16 keys as one vector and scores 16 keys per fma, with
+// no horizontal sums (the same bytes per head and block as rows).
 // GQA caches have num_kv_heads heads of head_dim elements; MLA models
 // (config.mla.kv_lora_rank > 0) store one K row of [latent | rope key] per
 // token as a single head and no V (v_dim() == 0): the widths come from
@@ -56,7 +61,8 @@ class KvCache {
   int64_t num_heads() const { return heads_; }
   // The stored row of head `head`'s K (kv_dim / num_heads elements) or V
   // (v_dim / num_heads elements) of (layer, block, slot): RowBytes(dtype(),
-  // width) bytes; with one head, the whole row.
+  // width) bytes; with one head, the whole row. A dim-major K's "row" is
+  // its element 0, the others KDimStride() bytes apart.
   const uint8_t* KRow(int64_t layer, int64_t block, int64_t slot, int64_t head = 0) const;
   const uint8_t* VRow(int64_t layer, int64_t block, int64_t slot, int64_t head = 0) const;
   // Stores a token's whole K row (kv_dim f32) / V row (v_dim f32), head by
@@ -76,12 +82,18 @@ class KvCache {
   };
   HeadStrides KStrides() const;
   HeadStrides VStrides() const;
+  bool k_dim_major() const { return k_dim_stride_ > 0; }
+  // Bytes between elements d and d + 1 of one K row: 0 for rows (they are
+  // contiguous), block_size * element size when k_dim_major().
+  int64_t KDimStride() const { return k_dim_stride_; }
   int64_t BytesPerToken() const;  // over all layers, K and V, in dtype()
 
  private:
   int64_t num_layers_, num_blocks_, block_size_, kv_dim_, v_dim_, heads_;
   DType dtype_;
   int64_t k_row_bytes_, v_row_bytes_;  // one head's row
+  int64_t k_slot_stride_;              // bytes between slots of a head's K block
+  int64_t k_dim_stride_;               // see KDimStride()
   std::vector<uint8_t> k_, v_;
 };
 

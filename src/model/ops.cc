@@ -31,6 +31,7 @@ cpu::PagedKvLayer KvLayer(const KvCache& kv, int64_t layer) {
   const KvCache::HeadStrides ks = kv.KStrides();
   v.block_stride = ks.block;
   v.slot_stride = ks.slot;
+  v.k_dim_stride = kv.KDimStride();
   if (kv.num_heads() > 1) l.k_head = kv.KRow(layer, 0, 0, 1) - v.k;
   if (kv.v_dim() > 0) {
     v.v = kv.VRow(layer, 0, 0);

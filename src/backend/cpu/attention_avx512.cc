@@ -19,12 +19,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/aligned_buffer.h"
 #include "backend/cpu/attention_kernel.h"
 #include "backend/cpu/simd_avx512.h"
 #include "backend/cpu/vec_exp_avx512.h"
+#include "tensor/dequant.h"
 
 namespace deepinfer::cpu {
 
@@ -73,19 +75,116 @@ inline void DecodeRow(const uint8_t* src, float* dst, int64_t hd) {
   }
 }
 
-// Decodes keys [t0, t0 + n) into tile_k / tile_v (rows of hd floats side by
-// side) and points k_rows / v_rows at them.
+// Points k_rows / v_rows at the rows of keys [t0, t0 + n): decoded into
+// tile_k / tile_v (rows of hd floats side by side) where decode_k /
+// decode_v, else in place (f32). k_rows is left alone for a dim-major K,
+// which the scores read from the cache directly.
 template <DType T>
-void DecodeTile(const PagedKvView& kv, int64_t t0, int64_t n, int64_t hd, float* tile_k, float* tile_v,
-                const float** k_rows, const float** v_rows) {
+void LoadTile(const PagedKvView& kv, int64_t t0, int64_t n, int64_t hd, bool decode_k, bool decode_v,
+              float* tile_k, float* tile_v, const float** k_rows, const float** v_rows) {
+  const bool rows_k = kv.k_dim_stride == 0;
   int64_t j = 0;
   ForEachKvRow(kv, t0, n, [&](const uint8_t* k, const uint8_t* v) {
-    DecodeRow<T>(k, tile_k + j * hd, hd);
-    DecodeRow<T>(v, tile_v + j * hd, hd);
-    k_rows[j] = tile_k + j * hd;
-    v_rows[j] = tile_v + j * hd;
+    if (rows_k && decode_k) {
+      DecodeRow<T>(k, tile_k + j * hd, hd);
+      k_rows[j] = tile_k + j * hd;
+    } else if (rows_k) {
+      k_rows[j] = reinterpret_cast<const float*>(k);
+    }
+    if (decode_v) {
+      DecodeRow<T>(v, tile_v + j * hd, hd);
+      v_rows[j] = tile_v + j * hd;
+    } else {
+      v_rows[j] = reinterpret_cast<const float*>(v);
+    }
     ++j;
   });
+}
+
+// 16 consecutive K elements of dtype T (one dimension of 16 keys) as f32.
+template <DType T>
+inline __m512 LoadKeys16(const uint8_t* p) {
+  if constexpr (T == DType::kF16) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  } else if constexpr (T == DType::kBF16) {
+    const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+  } else {
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(p));
+  }
+}
+
+// 16 keys of a dim-major K tile: dimension d of key u at base + d *
+// dim_stride + u * sizeof(T).
+struct KeyGroup {
+  const uint8_t* base;
+  int64_t dim_stride;
+};
+
+// Scaled scores of QB queries against G groups of 16 keys of a dim-major K:
+// sc[b][16 g + u] = scale * sum_d q_b[d] k_u[d], one fma chain per (query,
+// group) over the dimensions in order, 16 keys in the lanes (no horizontal
+// sums). Each key vector is loaded once for the QB queries; a query's
+// chain, and so its bits, is the same whatever QB is.
+template <DType T, int QB, int G>
+void ScoreDimMajor(const float* const* q, const KeyGroup* groups, int64_t hd, __m512 scale,
+                   float* const* sc) {
+  __m512 acc[QB][G];
+#pragma GCC unroll 8
+  for (int b = 0; b < QB; ++b) {
+#pragma GCC unroll 2
+    for (int g = 0; g < G; ++g) acc[b][g] = _mm512_setzero_ps();
+  }
+  for (int64_t d = 0; d < hd; ++d) {
+    __m512 k[G];
+#pragma GCC unroll 2
+    for (int g = 0; g < G; ++g) k[g] = LoadKeys16<T>(groups[g].base + d * groups[g].dim_stride);
+#pragma GCC unroll 8
+    for (int b = 0; b < QB; ++b) {
+      const __m512 qb = _mm512_set1_ps(q[b][d]);
+#pragma GCC unroll 2
+      for (int g = 0; g < G; ++g) acc[b][g] = _mm512_fmadd_ps(qb, k[g], acc[b][g]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int b = 0; b < QB; ++b) {
+#pragma GCC unroll 2
+    for (int g = 0; g < G; ++g) _mm512_store_ps(sc[b] + 16 * g, _mm512_mul_ps(acc[b][g], scale));
+  }
+}
+
+// ScoreDimMajor for n queries (blocks of 8, 4, 2, 1) and 1 or 2 groups.
+template <DType T>
+void ScoreQueriesDimMajor(const float* const* q, int64_t n, const KeyGroup* groups, int64_t n_groups,
+                          int64_t hd, __m512 scale, float* const* sc) {
+  const auto run = [&](auto qb) {
+    constexpr int QB = decltype(qb)::value;
+    if (n_groups == 2) {
+      ScoreDimMajor<T, QB, 2>(q, groups, hd, scale, sc);
+    } else {
+      ScoreDimMajor<T, QB, 1>(q, groups, hd, scale, sc);
+    }
+  };
+  while (n > 0) {
+    const int64_t block = n >= 8 ? 8 : n >= 4 ? 4 : n >= 2 ? 2 : 1;
+    switch (block) {
+      case 8:
+        run(std::integral_constant<int, 8>{});
+        break;
+      case 4:
+        run(std::integral_constant<int, 4>{});
+        break;
+      case 2:
+        run(std::integral_constant<int, 2>{});
+        break;
+      default:
+        run(std::integral_constant<int, 1>{});
+        break;
+    }
+    q += block;
+    sc += block;
+    n -= block;
+  }
 }
 
 // q_b . k_u for QB queries and 4 keys, each product left in 16 lanes
@@ -198,6 +297,42 @@ constexpr AccumulateFn kAccumulate[][2] = {
     {kAccumulateBlock<5>, AccumulateValues<5, 1>}, {kAccumulateBlock<6>, AccumulateValues<6, 1>},
     {kAccumulateBlock<7>, AccumulateValues<7, 1>}, {kAccumulateBlock<8>, AccumulateValues<8, 1>}};
 
+// The 16-key groups of the dim-major K tile [t0, t0 + n) (1 or 2), passed to
+// score(dtype, groups, n_groups): read in place where a group's 16 keys are
+// the consecutive slots of one block, else gathered (keys past n as 0) into
+// `scratch` as f32 [group][hd][16] (a tile starting inside a block: a
+// sliding window's first keys, or blocks of fewer than 16 slots).
+template <class Score>
+void ScoreTileDimMajor(const PagedKvView& kv, int64_t t0, int64_t n, int64_t hd, float* scratch,
+                       Score&& score) {
+  const int64_t elem = BlockBytes(kv.dtype);
+  const int64_t n_groups = (n + 15) / 16;
+  KeyGroup groups[2];
+  bool in_place = kv.slot_stride == elem;
+  for (int64_t g = 0; g < n_groups && in_place; ++g) {
+    const int64_t key = t0 + 16 * g, slot = key % kv.block_size;
+    in_place = slot + 16 <= kv.block_size;
+    groups[g] = {kv.k + kv.block_table[key / kv.block_size] * kv.block_stride + slot * kv.slot_stride,
+                 kv.k_dim_stride};
+  }
+  if (in_place) {
+    score(kv.dtype, groups, n_groups);
+    return;
+  }
+  std::fill(scratch, scratch + n_groups * hd * 16, 0.0f);
+  int64_t j = 0;
+  ForEachKvRow(kv, t0, n, [&](const uint8_t* k, const uint8_t*) {
+    float* dst = scratch + (j / 16) * hd * 16 + j % 16;
+    for (int64_t d = 0; d < hd; ++d) DequantizeRow(kv.dtype, k + d * kv.k_dim_stride, dst + d * 16, 1);
+    ++j;
+  });
+  for (int64_t g = 0; g < n_groups; ++g) {
+    groups[g] = {reinterpret_cast<const uint8_t*>(scratch + g * hd * 16),
+                 16 * static_cast<int64_t>(sizeof(float))};
+  }
+  score(DType::kF32, groups, n_groups);
+}
+
 // Queries scored together: 4 x 4 keys = 16 accumulators.
 constexpr int kQueriesPerScoreBlock = 4;
 
@@ -231,9 +366,10 @@ void AttendKeysForTokensAvx512(const AttentionQuery& q, const AttentionTokens& t
   // thread, grown to the largest head_dim seen.
   thread_local std::vector<float> tile;
   const int64_t f32_row = hd * static_cast<int64_t>(sizeof(float));
-  const bool decode_tile =
-      kv.dtype != DType::kF32 || (n_x > 1 && (kv.slot_stride != f32_row || kv.v_slot_stride != f32_row));
-  if (decode_tile && tile.size() < static_cast<size_t>(2 * kAttentionKeyTile * hd)) {
+  const bool dim_major = kv.k_dim_stride > 0;
+  const bool decode_k = !dim_major && (kv.dtype != DType::kF32 || (n_x > 1 && kv.slot_stride != f32_row));
+  const bool decode_v = kv.dtype != DType::kF32 || (n_x > 1 && kv.v_slot_stride != f32_row);
+  if ((decode_k || decode_v || dim_major) && tile.size() < static_cast<size_t>(2 * kAttentionKeyTile * hd)) {
     tile.resize(static_cast<size_t>(2 * kAttentionKeyTile * hd));
   }
   // Keys of the current tile that query x sees: its token's range cut to
@@ -250,33 +386,27 @@ void AttendKeysForTokensAvx512(const AttentionQuery& q, const AttentionTokens& t
     // [slot][head][dim] layout) fall into a few L1 sets and evict each other
     // between the queries, so such rows are copied next to each other
     // first (changes no value). KvCache's f32 rows are contiguous per head.
-    if (decode_tile) {
-      float* tile_k = tile.data();
-      float* tile_v = tile_k + kAttentionKeyTile * hd;
-      switch (kv.dtype) {
-        case DType::kF16:
-          DecodeTile<DType::kF16>(kv, t0, n, hd, tile_k, tile_v, k_rows, v_rows);
-          break;
-        case DType::kBF16:
-          DecodeTile<DType::kBF16>(kv, t0, n, hd, tile_k, tile_v, k_rows, v_rows);
-          break;
-        case DType::kQ8_0:
-          DecodeTile<DType::kQ8_0>(kv, t0, n, hd, tile_k, tile_v, k_rows, v_rows);
-          break;
-        default:
-          DecodeTile<DType::kF32>(kv, t0, n, hd, tile_k, tile_v, k_rows, v_rows);
-          break;
-      }
-    } else {
-      int64_t j = 0;
-      ForEachKvRow(kv, t0, n, [&](const uint8_t* k, const uint8_t* v) {
-        k_rows[j] = reinterpret_cast<const float*>(k);
-        v_rows[j++] = reinterpret_cast<const float*>(v);
-      });
+    float* tile_k = tile.data();
+    float* tile_v = tile_k + kAttentionKeyTile * hd;
+    switch (kv.dtype) {
+      case DType::kF16:
+        LoadTile<DType::kF16>(kv, t0, n, hd, decode_k, decode_v, tile_k, tile_v, k_rows, v_rows);
+        break;
+      case DType::kBF16:
+        LoadTile<DType::kBF16>(kv, t0, n, hd, decode_k, decode_v, tile_k, tile_v, k_rows, v_rows);
+        break;
+      case DType::kQ8_0:
+        LoadTile<DType::kQ8_0>(kv, t0, n, hd, decode_k, decode_v, tile_k, tile_v, k_rows, v_rows);
+        break;
+      default:
+        LoadTile<DType::kF32>(kv, t0, n, hd, decode_k, decode_v, tile_k, tile_v, k_rows, v_rows);
+        break;
     }
     // Keys past n of a short tile: dot products of key 0 again, computed in
-    // groups of 8 and then masked out of the softmax.
-    for (int64_t j = n; j < kAttentionKeyTile; ++j) k_rows[j] = k_rows[0];
+    // groups of 4 and then masked out of the softmax.
+    if (!dim_major) {
+      for (int64_t j = n; j < kAttentionKeyTile; ++j) k_rows[j] = k_rows[0];
+    }
     // The next tile's K and V rows are requested now: a decode step reads
     // the whole cache once, and without this the first query head of a
     // group waited on every row.
@@ -290,7 +420,39 @@ void AttendKeysForTokensAvx512(const AttentionQuery& q, const AttentionTokens& t
     // 1: scaled scores q_x . k_j, kQueriesPerScoreBlock queries with the
     // same key count at a time (the heads of one token).
     const auto query_of = [&](int64_t x) { return q.q + (x / q.n_q) * tokens.q_stride + (x % q.n_q) * hd; };
-    for (int64_t x = 0; x < n_x;) {
+    if (dim_major) {
+      ScoreTileDimMajor(kv, t0, n, hd, tile_k, [&](DType t, const KeyGroup* groups, int64_t n_groups) {
+        // Every query with keys in this tile, in runs of consecutive ones
+        // (the lanes past a query's own key count are masked below).
+        for (int64_t x = 0; x < n_x;) {
+          if (keys_of(x, t0) <= 0) {
+            ++x;
+            continue;
+          }
+          const float* qs[8];
+          float* sc[8];
+          int64_t nb = 0;
+          while (nb < 8 && x + nb < n_x && keys_of(x + nb, t0) > 0) {
+            qs[nb] = query_of(x + nb);
+            sc[nb] = scores + (x + nb) * kAttentionKeyTile;
+            ++nb;
+          }
+          switch (t) {
+            case DType::kF16:
+              ScoreQueriesDimMajor<DType::kF16>(qs, nb, groups, n_groups, hd, scale, sc);
+              break;
+            case DType::kBF16:
+              ScoreQueriesDimMajor<DType::kBF16>(qs, nb, groups, n_groups, hd, scale, sc);
+              break;
+            default:
+              ScoreQueriesDimMajor<DType::kF32>(qs, nb, groups, n_groups, hd, scale, sc);
+              break;
+          }
+          x += nb;
+        }
+      });
+    }
+    for (int64_t x = 0; x < (dim_major ? 0 : n_x);) {
       const int64_t nx = keys_of(x, t0);
       const float* qs[kQueriesPerScoreBlock];
       float* sc[kQueriesPerScoreBlock];

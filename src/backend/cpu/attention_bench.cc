@@ -2,7 +2,9 @@
 // go in docs/kv-cache.md).
 //
 //   attention_bench [--depth D] [--batch B] [--layers L] [--rounds R] [--threads P]
-//                   [--dtypes f32,f16,bf16,q8_0]
+//                   [--dtypes f32,f16,bf16,q8_0] [--k-layout dim|rows]
+// --k-layout rows stores K as rows for every dtype; by default f32 / f16 /
+// bf16 K is dim-major, as KvCache stores it (q8_0 is rows either way).
 //   (DEEPINFER_ISA=scalar|avx2|avx512 picks the kernel level)
 //
 // One decode step's attention: B sequences, each its own D cached positions
@@ -52,12 +54,19 @@ struct Cache {
     l.head0.v_block_stride = block_bytes;
     l.k_head = kBlock * row_bytes;
     l.v_head = kBlock * row_bytes;
+    if (dim_major) {  // the same bytes per head and block, element d of every slot side by side
+      l.head0.slot_stride = deepinfer::BlockBytes(dtype);
+      l.head0.k_dim_stride = kBlock * l.head0.slot_stride;
+    }
     return l;
   }
+  bool dim_major = false;  // K stored dim-major (as KvCache stores f32 / f16 / bf16 GQA caches)
 };
 
-Cache MakeCache(DType dtype, int64_t layers, int64_t num_blocks, std::mt19937& rng) {
+// K's values are random either way, so dim-major needs no transposition.
+Cache MakeCache(DType dtype, int64_t layers, int64_t num_blocks, std::mt19937& rng, bool rows_k) {
   Cache c{dtype, {}, {}, deepinfer::RowBytes(dtype, kHeadDim), num_blocks};
+  c.dim_major = !rows_k && dtype != DType::kQ8_0;
   const int64_t rows = layers * num_blocks * kKvHeads * kBlock;
   c.k.resize(static_cast<size_t>(rows * c.row_bytes));
   c.v.resize(c.k.size());
@@ -78,10 +87,17 @@ int main(int argc, char** argv) {
   ApplyBackendConfig(BackendConfigFromEnv());
   int64_t depth = 2048, batch = 1, layers = 22, rounds = 7, threads = 2;
   std::vector<DType> dtypes = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0};
+  bool rows_k = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int64_t value = std::atoll(argv[i + 1]);
-    if (flag == "--dtypes") {
+    if (flag == "--k-layout") {
+      rows_k = std::string(argv[i + 1]) == "rows";
+      if (!rows_k && std::string(argv[i + 1]) != "dim") {
+        std::fprintf(stderr, "--k-layout: rows or dim\n");
+        return 2;
+      }
+    } else if (flag == "--dtypes") {
       dtypes.clear();
       std::stringstream names(argv[i + 1]);
       for (std::string name; std::getline(names, name, ',');) {
@@ -114,7 +130,7 @@ int main(int argc, char** argv) {
   const int64_t per_seq = (depth + kBlock - 1) / kBlock, num_blocks = batch * per_seq;
   std::mt19937 rng(1);
   std::vector<Cache> caches;
-  for (DType t : dtypes) caches.push_back(MakeCache(t, layers, num_blocks, rng));
+  for (DType t : dtypes) caches.push_back(MakeCache(t, layers, num_blocks, rng, rows_k));
   std::vector<std::vector<int32_t>> tables(static_cast<size_t>(batch));
   std::vector<int32_t> all(static_cast<size_t>(num_blocks));
   for (int64_t b = 0; b < num_blocks; ++b) all[static_cast<size_t>(b)] = static_cast<int32_t>(b);

@@ -28,6 +28,11 @@ inline constexpr int64_t kAttentionKeyTile = 32;
 // likewise with the v_ strides: K and V rows may have different widths).
 // A row is RowBytes(dtype, head_dim) bytes of `dtype` (IsKvCacheDType):
 // f32, f16, bf16, or q8_0 blocks of 32 elements (an f16 scale and 32 int8).
+// K may instead be dim-major (k_dim_stride > 0; f32 / f16 / bf16 only):
+// element d of the key in slot s at k + block * block_stride + s *
+// slot_stride + d * k_dim_stride, so with slot_stride = the element size the
+// keys of a block lie side by side per dimension and 16 of them fill one
+// vector (scores without horizontal sums; KvCache's GQA caches store K so).
 // The kernels decode a tile of rows at a time into f32 (the values
 // DequantizeRow gives, tensor/dequant.h) and do all arithmetic in f32.
 struct PagedKvView {
@@ -38,6 +43,7 @@ struct PagedKvView {
   int64_t block_size = 0;
   int64_t block_stride = 0;  // bytes between blocks of K
   int64_t slot_stride = 0;   // bytes between slots of a block of K
+  int64_t k_dim_stride = 0;  // 0: K rows; > 0: dim-major K, bytes between a key's elements
   int64_t v_block_stride = 0;
   int64_t v_slot_stride = 0;
 };
@@ -65,6 +71,9 @@ inline void ForEachKvRow(const PagedKvView& kv, int64_t p0, int64_t n, F&& f) {
 // A cache row of n elements of `dtype` as f32: the row itself when dtype is
 // f32, else `scratch` (n floats) filled by the scalar reference decoder.
 const float* KvRowAsF32(DType dtype, const uint8_t* row, int64_t n, float* scratch);
+// The key whose element 0 is at k (ForEachKvRow's k) as f32, in either K
+// layout: a dim-major key is gathered into `scratch` (head_dim floats).
+const float* KeyAsF32(const PagedKvView& kv, const uint8_t* k, int64_t head_dim, float* scratch);
 
 // Online-softmax state of n_q query heads: max[i], sum[i] = sum of
 // exp(score - max[i]) and acc[i * head_dim + d] = sum of exp(score - max[i]) * v[d].

@@ -25,6 +25,12 @@ const float* KvRowAsF32(DType dtype, const uint8_t* row, int64_t n, float* scrat
   return scratch;
 }
 
+const float* KeyAsF32(const PagedKvView& kv, const uint8_t* k, int64_t head_dim, float* scratch) {
+  if (kv.k_dim_stride == 0) return KvRowAsF32(kv.dtype, k, head_dim, scratch);
+  for (int64_t d = 0; d < head_dim; ++d) DequantizeRow(kv.dtype, k + d * kv.k_dim_stride, scratch + d, 1);
+  return scratch;
+}
+
 void AttendKeysScalar(const AttentionQuery& q, const PagedKvView& kv, int64_t begin, int64_t end,
                       AttentionState state) {
   const int64_t hd = q.head_dim;
@@ -34,20 +40,21 @@ void AttendKeysScalar(const AttentionQuery& q, const PagedKvView& kv, int64_t be
   // A 16- or 8-bit tile's rows decoded to f32, K then V: per thread, grown
   // to the largest head_dim seen. Only one tile is ever decoded at a time.
   thread_local std::vector<float> tile;
-  if (kv.dtype != DType::kF32 && tile.size() < static_cast<size_t>(2 * kAttentionKeyTile * hd)) {
+  const bool decode = kv.dtype != DType::kF32 || kv.k_dim_stride > 0;
+  if (decode && tile.size() < static_cast<size_t>(2 * kAttentionKeyTile * hd)) {
     tile.resize(static_cast<size_t>(2 * kAttentionKeyTile * hd));
   }
   for (int64_t t0 = begin; t0 < end; t0 += kAttentionKeyTile) {
     const int64_t n = std::min(kAttentionKeyTile, end - t0);
     int64_t j = 0;
     ForEachKvRow(kv, t0, n, [&](const uint8_t* k, const uint8_t* v) {
-      if (kv.dtype == DType::kF32) {
+      if (!decode) {
         // Read in place; the tile stays empty (and offsetting its null data()
         // would be undefined behaviour).
         k_rows[j] = reinterpret_cast<const float*>(k);
         v_rows[j] = reinterpret_cast<const float*>(v);
       } else {
-        k_rows[j] = KvRowAsF32(kv.dtype, k, hd, tile.data() + j * hd);
+        k_rows[j] = KeyAsF32(kv, k, hd, tile.data() + j * hd);
         v_rows[j] = KvRowAsF32(kv.dtype, v, hd, tile.data() + (kAttentionKeyTile + j) * hd);
       }
       ++j;
@@ -114,12 +121,26 @@ void AttendKeysForTokens(const AttentionQuery& q, const AttentionTokens& tokens,
 
 void PrefetchKeys(const PagedKvView& kv, int64_t head_dim, int64_t begin, int64_t end) {
   const int64_t row_bytes = RowBytes(kv.dtype, head_dim);
-  ForEachKvRow(kv, begin, end - begin, [&](const uint8_t* k, const uint8_t* v) {
-    for (int64_t b = 0; b < row_bytes; b += 64) {
-      __builtin_prefetch(k + b, 0, 2);  // prefetcht1: into L2
-      __builtin_prefetch(v + b, 0, 2);
-    }
+  if (kv.k_dim_stride == 0) {
+    ForEachKvRow(kv, begin, end - begin, [&](const uint8_t* k, const uint8_t* v) {
+      for (int64_t b = 0; b < row_bytes; b += 64) {
+        __builtin_prefetch(k + b, 0, 2);  // prefetcht1: into L2
+        __builtin_prefetch(v + b, 0, 2);
+      }
+    });
+    return;
+  }
+  // Dim-major K: every key of a block touches each of its dimension rows,
+  // so the blocks' whole K regions (head_dim rows of the block's slots).
+  ForEachKvRow(kv, begin, end - begin, [&](const uint8_t*, const uint8_t* v) {
+    for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(v + b, 0, 2);
   });
+  if (end <= begin) return;
+  const int64_t k_block_bytes = (head_dim - 1) * kv.k_dim_stride + kv.block_size * kv.slot_stride;
+  for (int64_t block = begin / kv.block_size; block <= (end - 1) / kv.block_size; ++block) {
+    const uint8_t* k = kv.k + kv.block_table[block] * kv.block_stride;
+    for (int64_t b = 0; b < k_block_bytes; b += 64) __builtin_prefetch(k + b, 0, 2);
+  }
 }
 
 void MergeAttentionState(int64_t n_q, int64_t head_dim, AttentionState a, const AttentionState& b) {

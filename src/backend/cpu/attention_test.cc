@@ -3,7 +3,8 @@
 // and key ranges, for every cache dtype (f32, f16, bf16, q8_0); plus the
 // properties the model relies on: split + merge equals one pass, a head's
 // result does not depend on its GQA group, and a 16-/8-bit cache gives
-// exactly the bits of an f32 cache holding its decoded values.
+// exactly the bits of an f32 cache holding its decoded values; each in both
+// K layouts (rows, and dim-major: PagedKvView::k_dim_stride).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,12 +24,14 @@ namespace {
 
 // Rows of `dtype` laid out [block][slot][kv_head][row], with a random block
 // table; `kd` / `vd` keep each row decoded to f32 (what the kernels must see).
+// AsDimMajor() stores the same K dim-major instead, [block][kv_head][dim][slot].
 struct Layout {
   int64_t block_size, num_blocks, kv_heads, head_dim;
   DType dtype = DType::kF32;
   std::vector<uint8_t> k, v;   // [block][slot][kv_head][RowBytes(dtype, head_dim)]
   std::vector<float> kd, vd;   // the same rows decoded, [block][slot][kv_head][head_dim]
   std::vector<int32_t> table;  // a random permutation of the blocks
+  bool dim_major = false;      // K as [block][kv_head][dim][slot] elements
   int64_t RowBytesOf() const { return RowBytes(dtype, head_dim); }
   PagedKvView View(int64_t kv_head) const {
     PagedKvView view;
@@ -41,22 +44,47 @@ struct Layout {
     view.block_stride = block_size * kv_heads * RowBytesOf();
     view.v_slot_stride = view.slot_stride;
     view.v_block_stride = view.block_stride;
+    if (dim_major) {
+      const int64_t elem = BlockBytes(dtype);
+      view.k = k.data() + kv_head * head_dim * block_size * elem;
+      view.slot_stride = elem;
+      view.k_dim_stride = block_size * elem;
+    }
     return view;
+  }
+  // The same cache with K dim-major (f32 / f16 / bf16: elements are bytes apart).
+  Layout AsDimMajor() const {
+    Layout l = *this;
+    l.dim_major = true;
+    const int64_t elem = BlockBytes(dtype);
+    for (int64_t b = 0; b < num_blocks; ++b) {
+      for (int64_t slot = 0; slot < block_size; ++slot) {
+        for (int64_t h = 0; h < kv_heads; ++h) {
+          for (int64_t d = 0; d < head_dim; ++d) {
+            const int64_t from = ((b * block_size + slot) * kv_heads + h) * RowBytesOf() + d * elem;
+            const int64_t to = (((b * kv_heads + h) * head_dim + d) * block_size + slot) * elem;
+            std::memcpy(l.k.data() + to, k.data() + from, static_cast<size_t>(elem));
+          }
+        }
+      }
+    }
+    return l;
   }
   const float* K(int64_t kv_head, int64_t pos) const { return kd.data() + Offset(kv_head, pos); }
   const float* V(int64_t kv_head, int64_t pos) const { return vd.data() + Offset(kv_head, pos); }
   int64_t Offset(int64_t kv_head, int64_t pos) const {
     return ((table[pos / block_size] * block_size + pos % block_size) * kv_heads + kv_head) * head_dim;
   }
-  // The same cache stored as f32 (the decoded values).
+  // The same cache stored as f32 (the decoded values), in the same K layout.
   Layout AsF32() const {
     Layout l = *this;
     l.dtype = DType::kF32;
+    l.dim_major = false;
     l.k.resize(kd.size() * sizeof(float));
     l.v.resize(vd.size() * sizeof(float));
     std::memcpy(l.k.data(), kd.data(), l.k.size());
     std::memcpy(l.v.data(), vd.data(), l.v.size());
-    return l;
+    return dim_major ? l.AsDimMajor() : l;
   }
 };
 
@@ -84,6 +112,12 @@ Layout MakeLayout(std::mt19937& rng, int64_t block_size, int64_t positions, int6
   std::shuffle(l.table.begin(), l.table.end(), rng);
   return l;
 }
+
+// Both K layouts of the cache dtypes that have them (q8_0: rows only).
+std::vector<bool> KLayouts(DType dtype) {
+  return dtype == DType::kQ8_0 ? std::vector<bool>{false} : std::vector<bool>{false, true};
+}
+Layout InKLayout(Layout l, bool dim_major) { return dim_major ? l.AsDimMajor() : l; }
 
 // softmax(scale q.k_j) . v_j over j in [begin, end), in double.
 // With softcap > 0 the scores are capped first: softcap * tanh(score / softcap).
@@ -141,7 +175,8 @@ TEST(AttentionKernel, SoftCapMatchesReference) {
   std::mt19937 rng(21);
   for (int trial = 0; trial < 12; ++trial) {
     const int64_t hd = trial % 2 == 0 ? 32 : 40, positions = 70 + trial * 13;
-    const Layout l = MakeLayout(rng, 5, positions, 2, hd, 3.0f);
+    const Layout l =
+        InKLayout(MakeLayout(rng, trial % 3 == 0 ? 16 : 5, positions, 2, hd, 3.0f), trial % 2 == 1);
     std::vector<float> q(2 * hd);
     std::normal_distribution<float> n(0.0f, 3.0f);
     for (auto& x : q) x = n(rng);
@@ -166,35 +201,41 @@ constexpr DType kKvDTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ
 
 TEST(AttentionKernel, MatchesTwoPassReferenceOnRandomShapes) {
   for (DType dtype : kKvDTypes) {
-    std::mt19937 rng(7);
-    // q8_0 rows are whole blocks of 32.
-    const std::vector<int64_t> head_dims = dtype == DType::kQ8_0
-                                               ? std::vector<int64_t>{32, 64, 96, 128, 160}
-                                               : std::vector<int64_t>{8, 24, 40, 64, 72, 128, 33};
-    for (int trial = 0; trial < 40; ++trial) {
-      const int64_t hd = head_dims[trial % head_dims.size()];
-      const int64_t bs = std::uniform_int_distribution<int64_t>(1, 19)(rng);
-      const int64_t positions = std::uniform_int_distribution<int64_t>(1, 300)(rng);
-      const int64_t kv_heads = 1 + trial % 3, n_q = 1 + trial % 4;
-      const float spread = trial % 5 == 0 ? 3.0f : 1.0f;  // some runs with large, peaked scores
-      const Layout l = MakeLayout(rng, bs, positions, kv_heads, hd, spread, dtype);
-      std::vector<float> q(n_q * hd);
-      std::normal_distribution<float> n(0.0f, spread);
-      for (auto& x : q) x = n(rng);
-      const int64_t begin = std::uniform_int_distribution<int64_t>(0, positions - 1)(rng);
-      const int64_t end = std::uniform_int_distribution<int64_t>(begin + 1, positions)(rng);
-      const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-      const int64_t head = trial % kv_heads;
-      for (Kernel kernel : Kernels()) {
-        const std::vector<float> got = RunKernel(kernel, l, head, q.data(), n_q, scale, {begin, end});
-        for (int64_t i = 0; i < n_q; ++i) {
-          // Against the decoded values: decoding is exact, so the f32 bound holds.
-          const std::vector<double> ref = Reference(l, head, q.data() + i * hd, scale, begin, end);
-          for (int64_t d = 0; d < hd; ++d) {
-            ASSERT_NEAR(got[i * hd + d], ref[d], 2e-5 * (1 + std::abs(ref[d])))
-                << DTypeName(dtype) << " trial " << trial << " head_dim " << hd << " block " << bs
-                << " range [" << begin << ", " << end << ") q " << i << " d " << d
-                << (kernel == &AttendKeysScalar ? " scalar" : " avx512");
+    for (bool dim_major : KLayouts(dtype)) {
+      std::mt19937 rng(7);
+      // q8_0 rows are whole blocks of 32.
+      const std::vector<int64_t> head_dims = dtype == DType::kQ8_0
+                                                 ? std::vector<int64_t>{32, 64, 96, 128, 160}
+                                                 : std::vector<int64_t>{8, 24, 40, 64, 72, 128, 33};
+      for (int trial = 0; trial < 40; ++trial) {
+        const int64_t hd = head_dims[trial % head_dims.size()];
+        // Dim-major K is read in place for blocks of >= 16 slots (16, 32, 48
+        // here on every third trial) and gathered otherwise.
+        const int64_t bs = dim_major && trial % 3 == 0 ? 16 * (1 + trial % 3 + (trial / 3) % 3)
+                                                       : std::uniform_int_distribution<int64_t>(1, 19)(rng);
+        const int64_t positions = std::uniform_int_distribution<int64_t>(1, 300)(rng);
+        const int64_t kv_heads = 1 + trial % 3, n_q = 1 + trial % 4 + (trial % 7 == 0 ? 9 : 0);
+        const float spread = trial % 5 == 0 ? 3.0f : 1.0f;  // some runs with large, peaked scores
+        const Layout l = InKLayout(MakeLayout(rng, bs, positions, kv_heads, hd, spread, dtype), dim_major);
+        std::vector<float> q(n_q * hd);
+        std::normal_distribution<float> n(0.0f, spread);
+        for (auto& x : q) x = n(rng);
+        int64_t begin = std::uniform_int_distribution<int64_t>(0, positions - 1)(rng);
+      if (dim_major && trial % 2 == 0) begin -= begin % 16;  // tiles of whole blocks: K read in place
+        const int64_t end = std::uniform_int_distribution<int64_t>(begin + 1, positions)(rng);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        const int64_t head = trial % kv_heads;
+        for (Kernel kernel : Kernels()) {
+          const std::vector<float> got = RunKernel(kernel, l, head, q.data(), n_q, scale, {begin, end});
+          for (int64_t i = 0; i < n_q; ++i) {
+            // Against the decoded values: decoding is exact, so the f32 bound holds.
+            const std::vector<double> ref = Reference(l, head, q.data() + i * hd, scale, begin, end);
+            for (int64_t d = 0; d < hd; ++d) {
+              ASSERT_NEAR(got[i * hd + d], ref[d], 2e-5 * (1 + std::abs(ref[d])))
+                  << DTypeName(dtype) << " trial " << trial << " head_dim " << hd << " block " << bs
+                  << " range [" << begin << ", " << end << ") q " << i << " d " << d
+                  << (kernel == &AttendKeysScalar ? " scalar" : " avx512") << (dim_major ? " dim-major" : "");
+            }
           }
         }
       }
@@ -207,19 +248,21 @@ TEST(AttentionKernel, MatchesTwoPassReferenceOnRandomShapes) {
 // every f32 invariance (batch, threads, GQA group) carries over.
 TEST(AttentionKernel, NarrowCacheEqualsF32CacheOfItsDecodedValues) {
   for (DType dtype : {DType::kF16, DType::kBF16, DType::kQ8_0}) {
-    std::mt19937 rng(13);
-    for (int64_t hd : {32, 64, 128}) {
-      for (int64_t n_q : {1, 3, 8}) {
-        const Layout narrow = MakeLayout(rng, 16, 333, 2, hd, 1.0f, dtype);
-        const Layout wide = narrow.AsF32();
-        std::vector<float> q(n_q * hd);
-        for (auto& x : q) x = std::normal_distribution<float>(0, 1)(rng);
-        for (Kernel kernel : Kernels()) {
-          const std::vector<float> a = RunKernel(kernel, narrow, 1, q.data(), n_q, 0.125f, {5, 300, 333});
-          const std::vector<float> b = RunKernel(kernel, wide, 1, q.data(), n_q, 0.125f, {5, 300, 333});
-          EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
-              << DTypeName(dtype) << " hd " << hd << " n_q " << n_q
-              << (kernel == &AttendKeysScalar ? " scalar" : " avx512");
+    for (bool dim_major : KLayouts(dtype)) {
+      std::mt19937 rng(13);
+      for (int64_t hd : {32, 64, 128}) {
+        for (int64_t n_q : {1, 3, 8}) {
+          const Layout narrow = InKLayout(MakeLayout(rng, 16, 333, 2, hd, 1.0f, dtype), dim_major);
+          const Layout wide = narrow.AsF32();
+          std::vector<float> q(n_q * hd);
+          for (auto& x : q) x = std::normal_distribution<float>(0, 1)(rng);
+          for (Kernel kernel : Kernels()) {
+            const std::vector<float> a = RunKernel(kernel, narrow, 1, q.data(), n_q, 0.125f, {5, 300, 333});
+            const std::vector<float> b = RunKernel(kernel, wide, 1, q.data(), n_q, 0.125f, {5, 300, 333});
+            EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
+                << DTypeName(dtype) << " hd " << hd << " n_q " << n_q
+                << (kernel == &AttendKeysScalar ? " scalar" : " avx512") << (dim_major ? " dim-major" : "");
+          }
         }
       }
     }
@@ -238,18 +281,29 @@ TEST(AttentionKernel, SplitAndMergeEqualsOnePass) {
   }
 }
 
+// Groups of 4 and of 15 query heads (blocks of 8, 4, 2 and 1 inside the
+// kernels), against each head alone: block and range start in a tile edge
+// or inside a block (a sliding window's first keys).
 TEST(AttentionKernel, HeadResultDoesNotDependOnItsGroup) {
   for (DType dtype : kKvDTypes) {
-    std::mt19937 rng(3);
-    const Layout l = MakeLayout(rng, 16, 130, 1, 64, 1.0f, dtype);
-    std::vector<float> q(4 * 64);
-    for (auto& x : q) x = std::normal_distribution<float>(0, 1)(rng);
-    for (Kernel kernel : Kernels()) {
-      const std::vector<float> group = RunKernel(kernel, l, 0, q.data(), 4, 0.125f, {0, 130});
-      for (int64_t i = 0; i < 4; ++i) {
-        const std::vector<float> alone = RunKernel(kernel, l, 0, q.data() + i * 64, 1, 0.125f, {0, 130});
-        EXPECT_EQ(0, std::memcmp(alone.data(), group.data() + i * 64, 64 * sizeof(float)))
-            << DTypeName(dtype) << " head " << i;
+    for (bool dim_major : KLayouts(dtype)) {
+      for (int64_t n_q : {4, 15}) {
+        for (int64_t begin : {0, 5}) {
+          std::mt19937 rng(3);
+          const Layout l = InKLayout(MakeLayout(rng, 16, 130, 1, 64, 1.0f, dtype), dim_major);
+          std::vector<float> q(n_q * 64);
+          for (auto& x : q) x = std::normal_distribution<float>(0, 1)(rng);
+          for (Kernel kernel : Kernels()) {
+            const std::vector<float> group = RunKernel(kernel, l, 0, q.data(), n_q, 0.125f, {begin, 130});
+            for (int64_t i = 0; i < n_q; ++i) {
+              const std::vector<float> alone =
+                  RunKernel(kernel, l, 0, q.data() + i * 64, 1, 0.125f, {begin, 130});
+              EXPECT_EQ(0, std::memcmp(alone.data(), group.data() + i * 64, 64 * sizeof(float)))
+                  << DTypeName(dtype) << " head " << i << " of " << n_q << " begin " << begin
+                  << (dim_major ? " dim-major" : "");
+            }
+          }
+        }
       }
     }
   }
@@ -264,33 +318,38 @@ TEST(AttentionKernel, TokensSharingTilesEqualSeparateCalls) {
   std::vector<std::pair<Kernel, TokensKernel>> kernels = {{&AttendKeysScalar, &AttendKeysForTokensScalar}};
   if (CpuSupports(Isa::kAvx512)) kernels.emplace_back(&AttendKeysAvx512, &AttendKeysForTokensAvx512);
   for (DType dtype : kKvDTypes) {
-    const int64_t hd = dtype == DType::kQ8_0 ? 32 : 24, n_q = 3, begin = 5;
-    std::mt19937 rng(17);
-    const Layout l = MakeLayout(rng, 7, 120, 2, hd, 1.0f, dtype);
-    const std::vector<int64_t> ends = {6, 36, 37, 38, 60, 100, 37};
-    const int64_t n = static_cast<int64_t>(ends.size());
-    std::vector<float> q(n * n_q * hd);
-    for (auto& x : q) x = std::normal_distribution<float>(0, 1)(rng);
-    for (float softcap : {0.0f, 2.0f}) {
-      for (auto [single, tokens_kernel] : kernels) {
-        std::vector<float> acc(n * n_q * hd), mx(n * n_q), sum(n * n_q);
-        std::vector<AttentionState> states;
-        for (int64_t i = 0; i < n; ++i) {
-          states.push_back({mx.data() + i * n_q, sum.data() + i * n_q, acc.data() + i * n_q * hd});
-          ResetAttentionState(n_q, hd, states.back());
-        }
-        tokens_kernel(AttentionQuery{q.data(), n_q, hd, 0.3f, softcap},
-                      AttentionTokens{n, n_q * hd, ends.data(), states.data()}, l.View(1), begin);
-        for (int64_t i = 0; i < n; ++i) {
-          std::vector<float> acc1(n_q * hd), mx1(n_q), sum1(n_q);
-          const AttentionState one{mx1.data(), sum1.data(), acc1.data()};
-          ResetAttentionState(n_q, hd, one);
-          single(AttentionQuery{q.data() + i * n_q * hd, n_q, hd, 0.3f, softcap}, l.View(1), begin, ends[i],
-                 one);
-          EXPECT_EQ(0, std::memcmp(acc1.data(), states[i].acc, acc1.size() * sizeof(float)))
-              << DTypeName(dtype) << " token " << i << " softcap " << softcap;
-          EXPECT_EQ(0, std::memcmp(mx1.data(), states[i].max, n_q * sizeof(float)));
-          EXPECT_EQ(0, std::memcmp(sum1.data(), states[i].sum, n_q * sizeof(float)));
+    for (bool dim_major : KLayouts(dtype)) {
+      for (int64_t bs : {7, 16}) {
+        const int64_t hd = dtype == DType::kQ8_0 ? 32 : 24, n_q = 3, begin = bs == 16 ? 0 : 5;
+        std::mt19937 rng(17);
+        const Layout l = InKLayout(MakeLayout(rng, bs, 120, 2, hd, 1.0f, dtype), dim_major);
+        const std::vector<int64_t> ends = {6, 36, 37, 38, 60, 100, 37};
+        const int64_t n = static_cast<int64_t>(ends.size());
+        std::vector<float> q(n * n_q * hd);
+        for (auto& x : q) x = std::normal_distribution<float>(0, 1)(rng);
+        for (float softcap : {0.0f, 2.0f}) {
+          for (auto [single, tokens_kernel] : kernels) {
+            std::vector<float> acc(n * n_q * hd), mx(n * n_q), sum(n * n_q);
+            std::vector<AttentionState> states;
+            for (int64_t i = 0; i < n; ++i) {
+              states.push_back({mx.data() + i * n_q, sum.data() + i * n_q, acc.data() + i * n_q * hd});
+              ResetAttentionState(n_q, hd, states.back());
+            }
+            tokens_kernel(AttentionQuery{q.data(), n_q, hd, 0.3f, softcap},
+                          AttentionTokens{n, n_q * hd, ends.data(), states.data()}, l.View(1), begin);
+            for (int64_t i = 0; i < n; ++i) {
+              std::vector<float> acc1(n_q * hd), mx1(n_q), sum1(n_q);
+              const AttentionState one{mx1.data(), sum1.data(), acc1.data()};
+              ResetAttentionState(n_q, hd, one);
+              single(AttentionQuery{q.data() + i * n_q * hd, n_q, hd, 0.3f, softcap}, l.View(1), begin,
+                     ends[i], one);
+              EXPECT_EQ(0, std::memcmp(acc1.data(), states[i].acc, acc1.size() * sizeof(float)))
+                  << DTypeName(dtype) << " token " << i << " softcap " << softcap << " block " << bs
+                  << (dim_major ? " dim-major" : "");
+              EXPECT_EQ(0, std::memcmp(mx1.data(), states[i].max, n_q * sizeof(float)));
+              EXPECT_EQ(0, std::memcmp(sum1.data(), states[i].sum, n_q * sizeof(float)));
+            }
+          }
         }
       }
     }

@@ -17,6 +17,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -288,14 +289,22 @@ constexpr int QueriesPerValueBlock(int nc) { return nc <= 2 ? 8 : nc <= 4 ? 4 : 
 
 using AccumulateFn = void (*)(float* const*, int64_t, const float* const*, const float* const*, int64_t,
                               int64_t, const float*);
+// [nc - 1][i]: AccumulateValues for NC = nc chunks and QB = 8 >> i queries,
+// or null where that block would need more than 16 accumulators.
+template <int NC, int QB>
+constexpr AccumulateFn AccumulateOrNull() {
+  if constexpr (QB <= QueriesPerValueBlock(NC)) {
+    return AccumulateValues<NC, QB>;
+  } else {
+    return nullptr;
+  }
+}
 template <int NC>
-constexpr AccumulateFn kAccumulateBlock = AccumulateValues<NC, QueriesPerValueBlock(NC)>;
-// [nc - 1]: the blocked and the one-query version for NC chunks.
-constexpr AccumulateFn kAccumulate[][2] = {
-    {kAccumulateBlock<1>, AccumulateValues<1, 1>}, {kAccumulateBlock<2>, AccumulateValues<2, 1>},
-    {kAccumulateBlock<3>, AccumulateValues<3, 1>}, {kAccumulateBlock<4>, AccumulateValues<4, 1>},
-    {kAccumulateBlock<5>, AccumulateValues<5, 1>}, {kAccumulateBlock<6>, AccumulateValues<6, 1>},
-    {kAccumulateBlock<7>, AccumulateValues<7, 1>}, {kAccumulateBlock<8>, AccumulateValues<8, 1>}};
+constexpr std::array<AccumulateFn, 4> kAccumulateRow = {AccumulateOrNull<NC, 8>(), AccumulateOrNull<NC, 4>(),
+                                                        AccumulateOrNull<NC, 2>(), AccumulateOrNull<NC, 1>()};
+constexpr std::array<AccumulateFn, 4> kAccumulate[] = {
+    kAccumulateRow<1>, kAccumulateRow<2>, kAccumulateRow<3>, kAccumulateRow<4>,
+    kAccumulateRow<5>, kAccumulateRow<6>, kAccumulateRow<7>, kAccumulateRow<8>};
 
 // The 16-key groups of the dim-major K tile [t0, t0 + n) (1 or 2), passed to
 // score(dtype, groups, n_groups): read in place where a group's 16 keys are
@@ -517,7 +526,7 @@ void AttendKeysForTokensAvx512(const AttentionQuery& q, const AttentionTokens& t
     for (int64_t off = 0; off < hd; off += 128) {  // 8 chunks (16 accumulators) at a time
       const int64_t width = std::min<int64_t>(128, hd - off);
       const int64_t nc = (width + 15) / 16;
-      const int64_t block = QueriesPerValueBlock(static_cast<int>(nc));
+      const int64_t block = QueriesPerValueBlock(static_cast<int>(nc));  // the largest block
       for (int64_t x = 0; x < n_x;) {
         const int64_t nx = keys_of(x, t0);
         float* accs[8];
@@ -528,14 +537,12 @@ void AttendKeysForTokensAvx512(const AttentionQuery& q, const AttentionTokens& t
           ps[nb] = scores + (x + nb) * kAttentionKeyTile;
           ++nb;
         }
-        if (nx > 0) {
-          if (nb == block) {
-            kAccumulate[nc - 1][0](accs, width, ps, v_rows, off, nx, correction + x);
-          } else {
-            for (int64_t b = 0; b < nb; ++b) {
-              kAccumulate[nc - 1][1](accs + b, width, ps + b, v_rows, off, nx, correction + x + b);
-            }
-          }
+        // The run in blocks of 8, 4, 2 or 1 queries, each as large as fits.
+        for (int64_t b = 0; nx > 0 && b < nb;) {
+          int i = 0;  // block of 8 >> i queries; i = 3 (one query) always fits
+          while ((int64_t{8} >> i) > nb - b || kAccumulate[nc - 1][i] == nullptr) ++i;
+          kAccumulate[nc - 1][i](accs + b, width, ps + b, v_rows, off, nx, correction + x + b);
+          b += int64_t{8} >> i;
         }
         x += nb;
       }

@@ -102,32 +102,66 @@ void LoadTile(const PagedKvView& kv, int64_t t0, int64_t n, int64_t hd, bool dec
   });
 }
 
-// 16 consecutive K elements of dtype T (one dimension of 16 keys) as f32.
-template <DType T>
-inline __m512 LoadKeys16(const uint8_t* p) {
-  if constexpr (T == DType::kF16) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  } else if constexpr (T == DType::kBF16) {
-    const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
-  } else {
-    return _mm512_loadu_ps(reinterpret_cast<const float*>(p));
-  }
-}
-
-// 16 keys of a dim-major K tile: dimension d of key u at base + d *
-// dim_stride + u * sizeof(T).
+// 16 keys of a dim-major K tile, one dimension per load: lane u < split is
+// the element at base + u * sizeof(T) (+ d * dim_stride), lane u >= split at
+// next + (u - split) * sizeof(T): a group that starts inside a block ends in
+// the next one. Only the first from_next lanes of `next` are read (the keys
+// the tile has there; 0: lanes >= split are zero); split 16: next unused.
 struct KeyGroup {
   const uint8_t* base;
+  const uint8_t* next;
   int64_t dim_stride;
+  int split;
+  int from_next;
 };
+
+// Dimension d of the group's 16 keys as f32; kSplit: the group spans two
+// blocks (two masked loads, the second one's lanes moved up by `split`).
+template <DType T, bool kSplit>
+inline __m512 LoadKeys16(const KeyGroup& g, int64_t d) {
+  const uint8_t* p = g.base + d * g.dim_stride;
+  if constexpr (T == DType::kF32) {
+    if constexpr (!kSplit) {
+      return _mm512_loadu_ps(reinterpret_cast<const float*>(p));
+    } else {
+      const __mmask16 low = TailMask(g.split);
+      const __m512 a = _mm512_maskz_loadu_ps(low, reinterpret_cast<const float*>(p));
+      const __m512 b = _mm512_maskz_loadu_ps(TailMask(g.from_next),
+                                             reinterpret_cast<const float*>(g.next + d * g.dim_stride));
+      const __m512i up = _mm512_and_si512(
+          _mm512_sub_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                           _mm512_set1_epi32(g.split)),
+          _mm512_set1_epi32(15));
+      return _mm512_mask_blend_ps(static_cast<__mmask16>(~low), a, _mm512_permutexvar_ps(up, b));
+    }
+  } else {
+    __m256i h;
+    if constexpr (!kSplit) {
+      h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    } else {
+      const __mmask16 low = TailMask(g.split);
+      const __m256i a = _mm256_maskz_loadu_epi16(low, p);
+      const __m256i b = _mm256_maskz_loadu_epi16(TailMask(g.from_next), g.next + d * g.dim_stride);
+      const __m256i up = _mm256_and_si256(
+          _mm256_sub_epi16(_mm256_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                           _mm256_set1_epi16(static_cast<int16_t>(g.split))),
+          _mm256_set1_epi16(15));
+      h = _mm256_mask_blend_epi16(static_cast<__mmask16>(~low), a, _mm256_permutexvar_epi16(up, b));
+    }
+    if constexpr (T == DType::kF16) {
+      return _mm512_cvtph_ps(h);
+    } else {  // bf16: the high half of an f32
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+  }
+}
 
 // Scaled scores of QB queries against G groups of 16 keys of a dim-major K:
 // sc[b][16 g + u] = scale * sum_d q_b[d] k_u[d], one fma chain per (query,
 // group) over the dimensions in order, 16 keys in the lanes (no horizontal
 // sums). Each key vector is loaded once for the QB queries; a query's
 // chain, and so its bits, is the same whatever QB is.
-template <DType T, int QB, int G>
+template <DType T, bool kSplit, int QB, int G>
 void ScoreDimMajor(const float* const* q, const KeyGroup* groups, int64_t hd, __m512 scale,
                    float* const* sc) {
   __m512 acc[QB][G];
@@ -139,7 +173,7 @@ void ScoreDimMajor(const float* const* q, const KeyGroup* groups, int64_t hd, __
   for (int64_t d = 0; d < hd; ++d) {
     __m512 k[G];
 #pragma GCC unroll 2
-    for (int g = 0; g < G; ++g) k[g] = LoadKeys16<T>(groups[g].base + d * groups[g].dim_stride);
+    for (int g = 0; g < G; ++g) k[g] = LoadKeys16<T, kSplit>(groups[g], d);
 #pragma GCC unroll 8
     for (int b = 0; b < QB; ++b) {
       const __m512 qb = _mm512_set1_ps(q[b][d]);
@@ -155,15 +189,15 @@ void ScoreDimMajor(const float* const* q, const KeyGroup* groups, int64_t hd, __
 }
 
 // ScoreDimMajor for n queries (blocks of 8, 4, 2, 1) and 1 or 2 groups.
-template <DType T>
+template <DType T, bool kSplit>
 void ScoreQueriesDimMajor(const float* const* q, int64_t n, const KeyGroup* groups, int64_t n_groups,
                           int64_t hd, __m512 scale, float* const* sc) {
   const auto run = [&](auto qb) {
     constexpr int QB = decltype(qb)::value;
     if (n_groups == 2) {
-      ScoreDimMajor<T, QB, 2>(q, groups, hd, scale, sc);
+      ScoreDimMajor<T, kSplit, QB, 2>(q, groups, hd, scale, sc);
     } else {
-      ScoreDimMajor<T, QB, 1>(q, groups, hd, scale, sc);
+      ScoreDimMajor<T, kSplit, QB, 1>(q, groups, hd, scale, sc);
     }
   };
   while (n > 0) {
@@ -307,25 +341,34 @@ constexpr std::array<AccumulateFn, 4> kAccumulate[] = {
     kAccumulateRow<5>, kAccumulateRow<6>, kAccumulateRow<7>, kAccumulateRow<8>};
 
 // The 16-key groups of the dim-major K tile [t0, t0 + n) (1 or 2), passed to
-// score(dtype, groups, n_groups): read in place where a group's 16 keys are
-// the consecutive slots of one block, else gathered (keys past n as 0) into
-// `scratch` as f32 [group][hd][16] (a tile starting inside a block: a
-// sliding window's first keys, or blocks of fewer than 16 slots).
+// score(dtype, split, groups, n_groups): read in place where a group's keys
+// are consecutive slots of one block, or of one block and the next (a tile
+// that starts inside a block: a sliding window's first keys; `split`), else
+// gathered (keys past n as 0) into `scratch` as f32 [group][hd][16] (blocks
+// of fewer than 16 slots).
 template <class Score>
 void ScoreTileDimMajor(const PagedKvView& kv, int64_t t0, int64_t n, int64_t hd, float* scratch,
                        Score&& score) {
   const int64_t elem = BlockBytes(kv.dtype);
   const int64_t n_groups = (n + 15) / 16;
   KeyGroup groups[2];
-  bool in_place = kv.slot_stride == elem;
+  bool in_place = kv.slot_stride == elem && kv.block_size >= 16, split = false;
   for (int64_t g = 0; g < n_groups && in_place; ++g) {
-    const int64_t key = t0 + 16 * g, slot = key % kv.block_size;
-    in_place = slot + 16 <= kv.block_size;
-    groups[g] = {kv.k + kv.block_table[key / kv.block_size] * kv.block_stride + slot * kv.slot_stride,
-                 kv.k_dim_stride};
+    const int64_t key = t0 + 16 * g, slot = key % kv.block_size, block = key / kv.block_size;
+    const int64_t keys = std::min<int64_t>(16, t0 + n - key);  // keys the tile has in this group
+    const int64_t here = std::min<int64_t>(16, kv.block_size - slot);
+    KeyGroup& group = groups[g];
+    group = {kv.k + kv.block_table[block] * kv.block_stride + slot * kv.slot_stride, nullptr, kv.k_dim_stride,
+             16, 0};
+    if (here < 16) {  // the group ends in the next block (read only if the tile has keys there)
+      group.split = static_cast<int>(here);
+      group.from_next = static_cast<int>(std::max<int64_t>(0, keys - here));
+      group.next = group.from_next > 0 ? kv.k + kv.block_table[block + 1] * kv.block_stride : group.base;
+      split = true;
+    }
   }
   if (in_place) {
-    score(kv.dtype, groups, n_groups);
+    score(kv.dtype, split, groups, n_groups);
     return;
   }
   std::fill(scratch, scratch + n_groups * hd * 16, 0.0f);
@@ -336,10 +379,10 @@ void ScoreTileDimMajor(const PagedKvView& kv, int64_t t0, int64_t n, int64_t hd,
     ++j;
   });
   for (int64_t g = 0; g < n_groups; ++g) {
-    groups[g] = {reinterpret_cast<const uint8_t*>(scratch + g * hd * 16),
-                 16 * static_cast<int64_t>(sizeof(float))};
+    groups[g] = {reinterpret_cast<const uint8_t*>(scratch + g * hd * 16), nullptr,
+                 16 * static_cast<int64_t>(sizeof(float)), 16, 0};
   }
-  score(DType::kF32, groups, n_groups);
+  score(DType::kF32, false, groups, n_groups);
 }
 
 // Queries scored together: 4 x 4 keys = 16 accumulators.
@@ -430,36 +473,45 @@ void AttendKeysForTokensAvx512(const AttentionQuery& q, const AttentionTokens& t
     // same key count at a time (the heads of one token).
     const auto query_of = [&](int64_t x) { return q.q + (x / q.n_q) * tokens.q_stride + (x % q.n_q) * hd; };
     if (dim_major) {
-      ScoreTileDimMajor(kv, t0, n, hd, tile_k, [&](DType t, const KeyGroup* groups, int64_t n_groups) {
-        // Every query with keys in this tile, in runs of consecutive ones
-        // (the lanes past a query's own key count are masked below).
-        for (int64_t x = 0; x < n_x;) {
-          if (keys_of(x, t0) <= 0) {
-            ++x;
-            continue;
-          }
-          const float* qs[8];
-          float* sc[8];
-          int64_t nb = 0;
-          while (nb < 8 && x + nb < n_x && keys_of(x + nb, t0) > 0) {
-            qs[nb] = query_of(x + nb);
-            sc[nb] = scores + (x + nb) * kAttentionKeyTile;
-            ++nb;
-          }
-          switch (t) {
-            case DType::kF16:
-              ScoreQueriesDimMajor<DType::kF16>(qs, nb, groups, n_groups, hd, scale, sc);
-              break;
-            case DType::kBF16:
-              ScoreQueriesDimMajor<DType::kBF16>(qs, nb, groups, n_groups, hd, scale, sc);
-              break;
-            default:
-              ScoreQueriesDimMajor<DType::kF32>(qs, nb, groups, n_groups, hd, scale, sc);
-              break;
-          }
-          x += nb;
-        }
-      });
+      ScoreTileDimMajor(
+          kv, t0, n, hd, tile_k, [&](DType t, bool split, const KeyGroup* groups, int64_t n_groups) {
+            // Every query with keys in this tile, in runs of consecutive ones
+            // (the lanes past a query's own key count are masked below).
+            for (int64_t x = 0; x < n_x;) {
+              if (keys_of(x, t0) <= 0) {
+                ++x;
+                continue;
+              }
+              const float* qs[8];
+              float* sc[8];
+              int64_t nb = 0;
+              while (nb < 8 && x + nb < n_x && keys_of(x + nb, t0) > 0) {
+                qs[nb] = query_of(x + nb);
+                sc[nb] = scores + (x + nb) * kAttentionKeyTile;
+                ++nb;
+              }
+              const auto run = [&](auto split_keys) {
+                constexpr bool kSplit = decltype(split_keys)::value;
+                switch (t) {
+                  case DType::kF16:
+                    ScoreQueriesDimMajor<DType::kF16, kSplit>(qs, nb, groups, n_groups, hd, scale, sc);
+                    break;
+                  case DType::kBF16:
+                    ScoreQueriesDimMajor<DType::kBF16, kSplit>(qs, nb, groups, n_groups, hd, scale, sc);
+                    break;
+                  default:
+                    ScoreQueriesDimMajor<DType::kF32, kSplit>(qs, nb, groups, n_groups, hd, scale, sc);
+                    break;
+                }
+              };
+              if (split) {
+                run(std::true_type{});
+              } else {
+                run(std::false_type{});
+              }
+              x += nb;
+            }
+          });
     }
     for (int64_t x = 0; x < (dim_major ? 0 : n_x);) {
       const int64_t nx = keys_of(x, t0);

@@ -221,7 +221,7 @@ TEST(AttentionKernel, MatchesTwoPassReferenceOnRandomShapes) {
         std::normal_distribution<float> n(0.0f, spread);
         for (auto& x : q) x = n(rng);
         int64_t begin = std::uniform_int_distribution<int64_t>(0, positions - 1)(rng);
-      if (dim_major && trial % 2 == 0) begin -= begin % 16;  // tiles of whole blocks: K read in place
+        if (dim_major && trial % 2 == 0) begin -= begin % 16;  // tiles of whole blocks: K read in place
         const int64_t end = std::uniform_int_distribution<int64_t>(begin + 1, positions)(rng);
         const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
         const int64_t head = trial % kv_heads;

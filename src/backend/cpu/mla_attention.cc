@@ -36,22 +36,71 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
     // decoded to f32 once and shared by its heads (a thread's range holds
     // consecutive (token, head) pairs), not once per head and pass.
     thread_local std::vector<float> scores, pe_scores, q_lat, o_lat, k_nope, decoded, head_uk, head_uv;
-    thread_local std::vector<const float*> key_rows, pe_rows;
+    thread_local std::vector<const float*> key_rows, pe_rows, q_lat_rows, q_pe_rows;
+    thread_local std::vector<float*> o_lat_rows;
     int64_t decoded_token = -1, expanded_head = -1;
-    q_lat.resize(static_cast<size_t>(lora));
-    o_lat.resize(static_cast<size_t>(lora));
     k_nope.resize(static_cast<size_t>(nope));
-    for (int64_t i = begin; i < end; ++i) {
+    // The heads first..first + count - 1 of token t (absorbed form): all of
+    // them read the same latent rows, so scores and value sums run over the
+    // rows once per block of heads (DotRowsBlock / AddScaledRowsBlock: each
+    // head's bits as its own DotRows / AddScaledRows, whatever the run).
+    const auto absorbed_heads = [&](int64_t t, int64_t first, int64_t count, const float* const* rows,
+                                    int64_t n_keys) {
+      q_lat.resize(static_cast<size_t>(count * lora));
+      o_lat.assign(static_cast<size_t>(count * lora), 0.0f);
+      scores.resize(static_cast<size_t>(count * n_keys));
+      pe_scores.resize(static_cast<size_t>(count * n_keys));
+      q_lat_rows.resize(static_cast<size_t>(count));
+      q_pe_rows.resize(static_cast<size_t>(count));
+      o_lat_rows.resize(static_cast<size_t>(count));
+      pe_rows.resize(static_cast<size_t>(n_keys));
+      for (int64_t j = 0; j < n_keys; ++j) pe_rows[static_cast<size_t>(j)] = rows[j] + lora;
+      for (int64_t h = 0; h < count; ++h) {  // q_lat = W_uk^T q_nope
+        const float* q = q_all + t * nh * qk + (first + h) * qk;
+        float* q_lat_h = q_lat.data() + h * lora;
+        RowsDotF32(w_uk_t.dtype, uk_bytes + (first + h) * lora * uk_row, uk_row, lora, nope, q, q_lat_h);
+        q_lat_rows[static_cast<size_t>(h)] = q_lat_h;
+        q_pe_rows[static_cast<size_t>(h)] = q + nope;
+        o_lat_rows[static_cast<size_t>(h)] = o_lat.data() + h * lora;
+      }
+      DotRowsBlock(q_lat_rows.data(), count, rows, n_keys, lora, scores.data(), n_keys);
+      DotRowsBlock(q_pe_rows.data(), count, pe_rows.data(), n_keys, rd, pe_scores.data(), n_keys);
+      for (int64_t h = 0; h < count; ++h) {
+        float* score = scores.data() + h * n_keys;
+        const float* pe_score = pe_scores.data() + h * n_keys;
+        float max_score = -INFINITY;
+        for (int64_t j = 0; j < n_keys; ++j) {
+          score[j] = (score[j] + pe_score[j]) * s.scale;
+          max_score = std::max(max_score, score[j]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < n_keys; ++j) {
+          score[j] = std::exp(score[j] - max_score);
+          sum += score[j];
+        }
+        const float inv = static_cast<float>(1.0 / sum);
+        for (int64_t j = 0; j < n_keys; ++j) score[j] *= inv;
+      }
+      // o = W_uv (sum_j p_j c_j)
+      AddScaledRowsBlock(o_lat_rows.data(), scores.data(), n_keys, count, rows, n_keys, lora);
+      for (int64_t h = 0; h < count; ++h) {
+        float* o = out + t * nh * vd + (first + h) * vd;
+        RowsDotF32(w_uv.dtype, uv_bytes + (first + h) * vd * uv_row, uv_row, vd, lora,
+                   o_lat.data() + h * lora, o);
+      }
+    };
+    for (int64_t i = begin; i < end;) {
       const int64_t t = i / nh, head = i % nh;
+      const int64_t run = std::min(end - i, nh - head);  // this range's heads of token t
       const float* q = q_all + t * nh * qk + head * qk;
       const uint8_t* uk = uk_bytes + head * lora * uk_row;  // the head's W_uk^T rows
       const uint8_t* uv = uv_bytes + head * vd * uv_row;    // the head's W_uv rows
       const int64_t pos = positions[t];
       const int64_t lo = s.window > 0 ? std::max<int64_t>(0, pos - s.window + 1) : 0;
+      const int64_t n_keys = pos - lo + 1;
       const std::vector<int32_t>& table = *block_tables[static_cast<size_t>(t)];
-      scores.resize(static_cast<size_t>(pos - lo + 1));
       if (!wide && decoded_token != t) {
-        decoded.resize(static_cast<size_t>((pos - lo + 1) * kvw));
+        decoded.resize(static_cast<size_t>(n_keys * kvw));
         for (int64_t j = lo; j <= pos; ++j) {
           RowToF32(latent.dtype, row_bytes(table, j), kvw, decoded.data() + (j - lo) * kvw);
         }
@@ -61,9 +110,14 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
       const auto row = [&](int64_t j) {
         return wide ? reinterpret_cast<const float*>(row_bytes(table, j)) : decoded.data() + (j - lo) * kvw;
       };
-      if (s.absorb) {  // q_lat = W_uk^T q_nope
-        RowsDotF32(w_uk_t.dtype, uk, uk_row, lora, nope, q, q_lat.data());
-      } else if (expanded_head != head) {
+      key_rows.resize(static_cast<size_t>(n_keys));
+      for (int64_t j = lo; j <= pos; ++j) key_rows[static_cast<size_t>(j - lo)] = row(j);
+      if (s.absorb) {
+        absorbed_heads(t, head, run, key_rows.data(), n_keys);
+        i += run;
+        continue;
+      }
+      if (expanded_head != head) {
         // The naive form reads the head's W_uk [nope][lora] and W_uv
         // [v_dim][lora] as f32 (a test path: once per (token, head) at most).
         head_uk.resize(static_cast<size_t>(nope * lora));
@@ -80,36 +134,18 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
       }
       const float* w_uk_f32 = head_uk.data();
       const float* w_uv_f32 = head_uv.data();
-      const int64_t n_keys = pos - lo + 1;
+      // naive: each key expanded
+      scores.resize(static_cast<size_t>(n_keys));
       float max_score = -INFINITY;
-      if (s.absorb) {
-        // Several keys at a time (DotRows / AddScaledRows: each key's bits as
-        // one Dot / AddScaled call).
-        key_rows.resize(static_cast<size_t>(n_keys));
-        pe_rows.resize(static_cast<size_t>(n_keys));
-        pe_scores.resize(static_cast<size_t>(n_keys));
-        for (int64_t j = lo; j <= pos; ++j) {
-          key_rows[static_cast<size_t>(j - lo)] = row(j);
-          pe_rows[static_cast<size_t>(j - lo)] = row(j) + lora;
+      for (int64_t j = 0; j < n_keys; ++j) {
+        const float* cached = key_rows[static_cast<size_t>(j)];
+        for (int64_t d = 0; d < nope; ++d) {
+          k_nope[static_cast<size_t>(d)] = Dot(w_uk_f32 + d * lora, cached, lora);
         }
-        DotRows(q_lat.data(), key_rows.data(), n_keys, lora, scores.data());
-        DotRows(q + nope, pe_rows.data(), n_keys, rd, pe_scores.data());
-        for (int64_t j = 0; j < n_keys; ++j) {
-          float& score = scores[static_cast<size_t>(j)];
-          score = (score + pe_scores[static_cast<size_t>(j)]) * s.scale;
-          max_score = std::max(max_score, score);
-        }
-      } else {  // naive: each key expanded
-        for (int64_t j = lo; j <= pos; ++j) {
-          const float* cached = row(j);
-          for (int64_t d = 0; d < nope; ++d) {
-            k_nope[static_cast<size_t>(d)] = Dot(w_uk_f32 + d * lora, cached, lora);
-          }
-          float score = Dot(q, k_nope.data(), nope);
-          score = (score + Dot(q + nope, cached + lora, rd)) * s.scale;
-          scores[static_cast<size_t>(j - lo)] = score;
-          max_score = std::max(max_score, score);
-        }
+        float score = Dot(q, k_nope.data(), nope);
+        score = (score + Dot(q + nope, cached + lora, rd)) * s.scale;
+        scores[static_cast<size_t>(j)] = score;
+        max_score = std::max(max_score, score);
       }
       double sum = 0;
       for (float& score : scores) {
@@ -119,18 +155,12 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
       const float inv = static_cast<float>(1.0 / sum);
       float* o = out + t * nh * vd + head * vd;
       std::fill(o, o + vd, 0.0f);
-      if (s.absorb) {  // o = W_uv (sum_j p_j c_j)
-        std::fill(o_lat.begin(), o_lat.end(), 0.0f);
-        for (float& p : scores) p *= inv;
-        AddScaledRows(o_lat.data(), scores.data(), key_rows.data(), n_keys, lora);
-        RowsDotF32(w_uv.dtype, uv, uv_row, vd, lora, o_lat.data(), o);
-      } else {
-        for (int64_t j = lo; j <= pos; ++j) {
-          const float* cached = row(j);
-          const float p = scores[static_cast<size_t>(j - lo)] * inv;
-          for (int64_t d = 0; d < vd; ++d) o[d] += p * Dot(w_uv_f32 + d * lora, cached, lora);
-        }
+      for (int64_t j = 0; j < n_keys; ++j) {
+        const float* cached = key_rows[static_cast<size_t>(j)];
+        const float p = scores[static_cast<size_t>(j)] * inv;
+        for (int64_t d = 0; d < vd; ++d) o[d] += p * Dot(w_uv_f32 + d * lora, cached, lora);
       }
+      ++i;
     }
   });
 }

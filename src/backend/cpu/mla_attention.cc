@@ -10,6 +10,36 @@
 #include "tensor/dequant.h"
 
 namespace deepinfer::cpu {
+namespace {
+
+// y(t, h) = W_h x(t, h) for every token t and head h, where W_h is `rows`
+// rows of w from row h * rows and x(t, h) = x + t * x_token + h * x_head (y
+// likewise): items of (head, up to kTokens tokens) over the pool, each one
+// RowsDotF32Multi - the bits of one RowsDotF32 per (token, head), whatever
+// the items. In a prefill a head's weights are read once per item, not once
+// per token.
+void EachHeadRowsDot(const TensorView& w, int64_t rows, int64_t nh, int64_t n_tokens, const float* x,
+                     int64_t x_token, int64_t x_head, float* y, int64_t y_token, int64_t y_head,
+                     ThreadPool& pool) {
+  constexpr int64_t kTokens = 8;
+  const int64_t k = w.cols(), w_row = RowBytes(w.dtype, k);
+  const int64_t blocks = (n_tokens + kTokens - 1) / kTokens;
+  const auto* bytes = static_cast<const uint8_t*>(w.data);
+  ParallelForCost(pool, nh * blocks, nh * n_tokens * rows * k, [&](int64_t begin, int64_t end, int) {
+    const float* xs[kTokens];
+    float* ys[kTokens];
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t h = i / blocks, t0 = (i % blocks) * kTokens, count = std::min(kTokens, n_tokens - t0);
+      for (int64_t t = 0; t < count; ++t) {
+        xs[t] = x + (t0 + t) * x_token + h * x_head;
+        ys[t] = y + (t0 + t) * y_token + h * y_head;
+      }
+      RowsDotF32Multi(w.dtype, bytes + h * rows * w_row, w_row, rows, k, xs, count, ys);
+    }
+  });
+}
+
+}  // namespace
 
 void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions,
                   const std::vector<const std::vector<int32_t>*>& block_tables, const PagedKvLayer& kv,
@@ -31,11 +61,24 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
   const bool wide = latent.dtype == DType::kF32;
   int64_t cost = 0;
   for (int64_t t = 0; t < n_tokens; ++t) cost += (positions[t] + 1) * nh * kvw * 2;
+  // The absorbed form in three passes: q_lat = W_uk^T q_nope for every
+  // (token, head); attention in the latent space (o_lat); out = W_uv o_lat.
+  // Each buffer f32 [n_tokens, nh, lora], the calling thread's.
+  thread_local std::vector<float> q_lat_buffer, o_lat_buffer;
+  float* q_lat_all = nullptr;
+  float* o_lat_all = nullptr;
+  if (s.absorb) {
+    q_lat_buffer.resize(static_cast<size_t>(n_tokens * nh * lora));
+    o_lat_buffer.resize(static_cast<size_t>(n_tokens * nh * lora));
+    q_lat_all = q_lat_buffer.data();
+    o_lat_all = o_lat_buffer.data();
+    EachHeadRowsDot(w_uk_t, lora, nh, n_tokens, q_all, nh * qk, qk, q_lat_all, nh * lora, lora, pool);
+  }
   ParallelForCost(pool, n_tokens * nh, cost, [&](int64_t begin, int64_t end, int) {
     // A 16- or 8-bit cache: the rows lo..pos of the current query token,
     // decoded to f32 once and shared by its heads (a thread's range holds
     // consecutive (token, head) pairs), not once per head and pass.
-    thread_local std::vector<float> scores, pe_scores, q_lat, o_lat, k_nope, decoded, head_uk, head_uv;
+    thread_local std::vector<float> scores, pe_scores, k_nope, decoded, head_uk, head_uv;
     thread_local std::vector<const float*> key_rows, pe_rows, q_lat_rows, q_pe_rows;
     thread_local std::vector<float*> o_lat_rows;
     int64_t decoded_token = -1, expanded_head = -1;
@@ -46,8 +89,9 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
     // head's bits as its own DotRows / AddScaledRows, whatever the run).
     const auto absorbed_heads = [&](int64_t t, int64_t first, int64_t count, const float* const* rows,
                                     int64_t n_keys) {
-      q_lat.resize(static_cast<size_t>(count * lora));
-      o_lat.assign(static_cast<size_t>(count * lora), 0.0f);
+      float* q_lat = q_lat_all + (t * nh + first) * lora;
+      float* o_lat = o_lat_all + (t * nh + first) * lora;
+      std::fill(o_lat, o_lat + count * lora, 0.0f);
       scores.resize(static_cast<size_t>(count * n_keys));
       pe_scores.resize(static_cast<size_t>(count * n_keys));
       q_lat_rows.resize(static_cast<size_t>(count));
@@ -55,13 +99,10 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
       o_lat_rows.resize(static_cast<size_t>(count));
       pe_rows.resize(static_cast<size_t>(n_keys));
       for (int64_t j = 0; j < n_keys; ++j) pe_rows[static_cast<size_t>(j)] = rows[j] + lora;
-      for (int64_t h = 0; h < count; ++h) {  // q_lat = W_uk^T q_nope
-        const float* q = q_all + t * nh * qk + (first + h) * qk;
-        float* q_lat_h = q_lat.data() + h * lora;
-        RowsDotF32(w_uk_t.dtype, uk_bytes + (first + h) * lora * uk_row, uk_row, lora, nope, q, q_lat_h);
-        q_lat_rows[static_cast<size_t>(h)] = q_lat_h;
-        q_pe_rows[static_cast<size_t>(h)] = q + nope;
-        o_lat_rows[static_cast<size_t>(h)] = o_lat.data() + h * lora;
+      for (int64_t h = 0; h < count; ++h) {
+        q_lat_rows[static_cast<size_t>(h)] = q_lat + h * lora;
+        q_pe_rows[static_cast<size_t>(h)] = q_all + t * nh * qk + (first + h) * qk + nope;
+        o_lat_rows[static_cast<size_t>(h)] = o_lat + h * lora;
       }
       DotRowsBlock(q_lat_rows.data(), count, rows, n_keys, lora, scores.data(), n_keys);
       DotRowsBlock(q_pe_rows.data(), count, pe_rows.data(), n_keys, rd, pe_scores.data(), n_keys);
@@ -81,13 +122,8 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
         const float inv = static_cast<float>(1.0 / sum);
         for (int64_t j = 0; j < n_keys; ++j) score[j] *= inv;
       }
-      // o = W_uv (sum_j p_j c_j)
+      // o_lat = sum_j p_j c_j (o = W_uv o_lat in the third pass)
       AddScaledRowsBlock(o_lat_rows.data(), scores.data(), n_keys, count, rows, n_keys, lora);
-      for (int64_t h = 0; h < count; ++h) {
-        float* o = out + t * nh * vd + (first + h) * vd;
-        RowsDotF32(w_uv.dtype, uv_bytes + (first + h) * vd * uv_row, uv_row, vd, lora,
-                   o_lat.data() + h * lora, o);
-      }
     };
     for (int64_t i = begin; i < end;) {
       const int64_t t = i / nh, head = i % nh;
@@ -163,6 +199,7 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
       ++i;
     }
   });
+  if (s.absorb) EachHeadRowsDot(w_uv, vd, nh, n_tokens, o_lat_all, nh * lora, lora, out, nh * vd, vd, pool);
 }
 
 }  // namespace deepinfer::cpu

@@ -54,6 +54,66 @@ void BlockRows(const uint8_t* w, int64_t row_bytes, int64_t k, const float* x, f
   for (int r = 0; r < R; ++r) y[r] = sums[r];
 }
 
+// BlockRows for X vectors: each of R rows' blocks decoded once for the X
+// vectors; every (vector, row) chain is BlockRows' chain, so the same bits.
+template <int R, int X, bool kQ4>
+void BlockRowsMulti(const uint8_t* w, int64_t row_bytes, int64_t k, const float* const* xs, float* const* ys,
+                    int64_t row0) {
+  constexpr int64_t kBlockBytes = kQ4 ? 18 : 34;
+  __m512 acc[X][4];
+  for (int x = 0; x < X; ++x)
+    for (int r = 0; r < 4; ++r) acc[x][r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < k / 32; ++b) {
+    BlockHalves v[R];
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* blk = w + r * row_bytes + b * kBlockBytes;
+      v[r] = kQ4 ? Q4_0Block(blk) : Q8_0Block(blk);
+    }
+    for (int x = 0; x < X; ++x) {
+      const __m512 x_lo = _mm512_loadu_ps(xs[x] + b * 32), x_hi = _mm512_loadu_ps(xs[x] + b * 32 + 16);
+      for (int r = 0; r < R; ++r) {
+        const __m512 s = _mm512_fmadd_ps(v[r].hi, x_hi, _mm512_mul_ps(v[r].lo, x_lo));
+        acc[x][r] = _mm512_fmadd_ps(_mm512_set1_ps(v[r].d), s, acc[x][r]);
+      }
+    }
+  }
+  for (int x = 0; x < X; ++x) {
+    float sums[4];
+    _mm_storeu_ps(sums, SumLanes4(acc[x][0], acc[x][1], acc[x][2], acc[x][3]));
+    for (int r = 0; r < R; ++r) ys[x][row0 + r] = sums[r];
+  }
+}
+
+// X vectors (X <= 4) against all rows: 4 rows at a time, then the rest one by one.
+template <int X, bool kQ4>
+void RowsMulti(const uint8_t* w, int64_t row_bytes, int64_t rows, int64_t k, const float* const* xs,
+               float* const* ys) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) BlockRowsMulti<4, X, kQ4>(w + r * row_bytes, row_bytes, k, xs, ys, r);
+  for (; r < rows; ++r) BlockRowsMulti<1, X, kQ4>(w + r * row_bytes, row_bytes, k, xs, ys, r);
+}
+
+template <bool kQ4>
+void VectorsMulti(const uint8_t* w, int64_t row_bytes, int64_t rows, int64_t k, const float* const* xs,
+                  int64_t num_x, float* const* ys) {
+  // Vectors outer: a block of 4 vectors stays in L1 while the rows pass.
+  int64_t t = 0;
+  for (; t + 4 <= num_x; t += 4) RowsMulti<4, kQ4>(w, row_bytes, rows, k, xs + t, ys + t);
+  switch (num_x - t) {
+    case 3:
+      RowsMulti<3, kQ4>(w, row_bytes, rows, k, xs + t, ys + t);
+      break;
+    case 2:
+      RowsMulti<2, kQ4>(w, row_bytes, rows, k, xs + t, ys + t);
+      break;
+    case 1:
+      RowsMulti<1, kQ4>(w, row_bytes, rows, k, xs + t, ys + t);
+      break;
+    default:
+      break;
+  }
+}
+
 template <int R>
 void F32Rows(const uint8_t* w, int64_t row_bytes, int64_t k, const float* x, float* y) {
   __m512 acc[4];
@@ -125,6 +185,16 @@ void RowsDotF32Avx512(DType dtype, const uint8_t* w, int64_t row_bytes, int64_t 
     default:  // dequantized rows: the scalar path's f32 order is the F32 kernel's
       RowsDotF32Scalar(dtype, w, row_bytes, rows, k, x, y);
       return;
+  }
+}
+
+void RowsDotF32MultiAvx512(DType dtype, const uint8_t* w, int64_t row_bytes, int64_t rows, int64_t k,
+                           const float* const* xs, int64_t num_x, float* const* ys) {
+  DI_CHECK((dtype == DType::kQ4_0 || dtype == DType::kQ8_0) && k % 32 == 0);
+  if (dtype == DType::kQ4_0) {
+    VectorsMulti<true>(w, row_bytes, rows, k, xs, num_x, ys);
+  } else {
+    VectorsMulti<false>(w, row_bytes, rows, k, xs, num_x, ys);
   }
 }
 

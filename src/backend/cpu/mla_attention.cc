@@ -21,7 +21,7 @@ namespace {
 void EachHeadRowsDot(const TensorView& w, int64_t rows, int64_t nh, int64_t n_tokens, const float* x,
                      int64_t x_token, int64_t x_head, float* y, int64_t y_token, int64_t y_head,
                      ThreadPool& pool) {
-  constexpr int64_t kTokens = 8;
+  constexpr int64_t kTokens = 16;
   const int64_t k = w.cols(), w_row = RowBytes(w.dtype, k);
   const int64_t blocks = (n_tokens + kTokens - 1) / kTokens;
   const auto* bytes = static_cast<const uint8_t*>(w.data);
@@ -75,13 +75,16 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
     EachHeadRowsDot(w_uk_t, lora, nh, n_tokens, q_all, nh * qk, qk, q_lat_all, nh * lora, lora, pool);
   }
   ParallelForCost(pool, n_tokens * nh, cost, [&](int64_t begin, int64_t end, int) {
-    // A 16- or 8-bit cache: the rows lo..pos of the current query token,
-    // decoded to f32 once and shared by its heads (a thread's range holds
-    // consecutive (token, head) pairs), not once per head and pass.
+    // A 16- or 8-bit cache: rows decoded to f32 once per range and shared by
+    // the heads of a token and by the next tokens of its sequence (a range
+    // holds consecutive (token, head) pairs; in a prefill token t + 1 needs
+    // one row more than token t). `decoded` holds the rows decoded_lo ..
+    // decoded_end - 1 of the sequence with block table decoded_table.
     thread_local std::vector<float> scores, pe_scores, k_nope, decoded, head_uk, head_uv;
     thread_local std::vector<const float*> key_rows, pe_rows, q_lat_rows, q_pe_rows;
     thread_local std::vector<float*> o_lat_rows;
-    int64_t decoded_token = -1, expanded_head = -1;
+    const std::vector<int32_t>* decoded_table = nullptr;
+    int64_t decoded_lo = 0, decoded_end = 0, expanded_head = -1;
     k_nope.resize(static_cast<size_t>(nope));
     // The heads first..first + count - 1 of token t (absorbed form): all of
     // them read the same latent rows, so scores and value sums run over the
@@ -135,12 +138,18 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
       const int64_t lo = s.window > 0 ? std::max<int64_t>(0, pos - s.window + 1) : 0;
       const int64_t n_keys = pos - lo + 1;
       const std::vector<int32_t>& table = *block_tables[static_cast<size_t>(t)];
-      if (!wide && decoded_token != t) {
-        decoded.resize(static_cast<size_t>(n_keys * kvw));
-        for (int64_t j = lo; j <= pos; ++j) {
-          RowToF32(latent.dtype, row_bytes(table, j), kvw, decoded.data() + (j - lo) * kvw);
+      if (!wide) {
+        if (decoded_table != &table || decoded_lo != lo) {
+          decoded_table = &table;
+          decoded_lo = decoded_end = lo;
         }
-        decoded_token = t;
+        if (decoded_end <= pos) {
+          decoded.resize(static_cast<size_t>(n_keys * kvw));  // keeps rows lo .. decoded_end - 1
+          for (int64_t j = decoded_end; j <= pos; ++j) {
+            RowToF32(latent.dtype, row_bytes(table, j), kvw, decoded.data() + (j - lo) * kvw);
+          }
+          decoded_end = pos + 1;
+        }
       }
       // Row j of the sequence as f32.
       const auto row = [&](int64_t j) {

@@ -3,7 +3,8 @@
 // (token, head) output has the bits of the per-(token, head) computation
 // written out below from Dot / AddScaled - whatever the batch, the thread
 // split (ranges ending mid-token), the head count (leftover heads past the
-// 4-head block), or the key count (leftover keys past the 4-key tile).
+// 4-head block), the key count (leftover keys past the 4-key tile), or
+// which sequence the neighbouring tokens belong to.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -70,9 +71,13 @@ TEST(MlaAttentionBlocks, EveryTokenHeadHasItsOwnBitsWhateverTheBatchAndSplit) {
   std::vector<float> uk_t(kHeads * kLora * kNope), uv(kHeads * kVDim * kLora);
   for (auto& x : uk_t) x = 0.2f * n(rng);
   for (auto& x : uv) x = 0.2f * n(rng);
-  std::vector<int32_t> table(kBlocks);
+  // Two sequences over the same blocks in different orders; every third
+  // token belongs to the second (the kernel's decoded rows must follow).
+  std::vector<int32_t> table(kBlocks), other(kBlocks);
   std::iota(table.begin(), table.end(), 0);
   std::shuffle(table.begin(), table.end(), rng);
+  other = table;
+  std::shuffle(other.begin(), other.end(), rng);
   for (DType dtype : {DType::kF32, DType::kF16}) {
     // The cache, and its rows as the kernel reads them (f16 decoded exactly).
     const int64_t row_bytes = RowBytes(dtype, kRow);
@@ -90,7 +95,8 @@ TEST(MlaAttentionBlocks, EveryTokenHeadHasItsOwnBitsWhateverTheBatchAndSplit) {
     layer.head0.block_stride = kBlock * row_bytes;
     const std::vector<int64_t> positions = {0, 1, 2, 3, 4, 5, 17, 63, 150, 199};
     const auto n_tokens = static_cast<int64_t>(positions.size());
-    const std::vector<const std::vector<int32_t>*> tables(positions.size(), &table);
+    std::vector<const std::vector<int32_t>*> tables;
+    for (size_t t = 0; t < positions.size(); ++t) tables.push_back(t % 3 == 2 ? &other : &table);
     std::vector<float> q(positions.size() * kHeads * (kNope + kRope));
     for (auto& x : q) x = n(rng);
     for (int64_t window : {0, 6}) {
@@ -103,14 +109,15 @@ TEST(MlaAttentionBlocks, EveryTokenHeadHasItsOwnBitsWhateverTheBatchAndSplit) {
         for (int64_t t = 0; t < n_tokens; ++t) {
           std::vector<float> alone(static_cast<size_t>(kHeads * kVDim));
           MlaAttention(q.data() + t * kHeads * (kNope + kRope), 1, &positions[static_cast<size_t>(t)],
-                       {&table}, layer, View(uk_t, kHeads * kLora, kNope), View(uv, kHeads * kVDim, kLora), s,
-                       pool, alone.data());
+                       {tables[static_cast<size_t>(t)]}, layer, View(uk_t, kHeads * kLora, kNope),
+                       View(uv, kHeads * kVDim, kLora), s, pool, alone.data());
           const int64_t pos = positions[static_cast<size_t>(t)];
           const int64_t lo = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
           std::vector<const float*> keys;
           for (int64_t j = lo; j <= pos; ++j) {
+            const std::vector<int32_t>& seq = *tables[static_cast<size_t>(t)];
             keys.push_back(decoded.data() +
-                           (table[static_cast<size_t>(j / kBlock)] * kBlock + j % kBlock) * kRow);
+                           (seq[static_cast<size_t>(j / kBlock)] * kBlock + j % kBlock) * kRow);
           }
           for (int64_t h = 0; h < kHeads; ++h) {
             const std::vector<float> want =

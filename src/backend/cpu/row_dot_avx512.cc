@@ -2,6 +2,9 @@
 // lane sums per row, four rows at a time for independent fma chains.
 #include <immintrin.h>
 
+#include <algorithm>
+#include <array>
+
 #include "backend/cpu/row_dot.h"
 #include "backend/cpu/simd_avx512.h"
 #include "core/check.h"
@@ -55,14 +58,17 @@ void BlockRows(const uint8_t* w, int64_t row_bytes, int64_t k, const float* x, f
 }
 
 // BlockRows for X vectors: each of R rows' blocks decoded once for the X
-// vectors; every (vector, row) chain is BlockRows' chain, so the same bits.
+// vectors; every (vector, row) chain is BlockRows' chain and its lane sum
+// the same SumLanes4 tree (a vector's sums never mix with the others'), so
+// the same bits. R = 2, X = 8: the decode is shared by 8 vectors and the 16
+// accumulators stay in registers.
 template <int R, int X, bool kQ4>
 void BlockRowsMulti(const uint8_t* w, int64_t row_bytes, int64_t k, const float* const* xs, float* const* ys,
                     int64_t row0) {
   constexpr int64_t kBlockBytes = kQ4 ? 18 : 34;
-  __m512 acc[X][4];
+  __m512 acc[X][R];
   for (int x = 0; x < X; ++x)
-    for (int r = 0; r < 4; ++r) acc[x][r] = _mm512_setzero_ps();
+    for (int r = 0; r < R; ++r) acc[x][r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < k / 32; ++b) {
     BlockHalves v[R];
     for (int r = 0; r < R; ++r) {
@@ -77,40 +83,40 @@ void BlockRowsMulti(const uint8_t* w, int64_t row_bytes, int64_t k, const float*
       }
     }
   }
+  const __m512 zero = _mm512_setzero_ps();
   for (int x = 0; x < X; ++x) {
     float sums[4];
-    _mm_storeu_ps(sums, SumLanes4(acc[x][0], acc[x][1], acc[x][2], acc[x][3]));
+    __m512 second = zero;
+    if constexpr (R > 1) second = acc[x][1];
+    _mm_storeu_ps(sums, SumLanes4(acc[x][0], second, zero, zero));
     for (int r = 0; r < R; ++r) ys[x][row0 + r] = sums[r];
   }
 }
 
-// X vectors (X <= 4) against all rows: 4 rows at a time, then the rest one by one.
+// X vectors (X <= 8) against all rows: 2 rows at a time, then the last one.
 template <int X, bool kQ4>
 void RowsMulti(const uint8_t* w, int64_t row_bytes, int64_t rows, int64_t k, const float* const* xs,
                float* const* ys) {
+  static_assert(X >= 1 && X <= 8);
   int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) BlockRowsMulti<4, X, kQ4>(w + r * row_bytes, row_bytes, k, xs, ys, r);
-  for (; r < rows; ++r) BlockRowsMulti<1, X, kQ4>(w + r * row_bytes, row_bytes, k, xs, ys, r);
+  for (; r + 2 <= rows; r += 2) BlockRowsMulti<2, X, kQ4>(w + r * row_bytes, row_bytes, k, xs, ys, r);
+  if (r < rows) BlockRowsMulti<1, X, kQ4>(w + r * row_bytes, row_bytes, k, xs, ys, r);
 }
+
+using RowsMultiFn = void (*)(const uint8_t*, int64_t, int64_t, int64_t, const float* const*, float* const*);
+// [X - 1]: the kernel for X vectors.
+template <bool kQ4>
+constexpr std::array<RowsMultiFn, 8> kRowsMulti = {&RowsMulti<1, kQ4>, &RowsMulti<2, kQ4>, &RowsMulti<3, kQ4>,
+                                                   &RowsMulti<4, kQ4>, &RowsMulti<5, kQ4>, &RowsMulti<6, kQ4>,
+                                                   &RowsMulti<7, kQ4>, &RowsMulti<8, kQ4>};
 
 template <bool kQ4>
 void VectorsMulti(const uint8_t* w, int64_t row_bytes, int64_t rows, int64_t k, const float* const* xs,
                   int64_t num_x, float* const* ys) {
-  // Vectors outer: a block of 4 vectors stays in L1 while the rows pass.
-  int64_t t = 0;
-  for (; t + 4 <= num_x; t += 4) RowsMulti<4, kQ4>(w, row_bytes, rows, k, xs + t, ys + t);
-  switch (num_x - t) {
-    case 3:
-      RowsMulti<3, kQ4>(w, row_bytes, rows, k, xs + t, ys + t);
-      break;
-    case 2:
-      RowsMulti<2, kQ4>(w, row_bytes, rows, k, xs + t, ys + t);
-      break;
-    case 1:
-      RowsMulti<1, kQ4>(w, row_bytes, rows, k, xs + t, ys + t);
-      break;
-    default:
-      break;
+  // Vectors outer: a block of 8 vectors stays in L1 while the rows pass.
+  for (int64_t t = 0; t < num_x; t += 8) {
+    const int64_t count = std::min<int64_t>(8, num_x - t);
+    kRowsMulti<kQ4>[static_cast<size_t>(count - 1)](w, row_bytes, rows, k, xs + t, ys + t);
   }
 }
 

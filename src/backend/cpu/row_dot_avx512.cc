@@ -59,8 +59,8 @@ void BlockRows(const uint8_t* w, int64_t row_bytes, int64_t k, const float* x, f
 
 // BlockRows for X vectors: each of R rows' blocks decoded once for the X
 // vectors; every (vector, row) chain is BlockRows' chain and its lane sum
-// the same SumLanes4 tree (a vector's sums never mix with the others'), so
-// the same bits. R = 2, X = 8: the decode is shared by 8 vectors and the 16
+// the same SumLanes4 tree (an output's tree reads only its own accumulator),
+// so the same bits. R = 2, X = 8: the decode is shared by 8 vectors and the 16
 // accumulators stay in registers.
 template <int R, int X, bool kQ4>
 void BlockRowsMulti(const uint8_t* w, int64_t row_bytes, int64_t k, const float* const* xs, float* const* ys,
@@ -83,13 +83,16 @@ void BlockRowsMulti(const uint8_t* w, int64_t row_bytes, int64_t k, const float*
       }
     }
   }
+  // Four (vector, row) sums per SumLanes4: each output's own tree, so the bits
+  // of one BlockRows call, with half the reductions of one per vector.
   const __m512 zero = _mm512_setzero_ps();
-  for (int x = 0; x < X; ++x) {
+  constexpr int kOut = X * R;
+  for (int o = 0; o < kOut; o += 4) {
+    __m512 v[4];
+    for (int i = 0; i < 4; ++i) v[i] = o + i < kOut ? acc[(o + i) / R][(o + i) % R] : zero;
     float sums[4];
-    __m512 second = zero;
-    if constexpr (R > 1) second = acc[x][1];
-    _mm_storeu_ps(sums, SumLanes4(acc[x][0], second, zero, zero));
-    for (int r = 0; r < R; ++r) ys[x][row0 + r] = sums[r];
+    _mm_storeu_ps(sums, SumLanes4(v[0], v[1], v[2], v[3]));
+    for (int i = 0; i < 4 && o + i < kOut; ++i) ys[(o + i) / R][row0 + (o + i) % R] = sums[i];
   }
 }
 

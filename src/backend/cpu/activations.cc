@@ -52,8 +52,9 @@ void ResizeActivations(int64_t k, int64_t n_tokens, bool with_lanes, Int8Activat
     out->group_bias_lo.Resize(static_cast<size_t>(n_tokens * out->GroupLaneStride()));
   }
   // A last partial tile of kAmxPaddedTileMin or more tokens joins the AMX
-  // tiles, padded with zero tokens: the AVX-512 tiles that would run those
-  // tokens cost about twice as much per token (kernels.md, "Missing / next").
+  // tiles, padded with zero tokens: from there on the padded tile costs less
+  // than the AVX-512 tiles that would run those tokens (kernels.md, "AMX
+  // GEMM, padded last tile").
   constexpr int64_t kAmxPaddedTileMin = 9;
   int64_t tile_tokens = n_tokens / 16 * 16;
   if (tile_tokens > 0 && n_tokens - tile_tokens >= kAmxPaddedTileMin) tile_tokens += 16;

@@ -51,10 +51,23 @@ void ResizeActivations(int64_t k, int64_t n_tokens, bool with_lanes, Int8Activat
     out->group_bias.Resize(static_cast<size_t>(n_tokens * out->GroupLaneStride()));
     out->group_bias_lo.Resize(static_cast<size_t>(n_tokens * out->GroupLaneStride()));
   }
-  out->tile_tokens = with_lanes && AmxInt8Enabled() ? n_tokens / 16 * 16 : 0;
+  // A last partial tile of kAmxPaddedTileMin or more tokens joins the AMX
+  // tiles, padded with zero tokens: from there on the padded tile costs less
+  // than the AVX-512 tiles that would run those tokens (kernels.md, "AMX
+  // GEMM, padded last tile").
+  constexpr int64_t kAmxPaddedTileMin = 9;
+  int64_t tile_tokens = n_tokens / 16 * 16;
+  if (tile_tokens > 0 && n_tokens - tile_tokens >= kAmxPaddedTileMin) tile_tokens += 16;
+  out->tile_tokens = with_lanes && AmxInt8Enabled() ? tile_tokens : 0;
   if (out->tile_tokens > 0) {
     out->tile_q.Resize(static_cast<size_t>(out->tile_tokens * out->blocks * 32));
     out->tile_d.Resize(static_cast<size_t>(out->tile_tokens * out->blocks));
+    for (int64_t t = n_tokens; t < out->tile_tokens; ++t) {  // padding: q = 0, d = 0
+      for (int64_t b = 0; b < out->blocks; ++b) {
+        std::memset(out->tile_q.data() + (t / 16) * out->blocks * 512 + b * 512 + (t % 16) * 32, 0, 32);
+        out->tile_d.data()[(t / 16) * out->blocks * 16 + b * 16 + t % 16] = 0.0f;
+      }
+    }
   }
 }
 

@@ -34,7 +34,9 @@
 //
 // AMX tiles (read by packed_int8_amx.cc; filled by Prepare when the AMX
 // kernel is enabled, amx.h): the first tile_tokens = n_tokens / 16 * 16
-// tokens, 16 at a time, block by block, so that one block of 16 tokens is
+// tokens - plus, when n_tokens >= 16 and 9 or more are left over, one more
+// tile whose slots past n_tokens are zero (q = 0, d = 0; the AMX kernel
+// writes y only for t < n_tokens) - 16 at a time, block by block, so that one block of 16 tokens is
 // 512 contiguous bytes (one TDPBSSD operand, 8 cache lines instead of 16
 // rows K bytes apart):
 //   tile_q int8 [tile_tokens / 16][blocks][16 tokens][32]: the tokens' q

@@ -65,4 +65,38 @@ void AddScaledRows(float* y, const float* p, const float* const* rows, int64_t c
   for (int64_t j = 0; j < count; ++j) AddScaledScalar(y, p[j], rows[j], n);
 }
 
+void DotRowsBlockScalar(const float* const* a, int64_t num_a, const float* const* rows, int64_t count,
+                        int64_t n, float* out, int64_t out_stride) {
+  for (int64_t h = 0; h < num_a; ++h) {
+    for (int64_t j = 0; j < count; ++j) out[h * out_stride + j] = DotScalar(a[h], rows[j], n);
+  }
+}
+
+void AddScaledRowsBlockScalar(float* const* y, const float* p, int64_t p_stride, int64_t num_y,
+                              const float* const* rows, int64_t count, int64_t n) {
+  for (int64_t h = 0; h < num_y; ++h) {
+    for (int64_t j = 0; j < count; ++j) AddScaledScalar(y[h], p[h * p_stride + j], rows[j], n);
+  }
+}
+
+void DotRowsBlock(const float* const* a, int64_t num_a, const float* const* rows, int64_t count, int64_t n,
+                  float* out, int64_t out_stride) {
+  static const bool avx512 = ActiveIsa() == Isa::kAvx512;
+  if (avx512) {
+    DotRowsBlockAvx512(a, num_a, rows, count, n, out, out_stride);
+  } else {
+    DotRowsBlockScalar(a, num_a, rows, count, n, out, out_stride);
+  }
+}
+
+void AddScaledRowsBlock(float* const* y, const float* p, int64_t p_stride, int64_t num_y,
+                        const float* const* rows, int64_t count, int64_t n) {
+  static const bool avx512 = ActiveIsa() == Isa::kAvx512;
+  if (avx512) {
+    AddScaledRowsBlockAvx512(y, p, p_stride, num_y, rows, count, n);
+  } else {
+    AddScaledRowsBlockScalar(y, p, p_stride, num_y, rows, count, n);
+  }
+}
+
 }  // namespace deepinfer::cpu

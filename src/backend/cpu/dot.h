@@ -32,4 +32,26 @@ void AddScaledRows(float* y, const float* p, const float* const* rows, int64_t c
                    int64_t n);  // active ISA
 void AddScaledRowsAvx512(float* y, const float* p, const float* const* rows, int64_t count, int64_t n);
 
+// Several query vectors against the same rows (MLA: all heads of a token
+// read the same latent rows). out[h * out_stride + j] = Dot(a[h], rows[j],
+// n) for h < num_a, j < count: each (h, j) keeps its own 16-lane chain, so
+// the bits of one Dot call whatever num_a, count or the blocking; each row
+// chunk is loaded once per block of a instead of once per a.
+void DotRowsBlock(const float* const* a, int64_t num_a, const float* const* rows, int64_t count, int64_t n,
+                  float* out, int64_t out_stride);  // active ISA
+void DotRowsBlockScalar(const float* const* a, int64_t num_a, const float* const* rows, int64_t count,
+                        int64_t n, float* out, int64_t out_stride);
+void DotRowsBlockAvx512(const float* const* a, int64_t num_a, const float* const* rows, int64_t count,
+                        int64_t n, float* out, int64_t out_stride);
+
+// For h < num_y: AddScaledRows(y[h], p + h * p_stride, rows, count, n) - the
+// same bits (each element of y[h] sees the rows in order) - with each row
+// chunk loaded once per block of y.
+void AddScaledRowsBlock(float* const* y, const float* p, int64_t p_stride, int64_t num_y,
+                        const float* const* rows, int64_t count, int64_t n);  // active ISA
+void AddScaledRowsBlockScalar(float* const* y, const float* p, int64_t p_stride, int64_t num_y,
+                              const float* const* rows, int64_t count, int64_t n);
+void AddScaledRowsBlockAvx512(float* const* y, const float* p, int64_t p_stride, int64_t num_y,
+                              const float* const* rows, int64_t count, int64_t n);
+
 }  // namespace deepinfer::cpu

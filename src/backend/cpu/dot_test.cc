@@ -76,5 +76,62 @@ TEST(Dot, RowsGiveTheBitsOfOneCallPerRow) {
   }
 }
 
+// DotRowsBlock / AddScaledRowsBlock (both the dispatched ISA and the scalar
+// one): each (vector, row) result the bits of one scalar Dot / AddScaled
+// sequence, for vector counts around the 4-vector block (leftover vectors),
+// row counts around the 4-row tile (leftover rows) and lengths around the
+// 16- and 64-float chunks (tails).
+TEST(Dot, BlocksGiveTheBitsOfOneCallPerVectorAndRow) {
+  std::mt19937 rng(33);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  for (int64_t num : {1, 3, 4, 5, 16, 17}) {
+    for (int64_t count : {0, 1, 3, 4, 9, 130}) {
+      for (int64_t len : {5, 16, 63, 64, 70, 512, 576}) {
+        const auto fill = [&](std::vector<float>& v, int64_t size) {
+          v.resize(static_cast<size_t>(size));
+          for (auto& x : v) x = n(rng);
+        };
+        std::vector<std::vector<float>> a(static_cast<size_t>(num)), y(static_cast<size_t>(num)),
+            rows(static_cast<size_t>(count));
+        std::vector<float> p;
+        fill(p, num * (count + 2));  // p_stride count + 2: the stride is honoured
+        std::vector<const float*> a_ptrs, row_ptrs;
+        for (auto& v : a) fill(v, len), a_ptrs.push_back(v.data());
+        for (auto& v : y) fill(v, len);
+        for (auto& v : rows) fill(v, len), row_ptrs.push_back(v.data());
+        const int64_t stride = count + 1;
+        for (const bool scalar : {false, true}) {
+          std::vector<float> got(static_cast<size_t>(num * stride), -7.0f);
+          std::vector<std::vector<float>> y_block = y;
+          std::vector<float*> y_ptrs;
+          for (auto& v : y_block) y_ptrs.push_back(v.data());
+          if (scalar) {
+            DotRowsBlockScalar(a_ptrs.data(), num, row_ptrs.data(), count, len, got.data(), stride);
+            AddScaledRowsBlockScalar(y_ptrs.data(), p.data(), count + 2, num, row_ptrs.data(), count, len);
+          } else {
+            DotRowsBlock(a_ptrs.data(), num, row_ptrs.data(), count, len, got.data(), stride);
+            AddScaledRowsBlock(y_ptrs.data(), p.data(), count + 2, num, row_ptrs.data(), count, len);
+          }
+          for (int64_t h = 0; h < num; ++h) {
+            std::vector<float> y_one = y[static_cast<size_t>(h)];
+            for (int64_t j = 0; j < count; ++j) {
+              const float want =
+                  DotScalar(a_ptrs[static_cast<size_t>(h)], row_ptrs[static_cast<size_t>(j)], len);
+              EXPECT_EQ(0, std::memcmp(&got[static_cast<size_t>(h * stride + j)], &want, sizeof(float)))
+                  << scalar << " " << num << " " << count << " " << len << " at " << h << "," << j;
+              AddScaledScalar(y_one.data(), p[static_cast<size_t>(h * (count + 2) + j)],
+                              row_ptrs[static_cast<size_t>(j)], len);
+            }
+            EXPECT_EQ(got[static_cast<size_t>(h * stride + count)], -7.0f);  // the stride's gap untouched
+            EXPECT_EQ(0, std::memcmp(y_block[static_cast<size_t>(h)].data(), y_one.data(),
+                                     y_one.size() * sizeof(float)))
+                << scalar << " " << num << " " << count << " " << len << " at " << h;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace deepinfer::cpu

@@ -522,17 +522,19 @@ TEST(MatMulTest, PackedResultsAreBatchAndThreadInvariant) {
 // (2048), a half group (768 = 16 + 8 blocks, 160 = one half group of 5
 // blocks), a padded full group (288 = 9 blocks, 96 = 3 blocks, 5632 = 176
 // blocks), rows that leave a partial 16-row panel (37, 21), tokens that
-// leave 1..15 for the AVX-512 tiles, with a bias, at 1 and 3 threads.
+// leave 1..8 for the AVX-512 tiles or 9..15 for a padded AMX tile (25, 29,
+// 31; 24 leaves 8, the last count not padded), with a bias, at 1 and 3 threads.
 TEST(MatMulTest, AmxMatchesAvx512BitForBit) {
   if (!AmxInt8Supported()) GTEST_SKIP() << "no AMX int8 on this machine";
   const bool was_enabled = SetAmxEnabled(true);
   std::mt19937 rng(11);
   const std::vector<Shape> shapes = {{48, 2048, 16}, {37, 768, 33}, {21, 288, 20}, {64, 160, 16},
-                                     {32, 5632, 48}, {16, 96, 64},  {37, 800, 17}};
+                                     {32, 5632, 48}, {16, 96, 64},  {37, 800, 17}, {21, 288, 25},
+                                     {37, 768, 29},  {48, 2048, 24}};
   // K-quants (K a multiple of 256): full groups only (2048, 5632 = 11 groups),
   // one full and one half group (768), a half group only (256).
-  const std::vector<Shape> kquant_shapes = {{48, 2048, 16}, {37, 768, 33},  {21, 256, 20},
-                                            {32, 5632, 48}, {16, 1280, 64}, {37, 512, 17}};
+  const std::vector<Shape> kquant_shapes = {{48, 2048, 16}, {37, 768, 33}, {21, 256, 20}, {32, 5632, 48},
+                                            {16, 1280, 64}, {37, 512, 17}, {37, 768, 31}, {21, 256, 25}};
   for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
     const bool kquant = t == DType::kQ4_K || t == DType::kQ6_K;
     for (const Shape& s : kquant ? kquant_shapes : shapes) {

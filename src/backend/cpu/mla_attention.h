@@ -1,9 +1,10 @@
 // Multi-head latent attention (DeepSeek-V2/V3) over a cache that holds per
 // token one row [c_kv (lora) | k_pe (rope)] of the view's dtype (f32, or
-// 16-/8-bit rows decoded to f32 one row at a time; model/mla.h has the math). Scores and the softmax are
-// plain loops per (token, head) - a score vector per head, max, exp, a double sum - with every dot product
-// the fixed-order Dot (dot.h): a (token, head)'s result depends only on its
-// own query and keys, never on the batch or the thread split.
+// 16-/8-bit rows decoded to f32 one row at a time; model/mla.h has the math). The absorbed form runs
+// a thread's heads of one token as a block over their shared latent rows (DotRowsBlock /
+// AddScaledRowsBlock), the softmax per (token, head) - max, exp, a double sum - and every dot
+// product has the fixed-order Dot's bits (dot.h): a (token, head)'s result depends only on its
+// own query and keys, never on the batch, the thread split or which heads share its block.
 // Thread-safety: pure apart from per-thread scratch.
 #pragma once
 

@@ -482,7 +482,9 @@ void TokenTile(const MatMulArgs& a, int64_t r0, int64_t t0, Scratch& s,
   }
   // SumLanes4's tree over the lanes: (l, l + 8), then (i, i + 4), (k, k + 2), (0, 1).
   const __m512 bias = a.bias ? _mm512_loadu_ps(a.bias + r0) : _mm512_setzero_ps();
-  for (int t = 0; t < 16; ++t) {
+  // The last tile may be padded past n_tokens (activations.h): y has no row there.
+  const int64_t tokens = std::min<int64_t>(16, a.n_tokens - t0);
+  for (int t = 0; t < tokens; ++t) {
     const auto at = [&](int j) { return _mm512_load_ps(s.lane.data() + j * 256 + t * 16); };
     __m512 s1[8], s2[4], s3[2];
     for (int j = 0; j < 8; ++j) s1[j] = _mm512_add_ps(at(j), at(j + 8));
@@ -509,7 +511,11 @@ void Panels(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
     // kernel forms from group_d / group_bias (Prepare: bias = + sum(q)),
     // in the tile order [tile][blocks][16 tokens].
     s.dxsum.Resize(static_cast<size_t>(xq.tile_tokens * xq.blocks));
-    for (int64_t t = 0; t < xq.tile_tokens; ++t) {
+    for (int64_t t = xq.n_tokens; t < xq.tile_tokens; ++t) {  // padding tokens (no group_d row)
+      float* out = s.dxsum.data() + (t / 16) * xq.blocks * 16 + t % 16;
+      for (int64_t b = 0; b < xq.blocks; ++b) out[b * 16] = 0.0f;
+    }
+    for (int64_t t = 0; t < std::min(xq.tile_tokens, xq.n_tokens); ++t) {
       const float* gd = xq.group_d.data() + t * xq.GroupLaneStride();
       const int32_t* gs = xq.group_bias.data() + t * xq.GroupLaneStride();
       float* out = s.dxsum.data() + (t / 16) * xq.blocks * 16 + t % 16;

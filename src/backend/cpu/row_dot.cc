@@ -97,4 +97,14 @@ void RowsDotF32(DType dtype, const uint8_t* w, int64_t row_bytes, int64_t rows, 
   RowsDotF32WithIsa(isa, dtype, w, row_bytes, rows, k, x, y);
 }
 
+void RowsDotF32Multi(DType dtype, const uint8_t* w, int64_t row_bytes, int64_t rows, int64_t k,
+                     const float* const* xs, int64_t num_x, float* const* ys) {
+  static const Isa isa = ActiveIsa();
+  if (isa == Isa::kAvx512 && (dtype == DType::kQ4_0 || dtype == DType::kQ8_0)) {
+    RowsDotF32MultiAvx512(dtype, w, row_bytes, rows, k, xs, num_x, ys);
+    return;
+  }
+  for (int64_t t = 0; t < num_x; ++t) RowsDotF32WithIsa(isa, dtype, w, row_bytes, rows, k, xs[t], ys[t]);
+}
+
 }  // namespace deepinfer::cpu

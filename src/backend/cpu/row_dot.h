@@ -27,6 +27,15 @@ namespace deepinfer::cpu {
 // checkpoint; the other types are read bytewise).
 void RowsDotF32(DType dtype, const uint8_t* w, int64_t row_bytes, int64_t rows, int64_t k, const float* x,
                 float* y);  // active ISA
+// The same rows against several vectors (MLA: one head's up-projection for
+// every token of a prefill): ys[t][r] = RowsDotF32(..., xs[t], ...)'s y[r]
+// for t < num_x, the same bits whatever num_x; each weight block is read and
+// decoded once per block of vectors instead of once per vector.
+void RowsDotF32Multi(DType dtype, const uint8_t* w, int64_t row_bytes, int64_t rows, int64_t k,
+                     const float* const* xs, int64_t num_x, float* const* ys);  // active ISA
+// Q8_0 / Q4_0 only (the other types loop over the vectors).
+void RowsDotF32MultiAvx512(DType dtype, const uint8_t* w, int64_t row_bytes, int64_t rows, int64_t k,
+                           const float* const* xs, int64_t num_x, float* const* ys);
 void RowsDotF32WithIsa(Isa isa, DType dtype, const uint8_t* w, int64_t row_bytes, int64_t rows, int64_t k,
                        const float* x, float* y);
 

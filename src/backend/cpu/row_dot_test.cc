@@ -90,5 +90,47 @@ TEST(RowToF32, HalfRowsEqualDequantizeRow) {
   }
 }
 
+// RowsDotF32Multi: each vector's outputs the bits of one RowsDotF32 call,
+// for vector counts around the 4-vector block (leftover vectors) and row
+// counts around the 4-row tile (leftover rows), every weight type.
+TEST(RowsDotF32, MultiGivesTheBitsOfOneCallPerVector) {
+  std::mt19937 rng(29);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  for (DType dtype : {DType::kQ4_0, DType::kQ8_0, DType::kF32}) {
+    for (int64_t rows : {1, 3, 4, 9}) {
+      for (int64_t k : {32, 128, 512}) {
+        for (int64_t num_x : {0, 1, 2, 3, 4, 5, 11}) {
+          const int64_t row_bytes = RowBytes(dtype, k) + 8;
+          std::vector<float> values(static_cast<size_t>(rows * k));
+          for (auto& v : values) v = n(rng);
+          std::vector<uint8_t> w(static_cast<size_t>(rows * row_bytes));
+          for (int64_t r = 0; r < rows; ++r) {
+            ASSERT_TRUE(QuantizeRow(dtype, values.data() + r * k, w.data() + r * row_bytes, k));
+          }
+          std::vector<std::vector<float>> x(static_cast<size_t>(num_x),
+                                            std::vector<float>(static_cast<size_t>(k)));
+          std::vector<std::vector<float>> got(static_cast<size_t>(num_x),
+                                              std::vector<float>(static_cast<size_t>(rows)));
+          std::vector<const float*> xs;
+          std::vector<float*> ys;
+          for (int64_t t = 0; t < num_x; ++t) {
+            for (auto& v : x[static_cast<size_t>(t)]) v = n(rng);
+            xs.push_back(x[static_cast<size_t>(t)].data());
+            ys.push_back(got[static_cast<size_t>(t)].data());
+          }
+          RowsDotF32Multi(dtype, w.data(), row_bytes, rows, k, xs.data(), num_x, ys.data());
+          for (int64_t t = 0; t < num_x; ++t) {
+            std::vector<float> want(static_cast<size_t>(rows));
+            RowsDotF32(dtype, w.data(), row_bytes, rows, k, xs[static_cast<size_t>(t)], want.data());
+            EXPECT_EQ(
+                0, std::memcmp(got[static_cast<size_t>(t)].data(), want.data(), want.size() * sizeof(float)))
+                << DTypeName(dtype) << " rows " << rows << " k " << k << " vectors " << num_x << " at " << t;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace deepinfer::cpu

@@ -106,7 +106,8 @@ void LoadTile(const PagedKvView& kv, int64_t t0, int64_t n, int64_t hd, bool dec
 // the element at base + u * sizeof(T) (+ d * dim_stride), lane u >= split at
 // next + (u - split) * sizeof(T): a group that starts inside a block ends in
 // the next one. Only the first from_next lanes of `next` are read (the keys
-// the tile has there; 0: lanes >= split are zero); split 16: next unused.
+// the tile has there; 0: lanes >= split are zero); split 16: next unused
+// (it is base then, never null: the loads offset it).
 struct KeyGroup {
   const uint8_t* base;
   const uint8_t* next;
@@ -358,8 +359,9 @@ void ScoreTileDimMajor(const PagedKvView& kv, int64_t t0, int64_t n, int64_t hd,
     const int64_t keys = std::min<int64_t>(16, t0 + n - key);  // keys the tile has in this group
     const int64_t here = std::min<int64_t>(16, kv.block_size - slot);
     KeyGroup& group = groups[g];
-    group = {kv.k + kv.block_table[block] * kv.block_stride + slot * kv.slot_stride, nullptr, kv.k_dim_stride,
-             16, 0};
+    const uint8_t* base = kv.k + kv.block_table[block] * kv.block_stride + slot * kv.slot_stride;
+    // next = base while unused: a split tile's other group reads it with an empty mask.
+    group = {base, base, kv.k_dim_stride, 16, 0};
     if (here < 16) {  // the group ends in the next block (read only if the tile has keys there)
       group.split = static_cast<int>(here);
       group.from_next = static_cast<int>(std::max<int64_t>(0, keys - here));
@@ -379,8 +381,8 @@ void ScoreTileDimMajor(const PagedKvView& kv, int64_t t0, int64_t n, int64_t hd,
     ++j;
   });
   for (int64_t g = 0; g < n_groups; ++g) {
-    groups[g] = {reinterpret_cast<const uint8_t*>(scratch + g * hd * 16), nullptr,
-                 16 * static_cast<int64_t>(sizeof(float)), 16, 0};
+    const auto* base = reinterpret_cast<const uint8_t*>(scratch + g * hd * 16);
+    groups[g] = {base, base, 16 * static_cast<int64_t>(sizeof(float)), 16, 0};
   }
   score(DType::kF32, false, groups, n_groups);
 }

@@ -440,8 +440,9 @@ void AttendKeysForTokensAvx512(const AttentionQuery& q, const AttentionTokens& t
     // [slot][head][dim] layout) fall into a few L1 sets and evict each other
     // between the queries, so such rows are copied next to each other
     // first (changes no value). KvCache's f32 rows are contiguous per head.
-    float* tile_k = tile.data();
-    float* tile_v = tile_k + kAttentionKeyTile * hd;
+    // (An f32 tile read in place leaves `tile` empty: no offset of its null data().)
+    float* tile_k = tile.empty() ? nullptr : tile.data();
+    float* tile_v = tile.empty() ? nullptr : tile_k + kAttentionKeyTile * hd;
     switch (kv.dtype) {
       case DType::kF16:
         LoadTile<DType::kF16>(kv, t0, n, hd, decode_k, decode_v, tile_k, tile_v, k_rows, v_rows);

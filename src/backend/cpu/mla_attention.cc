@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend/cpu/activation_kernels.h"
 #include "backend/cpu/dot.h"
 #include "backend/cpu/parallel_for.h"
 #include "backend/cpu/row_dot.h"
@@ -112,18 +113,8 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
       for (int64_t h = 0; h < count; ++h) {
         float* score = scores.data() + h * n_keys;
         const float* pe_score = pe_scores.data() + h * n_keys;
-        float max_score = -INFINITY;
-        for (int64_t j = 0; j < n_keys; ++j) {
-          score[j] = (score[j] + pe_score[j]) * s.scale;
-          max_score = std::max(max_score, score[j]);
-        }
-        double sum = 0;
-        for (int64_t j = 0; j < n_keys; ++j) {
-          score[j] = std::exp(score[j] - max_score);
-          sum += score[j];
-        }
-        const float inv = static_cast<float>(1.0 / sum);
-        for (int64_t j = 0; j < n_keys; ++j) score[j] *= inv;
+        for (int64_t j = 0; j < n_keys; ++j) score[j] = (score[j] + pe_score[j]) * s.scale;
+        Softmax(score, n_keys);  // the f32 exp, double sum, one f32 scale this kernel always used
       }
       // o_lat = sum_j p_j c_j (o = W_uv o_lat in the third pass)
       AddScaledRowsBlock(o_lat_rows.data(), scores.data(), n_keys, count, rows, n_keys, lora);
@@ -181,28 +172,20 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
       const float* w_uv_f32 = head_uv.data();
       // naive: each key expanded
       scores.resize(static_cast<size_t>(n_keys));
-      float max_score = -INFINITY;
       for (int64_t j = 0; j < n_keys; ++j) {
         const float* cached = key_rows[static_cast<size_t>(j)];
         for (int64_t d = 0; d < nope; ++d) {
           k_nope[static_cast<size_t>(d)] = Dot(w_uk_f32 + d * lora, cached, lora);
         }
-        float score = Dot(q, k_nope.data(), nope);
-        score = (score + Dot(q + nope, cached + lora, rd)) * s.scale;
-        scores[static_cast<size_t>(j)] = score;
-        max_score = std::max(max_score, score);
+        const float score = Dot(q, k_nope.data(), nope);
+        scores[static_cast<size_t>(j)] = (score + Dot(q + nope, cached + lora, rd)) * s.scale;
       }
-      double sum = 0;
-      for (float& score : scores) {
-        score = std::exp(score - max_score);
-        sum += score;
-      }
-      const float inv = static_cast<float>(1.0 / sum);
+      Softmax(scores.data(), n_keys);
       float* o = out + t * nh * vd + head * vd;
       std::fill(o, o + vd, 0.0f);
       for (int64_t j = 0; j < n_keys; ++j) {
         const float* cached = key_rows[static_cast<size_t>(j)];
-        const float p = scores[static_cast<size_t>(j)] * inv;
+        const float p = scores[static_cast<size_t>(j)];
         for (int64_t d = 0; d < vd; ++d) o[d] += p * Dot(w_uv_f32 + d * lora, cached, lora);
       }
       ++i;

@@ -341,6 +341,31 @@ constexpr std::array<AccumulateFn, 4> kAccumulate[] = {
     kAccumulateRow<1>, kAccumulateRow<2>, kAccumulateRow<3>, kAccumulateRow<4>,
     kAccumulateRow<5>, kAccumulateRow<6>, kAccumulateRow<7>, kAccumulateRow<8>};
 
+// ScoreQueriesDimMajor for the tile's key dtype (f16, bf16, else f32) and
+// whether a group spans two blocks.
+void ScoreQueriesDimMajor(DType t, bool split, const float* const* q, int64_t n, const KeyGroup* groups,
+                          int64_t n_groups, int64_t hd, __m512 scale, float* const* sc) {
+  const auto run = [&](auto split_keys) {
+    constexpr bool kSplit = decltype(split_keys)::value;
+    switch (t) {
+      case DType::kF16:
+        return ScoreQueriesDimMajor<DType::kF16, kSplit>(q, n, groups, n_groups, hd, scale, sc);
+      case DType::kBF16:
+        return ScoreQueriesDimMajor<DType::kBF16, kSplit>(q, n, groups, n_groups, hd, scale, sc);
+      default:
+        return ScoreQueriesDimMajor<DType::kF32, kSplit>(q, n, groups, n_groups, hd, scale, sc);
+    }
+  };
+  if (split) {
+    run(std::true_type{});
+  } else {
+    run(std::false_type{});
+  }
+}
+
+// Queries handed to ScoreQueriesDimMajor at once (it blocks them 8 / 4 / 2 / 1).
+constexpr int64_t kQueriesPerDimMajorRun = 8;
+
 // The 16-key groups of the dim-major K tile [t0, t0 + n) (1 or 2), passed to
 // score(dtype, split, groups, n_groups): read in place where a group's keys
 // are consecutive slots of one block, or of one block and the next (a tile
@@ -476,64 +501,47 @@ void AttendKeysForTokensAvx512(const AttentionQuery& q, const AttentionTokens& t
     // same key count at a time (the heads of one token).
     const auto query_of = [&](int64_t x) { return q.q + (x / q.n_q) * tokens.q_stride + (x % q.n_q) * hd; };
     if (dim_major) {
-      ScoreTileDimMajor(
-          kv, t0, n, hd, tile_k, [&](DType t, bool split, const KeyGroup* groups, int64_t n_groups) {
-            // Every query with keys in this tile, in runs of consecutive ones
-            // (the lanes past a query's own key count are masked below).
-            for (int64_t x = 0; x < n_x;) {
-              if (keys_of(x, t0) <= 0) {
-                ++x;
-                continue;
-              }
-              const float* qs[8];
-              float* sc[8];
-              int64_t nb = 0;
-              while (nb < 8 && x + nb < n_x && keys_of(x + nb, t0) > 0) {
-                qs[nb] = query_of(x + nb);
-                sc[nb] = scores + (x + nb) * kAttentionKeyTile;
-                ++nb;
-              }
-              const auto run = [&](auto split_keys) {
-                constexpr bool kSplit = decltype(split_keys)::value;
-                switch (t) {
-                  case DType::kF16:
-                    ScoreQueriesDimMajor<DType::kF16, kSplit>(qs, nb, groups, n_groups, hd, scale, sc);
-                    break;
-                  case DType::kBF16:
-                    ScoreQueriesDimMajor<DType::kBF16, kSplit>(qs, nb, groups, n_groups, hd, scale, sc);
-                    break;
-                  default:
-                    ScoreQueriesDimMajor<DType::kF32, kSplit>(qs, nb, groups, n_groups, hd, scale, sc);
-                    break;
-                }
-              };
-              if (split) {
-                run(std::true_type{});
-              } else {
-                run(std::false_type{});
-              }
-              x += nb;
-            }
-          });
-    }
-    for (int64_t x = 0; x < (dim_major ? 0 : n_x);) {
-      const int64_t nx = keys_of(x, t0);
-      const float* qs[kQueriesPerScoreBlock];
-      float* sc[kQueriesPerScoreBlock];
-      int64_t nb = 0;
-      while (nb < kQueriesPerScoreBlock && x + nb < n_x && keys_of(x + nb, t0) == nx) {
-        qs[nb] = query_of(x + nb);
-        sc[nb] = scores + (x + nb) * kAttentionKeyTile;
-        ++nb;
-      }
-      if (nx > 0) {
-        if (nb == kQueriesPerScoreBlock) {
-          ScoreQueries<kQueriesPerScoreBlock>(qs, k_rows, hd, nx, scale, sc);
-        } else {
-          for (int64_t b = 0; b < nb; ++b) ScoreQueries<1>(qs + b, k_rows, hd, nx, scale, sc + b);
+      ScoreTileDimMajor(kv, t0, n, hd, tile_k,
+                        [&](DType t, bool split, const KeyGroup* groups, int64_t n_groups) {
+                          // Every query with keys in this tile, in runs of consecutive ones
+                          // (the lanes past a query's own key count are masked below).
+                          for (int64_t x = 0; x < n_x;) {
+                            if (keys_of(x, t0) <= 0) {
+                              ++x;
+                              continue;
+                            }
+                            const float* qs[kQueriesPerDimMajorRun];
+                            float* sc[kQueriesPerDimMajorRun];
+                            int64_t nb = 0;
+                            while (nb < kQueriesPerDimMajorRun && x + nb < n_x && keys_of(x + nb, t0) > 0) {
+                              qs[nb] = query_of(x + nb);
+                              sc[nb] = scores + (x + nb) * kAttentionKeyTile;
+                              ++nb;
+                            }
+                            ScoreQueriesDimMajor(t, split, qs, nb, groups, n_groups, hd, scale, sc);
+                            x += nb;
+                          }
+                        });
+    } else {
+      for (int64_t x = 0; x < n_x;) {
+        const int64_t nx = keys_of(x, t0);
+        const float* qs[kQueriesPerScoreBlock];
+        float* sc[kQueriesPerScoreBlock];
+        int64_t nb = 0;
+        while (nb < kQueriesPerScoreBlock && x + nb < n_x && keys_of(x + nb, t0) == nx) {
+          qs[nb] = query_of(x + nb);
+          sc[nb] = scores + (x + nb) * kAttentionKeyTile;
+          ++nb;
         }
+        if (nx > 0) {
+          if (nb == kQueriesPerScoreBlock) {
+            ScoreQueries<kQueriesPerScoreBlock>(qs, k_rows, hd, nx, scale, sc);
+          } else {
+            for (int64_t b = 0; b < nb; ++b) ScoreQueries<1>(qs + b, k_rows, hd, nx, scale, sc + b);
+          }
+        }
+        x += nb;
       }
-      x += nb;
     }
     if (q.softcap > 0.0f) {  // the same scalar capping as the portable kernel (Gemma-2 only)
       for (int64_t x = 0; x < n_x; ++x) {

@@ -61,7 +61,10 @@ class EngineImpl final : public Engine {
   std::optional<StepPlan> PlanAhead() EXCLUDES(mu_);
   // Commits a finished step, then prepares the plan made ahead (if any). The
   // step to launch next, or none: the loop then re-plans from idle.
-  std::optional<LaunchedStep> Commit(StepResult& result, std::optional<StepPlan> next) EXCLUDES(mu_);
+  // `launched_at`: when the step was handed to the executor (its cycle, up to
+  // the end of its commit, is what the speculation cost models learn).
+  std::optional<LaunchedStep> Commit(StepResult& result, std::optional<StepPlan> next,
+                                     std::chrono::steady_clock::time_point launched_at) EXCLUDES(mu_);
   // Waits until there is work; false when the loop should exit.
   bool WaitForWork(MutexLock& lock) REQUIRES(mu_);
   // Waits until Submit/Abort/Shutdown bumps work_epoch_, at most `timeout`.
@@ -109,6 +112,9 @@ class EngineImpl final : public Engine {
   // Verification results into calibration and metrics; proposals through the
   // draft-length policy into the scheduler.
   void CommitSpeculationLocked(const StepResult& result) REQUIRES(mu_);
+  // The step's cost, for the draft-length policy: `cycle_seconds` from its
+  // launch to the end of its commit (runner and engine work alike).
+  void ObserveStepCostLocked(const StepResult& result, double cycle_seconds) REQUIRES(mu_);
   void UpdateDraftingPauseLocked(const DraftSchedule& schedule, const StepLoad& load) REQUIRES(mu_);
   AcceptanceCalibrator calibrator_ GUARDED_BY(mu_);
   StepCostModel step_cost_ GUARDED_BY(mu_);
@@ -125,6 +131,9 @@ class EngineImpl final : public Engine {
   // seen yet): while paused, the proposals speculation would see.
   std::vector<double> typical_confidence_ GUARDED_BY(mu_);
   int64_t steps_since_pause_change_ GUARDED_BY(mu_) = 0;
+  // Paused steps before the next probe, and whether the drafter runs as one.
+  int64_t probe_interval_ GUARDED_BY(mu_) = 256;
+  bool probing_ GUARDED_BY(mu_) = false;
   int64_t spec_paused_steps_ GUARDED_BY(mu_) = 0;
   // Raw confidences of the drafts last handed to the scheduler, per request.
   std::unordered_map<RequestId, std::vector<float>> draft_confidence_ GUARDED_BY(mu_);

@@ -23,10 +23,11 @@ void EngineImpl::Loop() {
     // Steps follow one another until a commit leaves nothing to launch; then
     // the next round re-plans at once (or waits, if no request is left).
     while (step) {
+      const auto launched_at = std::chrono::steady_clock::now();
       executor_.Launch(std::move(*step));
       std::optional<StepPlan> next = PlanAhead();
       StepResult result = executor_.Wait();
-      step = Commit(result, std::move(next));
+      step = Commit(result, std::move(next), launched_at);
     }
   }
 }
@@ -58,9 +59,14 @@ std::optional<StepPlan> EngineImpl::PlanAhead() {
   return plan;
 }
 
-std::optional<LaunchedStep> EngineImpl::Commit(StepResult& result, std::optional<StepPlan> next) {
+std::optional<LaunchedStep> EngineImpl::Commit(StepResult& result, std::optional<StepPlan> next,
+                                               std::chrono::steady_clock::time_point launched_at) {
   MutexLock lock(mu_);
   CommitLocked(result);
+  if (!config_.speculative.method.empty()) {
+    ObserveStepCostLocked(
+        result, std::chrono::duration<double>(std::chrono::steady_clock::now() - launched_at).count());
+  }
   if (!next) return std::nullopt;
   return PrepareLocked(std::move(*next));
 }

@@ -35,24 +35,6 @@ void EngineImpl::CommitSpeculationLocked(const StepResult& result) {
       calibrator_.Observe(d, c, d < accepted);
     }
   }
-  // Both cost models learn from decode and verification steps only (every
-  // token a logit row that is sampled), the steps whose cost they predict: a
-  // prompt chunk's tokens cost a fraction of a decode token (no logits, no
-  // sampling, one attention pass per chunk), and mixing them in drags the
-  // fitted marginal token far below a verified draft's. The drafter's catch-up
-  // of a prompt is the opposite: a whole prompt's MTP rows taken as the
-  // fixed seconds of one step, which the smoothing then carries for tens of
-  // steps (enough to predict a loss and pause a drafter that pays).
-  int64_t logit_rows = 0;
-  for (const SampledRow& row : result.rows) logit_rows += 1 + row.num_drafts;
-  const bool decode_step = result.num_tokens == logit_rows;
-  if (result.forward_seconds > 0 && decode_step) {
-    step_cost_.Observe(result.num_tokens, result.forward_seconds);
-  }
-  if (result.draft_seconds > 0 && decode_step) {
-    drafter_cost_.Observe(result.proposed_tokens, result.draft_seconds, result.draft_fixed_seconds);
-  }
-
   // The fresh proposals of requests that go on.
   std::vector<const SampledRow*> proposing;
   std::vector<DraftLengthInput> inputs;
@@ -98,6 +80,31 @@ void EngineImpl::CommitSpeculationLocked(const StepResult& result) {
   }
 }
 
+// Both cost models learn from decode and verification steps only (every
+// token a logit row that is sampled), the steps whose cost they predict: a
+// prompt chunk's tokens cost a fraction of a decode token (no logits, no
+// sampling, one attention pass per chunk), and mixing them in drags the
+// fitted marginal token far below a verified draft's. The drafter's catch-up
+// of a prompt is the opposite: a whole prompt's MTP rows taken as the
+// fixed seconds of one step, which the smoothing then carries for tens of
+// steps (enough to predict a loss and pause a drafter that pays).
+// The target's sample is the step's whole cycle less the drafter's part, not
+// its forward pass alone: sampling every verified row, the rollback and the
+// commit grow with the drafts too, and where the forward is cheap (a small
+// model, or many requests per step) they decide whether a draft pays
+// (docs/speculative.md, "The cost model").
+void EngineImpl::ObserveStepCostLocked(const StepResult& result, double cycle_seconds) {
+  int64_t logit_rows = 0;
+  for (const SampledRow& row : result.rows) logit_rows += 1 + row.num_drafts;
+  const bool decode_step = result.num_tokens == logit_rows;
+  if (!decode_step || result.forward_seconds <= 0) return;
+  step_cost_.Observe(result.num_tokens,
+                     std::max(cycle_seconds - result.draft_seconds, result.forward_seconds));
+  if (result.draft_seconds > 0) {
+    drafter_cost_.Observe(result.proposed_tokens, result.draft_seconds, result.draft_fixed_seconds);
+  }
+}
+
 // Pausing: the schedule's predicted speedup (the chosen lengths' tokens per
 // second, drafter included, over a step without speculation) is smoothed
 // over the steps that proposed; below kPauseBelow the drafter is paused -- its
@@ -106,7 +113,12 @@ void EngineImpl::CommitSpeculationLocked(const StepResult& result) {
 // reserve no draft slots (Scheduler::SetDraftingPaused). While paused there are no proposals, so the
 // same prediction runs on typical ones (per depth, the smoothed calibrated
 // confidence of the proposals seen while drafting); it resumes once that predicts kResumeSpeedup, or after
-// kProbeSteps paused steps to re-measure (the text or the drafts may have changed). The MTP drafter restarts
+// probe_interval_ paused steps to re-measure (the text or the drafts may have changed). A probe pauses
+// again as soon as the warm models predict any loss (kMinStepsBeforeClearPause), and each probe that
+// ends in a pause doubles the interval (up to kMaxProbeSteps): under a steady compute-bound load every
+// probe drafts for a whole batch and loses, and the probes were most of what adaptive lost against
+// plain decoding there. A resume on the prediction, or a probe that keeps paying, resets the interval.
+// The MTP drafter restarts
 // its context at the first position it sees again. kPauseBelow is under 1 so that a drafter that costs next
 // to nothing (ngram) is not paused over a draft-less stretch: the pause would save next to nothing and lose
 // the next good proposals.
@@ -120,17 +132,23 @@ void EngineImpl::UpdateDraftingPauseLocked(const DraftSchedule& schedule, const 
   constexpr int64_t kMinStepsBeforePause = 8;
   constexpr int64_t kMinStepsBeforeClearPause = 3;
   constexpr double kClearLossBelow = 0.8;
-  constexpr int64_t kProbeSteps = 256;
+  constexpr int64_t kMinProbeSteps = 256, kMaxProbeSteps = 4096;
   ++steps_since_pause_change_;
   if (!drafting_paused_) {
     if (schedule.lengths.empty()) return;  // nothing proposed this step: nothing learned
     spec_speedup_ = (1 - kSmoothing) * spec_speedup_ + kSmoothing * schedule.speedup;
     const bool clear_loss =
         spec_speedup_ < kClearLossBelow && steps_since_pause_change_ >= kMinStepsBeforeClearPause;
-    if (clear_loss || (spec_speedup_ < kPauseBelow && steps_since_pause_change_ >= kMinStepsBeforePause)) {
+    const int64_t min_steps = probing_ ? kMinStepsBeforeClearPause : kMinStepsBeforePause;
+    if (clear_loss || (spec_speedup_ < kPauseBelow && steps_since_pause_change_ >= min_steps)) {
       drafting_paused_ = true;
+      if (probing_) probe_interval_ = std::min(2 * probe_interval_, kMaxProbeSteps);
+      probing_ = false;
       steps_since_pause_change_ = 0;
       DI_LOG_DEBUG("speculation paused: predicted speedup %.3f", spec_speedup_);
+    } else if (probing_ && steps_since_pause_change_ >= kMinStepsBeforePause) {
+      probing_ = false;  // the probe pays: back to the short interval
+      probe_interval_ = kMinProbeSteps;
     }
     return;
   }
@@ -145,8 +163,10 @@ void EngineImpl::UpdateDraftingPauseLocked(const DraftSchedule& schedule, const 
                                              typical);
   const double predicted =
       ChooseDraftLengths(inputs, load, step_cost_, drafter_cost_, max_draft, SpecSchedule::kAdaptive).speedup;
-  if (predicted >= kResumeSpeedup || steps_since_pause_change_ >= kProbeSteps) {
+  if (predicted >= kResumeSpeedup || steps_since_pause_change_ >= probe_interval_) {
     drafting_paused_ = false;
+    probing_ = predicted < kResumeSpeedup;
+    if (!probing_) probe_interval_ = kMinProbeSteps;
     steps_since_pause_change_ = 0;
     spec_speedup_ = std::max(predicted, 1.0);
     DI_LOG_DEBUG("speculation resumed: predicted speedup %.3f", predicted);

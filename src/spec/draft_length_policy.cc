@@ -28,9 +28,15 @@ DraftSchedule ChooseDraftLengths(const std::vector<DraftLengthInput>& inputs, co
   const double rows = static_cast<double>(std::max<int64_t>(load.sampling_rows, 1));
   const double base_tokens = static_cast<double>(std::max<int64_t>(load.tokens, 1));
   // The expected tokens and predicted seconds of the step with `lengths`.
+  // The drafter is charged for what it proposes, not for what is verified:
+  // its stop rule chains one draft past the last one worth verifying (the
+  // first below lambda), so a request verifying j drafts costs about j + 1
+  // proposals, and one verifying none still costs one. Charged for the
+  // verified drafts only, a large batch looked much cheaper to speculate
+  // than it was (docs/speculative.md, "The cost model").
   auto evaluate = [&](double& expected, double& seconds) {
     expected = rows;
-    double drafts = 0;
+    double drafts = 0, proposed = 0;
     for (size_t r = 0; r < inputs.size(); ++r) {
       double prefix = 1.0;
       for (int32_t i = 0; i < lengths[r]; ++i) {
@@ -38,8 +44,9 @@ DraftSchedule ChooseDraftLengths(const std::vector<DraftLengthInput>& inputs, co
         expected += prefix;
       }
       drafts += lengths[r];
+      proposed += std::min(lengths[r] + 1, cap(inputs[r]));
     }
-    seconds = cost.Predict(base_tokens + drafts) + drafter_cost.Predict(drafts);
+    seconds = cost.Predict(base_tokens + drafts) + drafter_cost.Predict(proposed);
   };
   for (int round = 0; round < 3; ++round) {
     double expected = 0, seconds = 0;

@@ -7,7 +7,8 @@
 // calibrated conditional confidences; each verified draft costs the step
 // the target's per_token seconds plus the drafter's marginal seconds per
 // draft. With E the expected tokens and T the predicted seconds of the step
-// (target forward plus drafting), a draft is worth verifying when its P_i
+// (the target's whole step plus the drafter's proposals: about one more than
+// it verifies per request), a draft is worth verifying when its P_i
 // exceeds the step's exchange rate lambda = E / T * marginal: the request
 // takes the j maximizing S_j - lambda * j. lambda is also the drafter's stop
 // rule for the next step: chaining past a prefix confidence below it buys
@@ -61,7 +62,7 @@ struct DraftSchedule {
   double speedup = 1.0;
 };
 
-// cost: the target's forward; drafter_cost: the drafter's.
+// cost: the target's step; drafter_cost: the drafter's.
 DraftSchedule ChooseDraftLengths(const std::vector<DraftLengthInput>& inputs, const StepLoad& load,
                                  const StepCostModel& cost, const DrafterCost& drafter_cost,
                                  int32_t max_draft, SpecSchedule schedule);

@@ -95,12 +95,31 @@ TEST(DraftLengthPolicy, SpeculationFadesOutWhenTheStepIsComputeBound) {
       ChooseDraftLengths(in, {64, 64}, Linear(0.001, 0.001), kFreeDrafter, 3, SpecSchedule::kAdaptive)
           .lengths;
   for (int32_t v : k) EXPECT_EQ(v, 0);
-  // A drafter that costs as much as a fixed step also turns it off at batch 1.
+  // A drafter that costs as much as a fixed step turns it off at batch 1 too:
+  // its first proposal alone doubles the step, so the predicted speedup is a
+  // clear loss (below the engine's 0.8 pause threshold) whatever is verified.
+  // By hand: verifying none, T = 0.0101 + 0.01 (one proposal), lambda =
+  // 1 / 0.0201 * 0.0101 = 0.502 < 0.6, so one draft is verified (the drafter
+  // runs anyway); then T = 0.0102 + 0.02 (two proposals), E = 1.6, lambda =
+  // 0.535: still one. Speedup = (1.6 / 0.0302) / (1 / 0.0101) = 0.535.
   const std::vector<DraftLengthInput> one = {{{0.6, 0.6}}};
-  EXPECT_EQ(
-      ChooseDraftLengths(one, {1, 1}, Linear(0.01, 0.0001), Drafter(0, 0.01), 2, SpecSchedule::kAdaptive)
-          .lengths,
-      (std::vector<int32_t>{0}));
+  const DraftSchedule s =
+      ChooseDraftLengths(one, {1, 1}, Linear(0.01, 0.0001), Drafter(0, 0.01), 2, SpecSchedule::kAdaptive);
+  EXPECT_EQ(s.lengths, (std::vector<int32_t>{1}));
+  EXPECT_NEAR(s.speedup, (1.6 / 0.0302) / (1 / 0.0101), 2e-3);  // the fits' priors pull ~0.1%
+  EXPECT_LT(s.speedup, 0.8);
+}
+
+TEST(DraftLengthPolicy, TheDrafterIsChargedForWhatItProposes) {
+  // Its stop rule chains one draft past the last one verified, and a request
+  // verifying none still costs one proposal. 2 requests, fixed 0.01 s, per
+  // token 0.001 s, drafts 0.002 s each, confidences too low to verify
+  // (lambda ~ 2 / 0.016 * 0.003 = 0.375 > 0.3): T = 0.012 + 2 * 0.002.
+  const std::vector<DraftLengthInput> in(2, DraftLengthInput{{0.3, 0.3, 0.3}});
+  const DraftSchedule s =
+      ChooseDraftLengths(in, {2, 2}, Linear(0.01, 0.001), Drafter(0, 0.002), 3, SpecSchedule::kAdaptive);
+  EXPECT_EQ(s.lengths, (std::vector<int32_t>{0, 0}));
+  EXPECT_NEAR(s.speedup, (2 / 0.016) / (2 / 0.012), 2e-3);
 }
 
 TEST(StepCostModel, ADrafterModelStartsWithOneDraftPerFixedCost) {

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# spec_serve.sh [BUILD_DIR] [ROUNDS] [CONCURRENCY]: issue 14's "under load"
+# spec_serve.sh [BUILD_DIR] [ROUNDS] [CONCURRENCY] [REQUESTS]: issue 14's "under load"
 # point through the server: `deepinfer serve stories260K-mtp` with no
 # speculation, --spec-schedule fixed and adaptive (mtp, K = 5), each loaded
 # by `bench-serve` with CONCURRENCY requests in flight (default 64); the
 # three servers alternate within each round, so a noisy machine slows them
-# alike. Prints each run's output tok/s and, per round, fixed / none and
+# alike. REQUESTS per run defaults to 4 x CONCURRENCY; more (16 x) make the
+# start of a run and the schedule's probes weigh less. Prints each run's output tok/s and, per round, fixed / none and
 # adaptive / none (docs/speculative.md).
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-3}
 concurrency=${3:-64}
+requests=${4:-$((4 * concurrency))}
 models=$(cd "$(dirname "$0")/../../shared/models" && pwd)
 port=18431
 run() {  # run NAME [serve flags...]: one server, one load, its output tok/s
@@ -23,7 +25,7 @@ run() {  # run NAME [serve flags...]: one server, one load, its output tok/s
     sleep 0.1
   done
   local out
-  out=$("$build/deepinfer" bench-serve --url "http://127.0.0.1:$port" --num-requests $((4 * concurrency)) \
+  out=$("$build/deepinfer" bench-serve --url "http://127.0.0.1:$port" --num-requests "$requests" \
     --concurrency "$concurrency" --prompt-tokens 32 --output-tokens 128 --seed 1 2>/dev/null |
     sed -n 's/.*, \([0-9.]*\) output tok\/s.*/\1/p')
   kill -TERM $pid

@@ -523,14 +523,16 @@ TEST(MatMulTest, PackedResultsAreBatchAndThreadInvariant) {
 // blocks), a padded full group (288 = 9 blocks, 96 = 3 blocks, 5632 = 176
 // blocks), rows that leave a partial 16-row panel (37, 21), tokens that
 // leave 1..8 for the AVX-512 tiles or 9..15 for a padded AMX tile (25, 29,
-// 31; 24 leaves 8, the last count not padded), with a bias, at 1 and 3 threads.
+// 31, 45; 24 leaves 8, the last count not padded), with a bias, at 1 and 3
+// threads. Q8_0 takes AMX from 32 tokens only (interleaved_avx512.cc), so its
+// AMX tiles are the shapes of 33 tokens and more.
 TEST(MatMulTest, AmxMatchesAvx512BitForBit) {
   if (!AmxInt8Supported()) GTEST_SKIP() << "no AMX int8 on this machine";
   const bool was_enabled = SetAmxEnabled(true);
   std::mt19937 rng(11);
-  const std::vector<Shape> shapes = {{48, 2048, 16}, {37, 768, 33}, {21, 288, 20}, {64, 160, 16},
-                                     {32, 5632, 48}, {16, 96, 64},  {37, 800, 17}, {21, 288, 25},
-                                     {37, 768, 29},  {48, 2048, 24}};
+  const std::vector<Shape> shapes = {{48, 2048, 16}, {37, 768, 33},  {21, 288, 20}, {64, 160, 16},
+                                     {32, 5632, 48}, {16, 96, 64},   {37, 800, 17}, {21, 288, 25},
+                                     {37, 768, 29},  {48, 2048, 24}, {37, 768, 45}};
   // K-quants (K a multiple of 256): full groups only (2048, 5632 = 11 groups),
   // one full and one half group (768), a half group only (256).
   const std::vector<Shape> kquant_shapes = {{48, 2048, 16}, {37, 768, 33}, {21, 256, 20}, {32, 5632, 48},

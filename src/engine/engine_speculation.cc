@@ -116,12 +116,10 @@ void EngineImpl::ObserveStepCostLocked(const StepResult& result, double cycle_se
 // probe_interval_ paused steps to re-measure (the text or the drafts may have changed). A probe pauses
 // again as soon as the warm models predict any loss (kMinStepsBeforeClearPause), and each probe that
 // ends in a pause doubles the interval (up to kMaxProbeSteps): under a steady compute-bound load every
-// probe drafts for a whole batch and loses, and the probes were most of what adaptive lost against
-// plain decoding there. A resume on the prediction, or a probe that keeps paying, resets the interval.
-// The MTP drafter restarts
-// its context at the first position it sees again. kPauseBelow is under 1 so that a drafter that costs next
-// to nothing (ngram) is not paused over a draft-less stretch: the pause would save next to nothing and lose
-// the next good proposals.
+// probe drafts for a whole batch and loses. A resume on the prediction, or a probe that keeps paying,
+// resets the interval. The MTP drafter restarts its context at the first position it sees again. kPauseBelow
+// is under 1 so that a drafter that costs next to nothing (ngram) is not paused over a draft-less stretch:
+// the pause would save next to nothing and lose the next good proposals.
 void EngineImpl::UpdateDraftingPauseLocked(const DraftSchedule& schedule, const StepLoad& load) {
   constexpr double kSmoothing = 0.2;
   constexpr double kPauseBelow = 0.98;

@@ -341,22 +341,31 @@ constexpr std::array<AccumulateFn, 4> kAccumulate[] = {
     kAccumulateRow<1>, kAccumulateRow<2>, kAccumulateRow<3>, kAccumulateRow<4>,
     kAccumulateRow<5>, kAccumulateRow<6>, kAccumulateRow<7>, kAccumulateRow<8>};
 
+// The 16-key groups of a dim-major K tile (1 or 2) as the scores read them:
+// in the cache's dtype, or gathered as f32; split: a group spans two blocks.
+struct DimMajorKeys {
+  DType dtype;
+  bool split;
+  KeyGroup groups[2];
+  int64_t n_groups;
+};
+
 // ScoreQueriesDimMajor for the tile's key dtype (f16, bf16, else f32) and
 // whether a group spans two blocks.
-void ScoreQueriesDimMajor(DType t, bool split, const float* const* q, int64_t n, const KeyGroup* groups,
-                          int64_t n_groups, int64_t hd, __m512 scale, float* const* sc) {
+void ScoreQueriesDimMajor(const DimMajorKeys& keys, const float* const* q, int64_t n, int64_t hd,
+                          __m512 scale, float* const* sc) {
   const auto run = [&](auto split_keys) {
     constexpr bool kSplit = decltype(split_keys)::value;
-    switch (t) {
+    switch (keys.dtype) {
       case DType::kF16:
-        return ScoreQueriesDimMajor<DType::kF16, kSplit>(q, n, groups, n_groups, hd, scale, sc);
+        return ScoreQueriesDimMajor<DType::kF16, kSplit>(q, n, keys.groups, keys.n_groups, hd, scale, sc);
       case DType::kBF16:
-        return ScoreQueriesDimMajor<DType::kBF16, kSplit>(q, n, groups, n_groups, hd, scale, sc);
+        return ScoreQueriesDimMajor<DType::kBF16, kSplit>(q, n, keys.groups, keys.n_groups, hd, scale, sc);
       default:
-        return ScoreQueriesDimMajor<DType::kF32, kSplit>(q, n, groups, n_groups, hd, scale, sc);
+        return ScoreQueriesDimMajor<DType::kF32, kSplit>(q, n, keys.groups, keys.n_groups, hd, scale, sc);
     }
   };
-  if (split) {
+  if (keys.split) {
     run(std::true_type{});
   } else {
     run(std::false_type{});
@@ -366,50 +375,45 @@ void ScoreQueriesDimMajor(DType t, bool split, const float* const* q, int64_t n,
 // Queries handed to ScoreQueriesDimMajor at once (it blocks them 8 / 4 / 2 / 1).
 constexpr int64_t kQueriesPerDimMajorRun = 8;
 
-// The 16-key groups of the dim-major K tile [t0, t0 + n) (1 or 2), passed to
-// score(dtype, split, groups, n_groups): read in place where a group's keys
-// are consecutive slots of one block, or of one block and the next (a tile
-// that starts inside a block: a sliding window's first keys; `split`), else
-// gathered (keys past n as 0) into `scratch` as f32 [group][hd][16] (blocks
-// of fewer than 16 slots).
-template <class Score>
-void ScoreTileDimMajor(const PagedKvView& kv, int64_t t0, int64_t n, int64_t hd, float* scratch,
-                       Score&& score) {
+// The key groups of the dim-major K tile [t0, t0 + n): read in place where a
+// group's keys are consecutive slots of one block, or of one block and the
+// next (a tile that starts inside a block: a sliding window's first keys;
+// `split`), else gathered (keys past n as 0) into `scratch` as f32
+// [group][hd][16] (blocks of fewer than 16 slots).
+DimMajorKeys DimMajorKeysOf(const PagedKvView& kv, int64_t t0, int64_t n, int64_t hd, float* scratch) {
   const int64_t elem = BlockBytes(kv.dtype);
-  const int64_t n_groups = (n + 15) / 16;
-  KeyGroup groups[2];
-  bool in_place = kv.slot_stride == elem && kv.block_size >= 16, split = false;
-  for (int64_t g = 0; g < n_groups && in_place; ++g) {
+  DimMajorKeys keys{kv.dtype, false, {}, (n + 15) / 16};
+  bool in_place = kv.slot_stride == elem && kv.block_size >= 16;
+  for (int64_t g = 0; g < keys.n_groups && in_place; ++g) {
     const int64_t key = t0 + 16 * g, slot = key % kv.block_size, block = key / kv.block_size;
-    const int64_t keys = std::min<int64_t>(16, t0 + n - key);  // keys the tile has in this group
+    const int64_t in_tile = std::min<int64_t>(16, t0 + n - key);  // keys the tile has in this group
     const int64_t here = std::min<int64_t>(16, kv.block_size - slot);
-    KeyGroup& group = groups[g];
+    KeyGroup& group = keys.groups[g];
     const uint8_t* base = kv.k + kv.block_table[block] * kv.block_stride + slot * kv.slot_stride;
     // next = base while unused: a split tile's other group reads it with an empty mask.
     group = {base, base, kv.k_dim_stride, 16, 0};
     if (here < 16) {  // the group ends in the next block (read only if the tile has keys there)
       group.split = static_cast<int>(here);
-      group.from_next = static_cast<int>(std::max<int64_t>(0, keys - here));
+      group.from_next = static_cast<int>(std::max<int64_t>(0, in_tile - here));
       group.next = group.from_next > 0 ? kv.k + kv.block_table[block + 1] * kv.block_stride : group.base;
-      split = true;
+      keys.split = true;
     }
   }
-  if (in_place) {
-    score(kv.dtype, split, groups, n_groups);
-    return;
-  }
-  std::fill(scratch, scratch + n_groups * hd * 16, 0.0f);
+  if (in_place) return keys;
+  std::fill(scratch, scratch + keys.n_groups * hd * 16, 0.0f);
   int64_t j = 0;
   ForEachKvRow(kv, t0, n, [&](const uint8_t* k, const uint8_t*) {
     float* dst = scratch + (j / 16) * hd * 16 + j % 16;
     for (int64_t d = 0; d < hd; ++d) DequantizeRow(kv.dtype, k + d * kv.k_dim_stride, dst + d * 16, 1);
     ++j;
   });
-  for (int64_t g = 0; g < n_groups; ++g) {
+  keys.dtype = DType::kF32;
+  keys.split = false;
+  for (int64_t g = 0; g < keys.n_groups; ++g) {
     const auto* base = reinterpret_cast<const uint8_t*>(scratch + g * hd * 16);
-    groups[g] = {base, base, 16 * static_cast<int64_t>(sizeof(float)), 16, 0};
+    keys.groups[g] = {base, base, 16 * static_cast<int64_t>(sizeof(float)), 16, 0};
   }
-  score(DType::kF32, false, groups, n_groups);
+  return keys;
 }
 
 // Queries scored together: 4 x 4 keys = 16 accumulators.
@@ -501,27 +505,25 @@ void AttendKeysForTokensAvx512(const AttentionQuery& q, const AttentionTokens& t
     // same key count at a time (the heads of one token).
     const auto query_of = [&](int64_t x) { return q.q + (x / q.n_q) * tokens.q_stride + (x % q.n_q) * hd; };
     if (dim_major) {
-      ScoreTileDimMajor(kv, t0, n, hd, tile_k,
-                        [&](DType t, bool split, const KeyGroup* groups, int64_t n_groups) {
-                          // Every query with keys in this tile, in runs of consecutive ones
-                          // (the lanes past a query's own key count are masked below).
-                          for (int64_t x = 0; x < n_x;) {
-                            if (keys_of(x, t0) <= 0) {
-                              ++x;
-                              continue;
-                            }
-                            const float* qs[kQueriesPerDimMajorRun];
-                            float* sc[kQueriesPerDimMajorRun];
-                            int64_t nb = 0;
-                            while (nb < kQueriesPerDimMajorRun && x + nb < n_x && keys_of(x + nb, t0) > 0) {
-                              qs[nb] = query_of(x + nb);
-                              sc[nb] = scores + (x + nb) * kAttentionKeyTile;
-                              ++nb;
-                            }
-                            ScoreQueriesDimMajor(t, split, qs, nb, groups, n_groups, hd, scale, sc);
-                            x += nb;
-                          }
-                        });
+      // Every query with keys in this tile, in runs of consecutive ones (the
+      // lanes past a query's own key count are masked below).
+      const DimMajorKeys keys = DimMajorKeysOf(kv, t0, n, hd, tile_k);
+      for (int64_t x = 0; x < n_x;) {
+        if (keys_of(x, t0) <= 0) {
+          ++x;
+          continue;
+        }
+        const float* qs[kQueriesPerDimMajorRun];
+        float* sc[kQueriesPerDimMajorRun];
+        int64_t nb = 0;
+        while (nb < kQueriesPerDimMajorRun && x + nb < n_x && keys_of(x + nb, t0) > 0) {
+          qs[nb] = query_of(x + nb);
+          sc[nb] = scores + (x + nb) * kAttentionKeyTile;
+          ++nb;
+        }
+        ScoreQueriesDimMajor(keys, qs, nb, hd, scale, sc);
+        x += nb;
+      }
     } else {
       for (int64_t x = 0; x < n_x;) {
         const int64_t nx = keys_of(x, t0);

@@ -131,8 +131,11 @@ class EngineImpl final : public Engine {
   // seen yet): while paused, the proposals speculation would see.
   std::vector<double> typical_confidence_ GUARDED_BY(mu_);
   int64_t steps_since_pause_change_ GUARDED_BY(mu_) = 0;
-  // Paused steps before the next probe, and whether the drafter runs as one.
-  int64_t probe_interval_ GUARDED_BY(mu_) = 256;
+  // Paused steps before the next probe (kMinProbeSteps, doubled by each
+  // probe that ends in a pause up to kMaxProbeSteps), and whether the drafter
+  // runs as one.
+  static constexpr int64_t kMinProbeSteps = 256, kMaxProbeSteps = 4096;
+  int64_t probe_interval_ GUARDED_BY(mu_) = kMinProbeSteps;
   bool probing_ GUARDED_BY(mu_) = false;
   int64_t spec_paused_steps_ GUARDED_BY(mu_) = 0;
   // Raw confidences of the drafts last handed to the scheduler, per request.

@@ -130,7 +130,6 @@ void EngineImpl::UpdateDraftingPauseLocked(const DraftSchedule& schedule, const 
   constexpr int64_t kMinStepsBeforePause = 8;
   constexpr int64_t kMinStepsBeforeClearPause = 3;
   constexpr double kClearLossBelow = 0.8;
-  constexpr int64_t kMinProbeSteps = 256, kMaxProbeSteps = 4096;
   ++steps_since_pause_change_;
   if (!drafting_paused_) {
     if (schedule.lengths.empty()) return;  // nothing proposed this step: nothing learned

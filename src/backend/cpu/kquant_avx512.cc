@@ -474,26 +474,31 @@ void PackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end, int64_t
   }
 }
 
-}  // namespace
-
-void PackedQ6_KRowsAvx512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
-  PackedRows<2, Q6_K>(a, row_begin, row_end, 0);
-}
-
 // With AMX (amx.h) and at least 16 tokens, whole 16-row panels x 16-token
 // tiles go to the AMX kernel, which gives the same bits (packed_int8_amx.cc);
 // leftover tokens and rows run the tiles above (as for Q8_0 / Q4_0).
-void PackedQ4_KRowsAvx512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+template <int kT, class Type>
+void PackedRowsWithAmx(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   constexpr int64_t kAmxPanel = 16;
   const int64_t amx_tokens = a.xq->tile_tokens;  // > 0 only when Prepare filled the tiles
   const int64_t amx_rows_end = row_begin + (row_end - row_begin) / kAmxPanel * kAmxPanel;
   if (amx_tokens == 0 || amx_rows_end == row_begin) {
-    PackedRows<3, Q4_K>(a, row_begin, row_end, 0);
+    PackedRows<kT, Type>(a, row_begin, row_end, 0);
     return;
   }
   PackedInt8PanelsAmx(a, row_begin, amx_rows_end);
-  if (amx_tokens < a.n_tokens) PackedRows<3, Q4_K>(a, row_begin, amx_rows_end, amx_tokens);
-  if (amx_rows_end < row_end) PackedRows<3, Q4_K>(a, amx_rows_end, row_end, 0);
+  if (amx_tokens < a.n_tokens) PackedRows<kT, Type>(a, row_begin, amx_rows_end, amx_tokens);
+  if (amx_rows_end < row_end) PackedRows<kT, Type>(a, amx_rows_end, row_end, 0);
+}
+
+}  // namespace
+
+void PackedQ6_KRowsAvx512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  PackedRowsWithAmx<2, Q6_K>(a, row_begin, row_end);
+}
+
+void PackedQ4_KRowsAvx512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  PackedRowsWithAmx<3, Q4_K>(a, row_begin, row_end);
 }
 
 }  // namespace deepinfer::cpu

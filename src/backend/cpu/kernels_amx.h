@@ -16,6 +16,11 @@ namespace deepinfer::cpu {
 // AVX-512 kernels.
 void PackedInt8PanelsAmx(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
 
+// How many times PackedInt8PanelsAmx has run in this process. The AMX and
+// AVX-512 kernels give the same bits by design, so this count is how a test
+// knows its AMX side really took the AMX kernel.
+uint64_t PackedInt8PanelsAmxCalls();
+
 // Copies token t's q and d into xq's tile_q / tile_d (activations.h);
 // t < xq->tile_tokens. Called concurrently for different tokens. No tile
 // instruction: AVX-512 only.

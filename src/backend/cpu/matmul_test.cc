@@ -18,6 +18,7 @@
 #include "backend/cpu/amx.h"
 #include "backend/cpu/isa.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/kernels_amx.h"
 #include "backend/cpu/packed_weights.h"
 #include "tensor/dequant.h"
 
@@ -550,7 +551,15 @@ TEST(MatMulTest, AmxMatchesAvx512BitForBit) {
         SetAmxEnabled(false);
         const std::vector<float> avx512 = RunMatMul(ActiveIsa(), m, x, s.n_tokens, bias.data(), threads);
         SetAmxEnabled(true);
+        const uint64_t calls_before = PackedInt8PanelsAmxCalls();
         const std::vector<float> amx = RunMatMul(ActiveIsa(), m, x, s.n_tokens, bias.data(), threads);
+        // Every shape here has a whole 16-row panel and enough tokens for
+        // the AMX kernel (Q8_0: 32), so the AMX side must have taken it.
+        if (t != DType::kQ8_0 || s.n_tokens >= 32) {
+          ASSERT_GT(PackedInt8PanelsAmxCalls(), calls_before)
+              << DTypeName(t) << " n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens
+              << ": the AMX kernel never ran";
+        }
         for (size_t i = 0; i < amx.size(); ++i) {
           ASSERT_EQ(std::bit_cast<uint32_t>(amx[i]), std::bit_cast<uint32_t>(avx512[i]))
               << DTypeName(t) << " n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens

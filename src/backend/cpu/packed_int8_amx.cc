@@ -41,6 +41,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "backend/cpu/aligned_buffer.h"
 #include "backend/cpu/amx_tiles.h"
@@ -528,9 +529,14 @@ void Panels(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   }
 }
 
+std::atomic<uint64_t> panel_calls{0};
+
 }  // namespace
 
+uint64_t PackedInt8PanelsAmxCalls() { return panel_calls.load(std::memory_order_relaxed); }
+
 void PackedInt8PanelsAmx(const MatMulArgs& args, int64_t row_begin, int64_t row_end) {
+  panel_calls.fetch_add(1, std::memory_order_relaxed);
   if (args.dtype == DType::kQ8_0) {
     Panels<Q8_0Panel>(args, row_begin, row_end);
   } else if (args.dtype == DType::kQ4_K) {

@@ -152,6 +152,21 @@ std::vector<float> RunMatMul(Isa isa, const Matrix& m, const std::vector<float>&
   return y;
 }
 
+// Runs body once with the AMX kernels off and, where this CPU has AMX, once
+// with them on (restoring the setting): on an AMX machine the AVX-512
+// kernels (vdpbf16ps, the int8 tiles past 16 tokens) would otherwise never
+// run, though they are what a CPU without AMX uses.
+template <class Body>
+void WithAndWithoutAmx(Body body) {
+  const bool was_enabled = SetAmxEnabled(false);
+  body("amx off");
+  if (AmxInt8Supported() || AmxBf16Supported()) {
+    SetAmxEnabled(true);
+    body("amx on");
+  }
+  SetAmxEnabled(was_enabled);
+}
+
 // The scalar kernel vs a double-precision dot of the dequantized weights.
 // Float types: f32 rounding only, |err| <= 1e-5 * sum|w x| + 1e-6. BF16
 // rounds the activations to bf16 first (kernels.h), and so does the
@@ -455,23 +470,25 @@ TEST(MatMulTest, PackedPanelsMatchScalar) {
                                {33, 4100, 64}, {17, 4101, 3},  {1, 2048, 64}, {64, 2048, 12}};
   for (int64_t t = 1; t <= 13; ++t) shapes.push_back({33, 72, t});
   ThreadPool pool(2);
-  for (DType t : {DType::kBF16, DType::kF16, DType::kF32}) {
-    ASSERT_TRUE(PacksType(ActiveIsa(), t)) << DTypeName(t);
-    for (const Shape& s : shapes) {
-      const Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);
-      const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
-      const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
-      const std::vector<float> ref = RunMatMul(Isa::kScalar, m, x, s.n_tokens, bias.data(), 1);
-      PackedWeights packer;
-      const PackedMatrix packed = packer.Pack(m.view);
-      ASSERT_NE(packed.view.data, m.view.data);
-      ASSERT_NE(packed.layout, nullptr);
-      std::vector<float> y(ref.size(), -1.0f);
-      MatMulWithIsa(ActiveIsa(), packed.view, packed.layout, x.data(), s.n_tokens, bias.data(), y.data(),
-                    pool);
-      ExpectWithinSummationBound(m, s, x, bias, y, ref, DTypeName(t));
+  WithAndWithoutAmx([&](const char* amx) {
+    for (DType t : {DType::kBF16, DType::kF16, DType::kF32}) {
+      ASSERT_TRUE(PacksType(ActiveIsa(), t)) << DTypeName(t);
+      for (const Shape& s : shapes) {
+        const Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);
+        const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
+        const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
+        const std::vector<float> ref = RunMatMul(Isa::kScalar, m, x, s.n_tokens, bias.data(), 1);
+        PackedWeights packer;
+        const PackedMatrix packed = packer.Pack(m.view);
+        ASSERT_NE(packed.view.data, m.view.data);
+        ASSERT_NE(packed.layout, nullptr);
+        std::vector<float> y(ref.size(), -1.0f);
+        MatMulWithIsa(ActiveIsa(), packed.view, packed.layout, x.data(), s.n_tokens, bias.data(), y.data(),
+                      pool);
+        ExpectWithinSummationBound(m, s, x, bias, y, ref, std::string(DTypeName(t)) + ", " + amx);
+      }
     }
-  }
+  });
 }
 
 // The batch-invariance contract holds for the packed kernels too (they have
@@ -481,40 +498,42 @@ TEST(MatMulTest, PackedPanelsMatchScalar) {
 TEST(MatMulTest, PackedResultsAreBatchAndThreadInvariant) {
   std::mt19937 rng(6);
   int packed_types = 0;
-  for (DType t :
-       {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K, DType::kBF16, DType::kF16, DType::kF32}) {
-    if (!PacksType(ActiveIsa(), t)) continue;
-    ++packed_types;
-    std::vector<int64_t> ks = {96, 768, 800};
-    if (t == DType::kQ4_K) ks = {512, 768};
-    if (t == DType::kQ6_K) ks = {256, 768, 2048};
-    if (t == DType::kBF16) ks = {45, 1000, 4100};
-    if (t == DType::kF16) ks = {45, 2049, 4100};  // 2049: K in 2 parts (F16Step::kPart), odd
-    if (t == DType::kF32) ks = {45, 1000, 2500};
-    // 10 tokens: the int8 GEMM's last four run as two 2-token tiles; 35:
-    // with AMX, two 16-token AMX tiles and 3 tokens (and 5 of the 37 rows)
-    // through the AVX-512 tiles, while each token alone is a GEMV.
-    for (int64_t k : ks) {
-      for (int64_t n_tokens : {10, 11, 35}) {
-        const int64_t n_rows = 37;
-        Matrix m = RandomMatrix(rng, t, n_rows, k);
-        PackedWeights packer;
-        UsePacked(packer, m);
-        ASSERT_NE(m.packed, nullptr);
-        const std::vector<float> x = RandomFloats(rng, n_tokens * k, 1.0f);
-        const std::vector<float> batched = RunMatMul(ActiveIsa(), m, x, n_tokens, nullptr, 1);
-        const std::vector<float> threaded = RunMatMul(ActiveIsa(), m, x, n_tokens, nullptr, 3);
-        ASSERT_EQ(0, std::memcmp(batched.data(), threaded.data(), batched.size() * 4))
-            << DTypeName(t) << " k=" << k;
-        for (int64_t tok = 0; tok < n_tokens; ++tok) {
-          const std::vector<float> xt(x.begin() + tok * k, x.begin() + (tok + 1) * k);
-          const std::vector<float> alone = RunMatMul(ActiveIsa(), m, xt, 1, nullptr, 2);
-          ASSERT_EQ(0, std::memcmp(alone.data(), batched.data() + tok * n_rows, n_rows * 4))
-              << DTypeName(t) << " k=" << k << " tokens " << n_tokens << " token " << tok;
+  WithAndWithoutAmx([&](const char* amx) {
+    for (DType t :
+         {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K, DType::kBF16, DType::kF16, DType::kF32}) {
+      if (!PacksType(ActiveIsa(), t)) continue;
+      ++packed_types;
+      std::vector<int64_t> ks = {96, 768, 800};
+      if (t == DType::kQ4_K) ks = {512, 768};
+      if (t == DType::kQ6_K) ks = {256, 768, 2048};
+      if (t == DType::kBF16) ks = {45, 1000, 4100};
+      if (t == DType::kF16) ks = {45, 2049, 4100};  // 2049: K in 2 parts (F16Step::kPart), odd
+      if (t == DType::kF32) ks = {45, 1000, 2500};
+      // 10 tokens: the int8 GEMM's last four run as two 2-token tiles; 35:
+      // with AMX, two 16-token AMX tiles and 3 tokens (and 5 of the 37 rows)
+      // through the AVX-512 tiles, while each token alone is a GEMV.
+      for (int64_t k : ks) {
+        for (int64_t n_tokens : {10, 11, 35}) {
+          const int64_t n_rows = 37;
+          Matrix m = RandomMatrix(rng, t, n_rows, k);
+          PackedWeights packer;
+          UsePacked(packer, m);
+          ASSERT_NE(m.packed, nullptr);
+          const std::vector<float> x = RandomFloats(rng, n_tokens * k, 1.0f);
+          const std::vector<float> batched = RunMatMul(ActiveIsa(), m, x, n_tokens, nullptr, 1);
+          const std::vector<float> threaded = RunMatMul(ActiveIsa(), m, x, n_tokens, nullptr, 3);
+          ASSERT_EQ(0, std::memcmp(batched.data(), threaded.data(), batched.size() * 4))
+              << DTypeName(t) << " k=" << k << ", " << amx;
+          for (int64_t tok = 0; tok < n_tokens; ++tok) {
+            const std::vector<float> xt(x.begin() + tok * k, x.begin() + (tok + 1) * k);
+            const std::vector<float> alone = RunMatMul(ActiveIsa(), m, xt, 1, nullptr, 2);
+            ASSERT_EQ(0, std::memcmp(alone.data(), batched.data() + tok * n_rows, n_rows * 4))
+                << DTypeName(t) << " k=" << k << " tokens " << n_tokens << " token " << tok << ", " << amx;
+          }
         }
       }
     }
-  }
+  });
   if (packed_types == 0) GTEST_SKIP() << "the active ISA reads no packed layout";
 }
 

@@ -104,6 +104,7 @@ inline void Transpose16x16(__m512i v[16]) {
 // (the packed form: Q8_0 w + 128, Q4_0 a nibble w + 8), converted to signed.
 struct Q8_0Panel {
   static constexpr DType kType = DType::kQ8_0;
+  static constexpr bool kNibbles = false;
   // Row r's step s of the group at `g` (lanes 16 or 8 blocks).
   static __m512i Step(const uint8_t* g, int s, int lanes) {
     if (lanes == 16) return _mm512_xor_si512(_mm512_load_si512(g + s * 64), _mm512_set1_epi8(char(0x80)));
@@ -112,18 +113,24 @@ struct Q8_0Panel {
   }
 };
 
+// The nibble formats (Q4_0, Q4_K): byte i of step j's 4-byte unit holds
+// step j in its low and step j + 4 in its high nibble (packed_weights.h),
+// so TransposePanel transposes each raw unit once for both steps (Raw) and
+// splits the nibbles after the transpose (Low / High): a byte's nibbles
+// move together, so this is the same result as transposing each step.
+inline __m512i RawUnit(const uint8_t* g, int j, int lanes) {
+  if (lanes == 16) return _mm512_load_si512(g + j * 64);
+  return _mm512_castsi256_si512(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + j * 32)));
+}
+
 struct Q4_0Panel {
   static constexpr DType kType = DType::kQ4_0;
-  static __m512i Step(const uint8_t* g, int s, int lanes) {
-    __m512i raw;
-    if (lanes == 16) {
-      raw = _mm512_load_si512(g + (s & 3) * 64);
-    } else {
-      raw = _mm512_castsi256_si512(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + (s & 3) * 32)));
-    }
+  static constexpr bool kNibbles = true;
+  // The signed weight nibble - 8 of the low (step j) or high (step j + 4) nibbles.
+  static __m512i Split(__m512i raw, bool high) {
     const __m512i mask = _mm512_set1_epi8(0x0f);
     const __m512i nib =
-        s < 4 ? _mm512_and_si512(raw, mask) : _mm512_and_si512(_mm512_srli_epi16(raw, 4), mask);
+        high ? _mm512_and_si512(_mm512_srli_epi16(raw, 4), mask) : _mm512_and_si512(raw, mask);
     return _mm512_sub_epi8(nib, _mm512_set1_epi8(8));
   }
 };
@@ -132,15 +139,10 @@ struct Q4_0Panel {
 // the minimum is a separate term), signed for TDPBSSD.
 struct Q4_KPanel {
   static constexpr DType kType = DType::kQ4_K;
-  static __m512i Step(const uint8_t* g, int s, int lanes) {
-    __m512i raw;
-    if (lanes == 16) {
-      raw = _mm512_load_si512(g + (s & 3) * 64);
-    } else {
-      raw = _mm512_castsi256_si512(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + (s & 3) * 32)));
-    }
+  static constexpr bool kNibbles = true;
+  static __m512i Split(__m512i raw, bool high) {
     const __m512i mask = _mm512_set1_epi8(0x0f);
-    return s < 4 ? _mm512_and_si512(raw, mask) : _mm512_and_si512(_mm512_srli_epi16(raw, 4), mask);
+    return high ? _mm512_and_si512(_mm512_srli_epi16(raw, 4), mask) : _mm512_and_si512(raw, mask);
   }
 };
 
@@ -149,6 +151,7 @@ struct Q4_KPanel {
 // high byte vector s / 4.
 struct Q6_KPanel {
   static constexpr DType kType = DType::kQ6_K;
+  static constexpr bool kNibbles = false;
   static __m512i Step(const uint8_t* g, int s, int lanes) {
     const int64_t unit = lanes == 16 ? 64 : 32;
     __m512i raw, h;
@@ -238,12 +241,25 @@ void TransposePanel(const MatMulArgs& a, int64_t r0, Scratch& s) {
     const int64_t b0 = g * kGroupBlocks;
     const int real = static_cast<int>(std::min<int64_t>(lanes, blocks - b0));
     __m512i v[16];
-    for (int st = 0; st < kSteps; ++st) {
-      for (int r = 0; r < 16; ++r) {
-        v[r] = Panel::Step(a.w + (r0 + r) * a.row_bytes + g * full_bytes, st, lanes);
+    if constexpr (Panel::kNibbles) {
+      for (int j = 0; j < kSteps / 2; ++j) {
+        for (int r = 0; r < 16; ++r) v[r] = RawUnit(a.w + (r0 + r) * a.row_bytes + g * full_bytes, j, lanes);
+        Transpose16x16(v);  // v[l] = the 16 rows' raw unit j of block b0 + l
+        for (int l = 0; l < real; ++l) {
+          int8_t* block = s.w.data() + (b0 + l) * kBlockBytes;
+          _mm512_store_si512(block + j * 64, Panel::Split(v[l], false));
+          _mm512_store_si512(block + (j + kSteps / 2) * 64, Panel::Split(v[l], true));
+        }
       }
-      Transpose16x16(v);  // v[l] = the 16 rows' step st of block b0 + l
-      for (int l = 0; l < real; ++l) _mm512_store_si512(s.w.data() + (b0 + l) * kBlockBytes + st * 64, v[l]);
+    } else {
+      for (int st = 0; st < kSteps; ++st) {
+        for (int r = 0; r < 16; ++r) {
+          v[r] = Panel::Step(a.w + (r0 + r) * a.row_bytes + g * full_bytes, st, lanes);
+        }
+        Transpose16x16(v);  // v[l] = the 16 rows' step st of block b0 + l
+        for (int l = 0; l < real; ++l)
+          _mm512_store_si512(s.w.data() + (b0 + l) * kBlockBytes + st * 64, v[l]);
+      }
     }
     if constexpr (kQ4_K) {
       __m512i m[16];

@@ -1,5 +1,7 @@
 #include "backend/cpu/dot.h"
 
+#include <cmath>
+
 #include "backend/cpu/isa.h"
 
 namespace deepinfer::cpu {
@@ -13,7 +15,7 @@ float DotScalar(const float* a, const float* b, int64_t n) {
   int64_t i = 0;
   for (; i + kDotLanes <= n; i += kDotLanes) {
     for (int l = 0; l < kDotLanes; ++l) {
-      acc[l] += a[i + l] * b[i + l];
+      acc[l] = std::fma(a[i + l], b[i + l], acc[l]);
     }
   }
   // Pairwise combine: 16 -> 8 -> 4 -> 2 -> 1.
@@ -24,44 +26,40 @@ float DotScalar(const float* a, const float* b, int64_t n) {
   }
   float tail = 0.0f;
   for (; i < n; ++i) {
-    tail += a[i] * b[i];
+    tail = std::fma(a[i], b[i], tail);
   }
   return acc[0] + tail;
 }
 
 void AddScaledScalar(float* y, float a, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+  for (int64_t i = 0; i < n; ++i) y[i] = std::fma(a, x[i], y[i]);
 }
 
 float Dot(const float* a, const float* b, int64_t n) {
-  static const bool avx512 = ActiveIsa() == Isa::kAvx512;
-  return avx512 ? DotAvx512(a, b, n) : DotScalar(a, b, n);
+  static const Isa isa = ActiveIsa();
+  if (isa == Isa::kAvx512) return DotAvx512(a, b, n);
+  if (isa == Isa::kAvx2) return DotAvx2(a, b, n);
+  return DotScalar(a, b, n);
 }
 
 void AddScaled(float* y, float a, const float* x, int64_t n) {
-  static const bool avx512 = ActiveIsa() == Isa::kAvx512;
-  if (avx512) {
-    AddScaledAvx512(y, a, x, n);
-  } else {
-    AddScaledScalar(y, a, x, n);
-  }
+  static const Isa isa = ActiveIsa();
+  if (isa == Isa::kAvx512) return AddScaledAvx512(y, a, x, n);
+  if (isa == Isa::kAvx2) return AddScaledAvx2(y, a, x, n);
+  AddScaledScalar(y, a, x, n);
 }
 
 void DotRows(const float* a, const float* const* rows, int64_t count, int64_t n, float* out) {
-  static const bool avx512 = ActiveIsa() == Isa::kAvx512;
-  if (avx512) {
-    DotRowsAvx512(a, rows, count, n, out);
-    return;
-  }
+  static const Isa isa = ActiveIsa();
+  if (isa == Isa::kAvx512) return DotRowsAvx512(a, rows, count, n, out);
+  if (isa == Isa::kAvx2) return DotRowsAvx2(a, rows, count, n, out);
   for (int64_t j = 0; j < count; ++j) out[j] = DotScalar(a, rows[j], n);
 }
 
 void AddScaledRows(float* y, const float* p, const float* const* rows, int64_t count, int64_t n) {
-  static const bool avx512 = ActiveIsa() == Isa::kAvx512;
-  if (avx512) {
-    AddScaledRowsAvx512(y, p, rows, count, n);
-    return;
-  }
+  static const Isa isa = ActiveIsa();
+  if (isa == Isa::kAvx512) return AddScaledRowsAvx512(y, p, rows, count, n);
+  if (isa == Isa::kAvx2) return AddScaledRowsAvx2(y, p, rows, count, n);
   for (int64_t j = 0; j < count; ++j) AddScaledScalar(y, p[j], rows[j], n);
 }
 
@@ -81,22 +79,18 @@ void AddScaledRowsBlockScalar(float* const* y, const float* p, int64_t p_stride,
 
 void DotRowsBlock(const float* const* a, int64_t num_a, const float* const* rows, int64_t count, int64_t n,
                   float* out, int64_t out_stride) {
-  static const bool avx512 = ActiveIsa() == Isa::kAvx512;
-  if (avx512) {
-    DotRowsBlockAvx512(a, num_a, rows, count, n, out, out_stride);
-  } else {
-    DotRowsBlockScalar(a, num_a, rows, count, n, out, out_stride);
-  }
+  static const Isa isa = ActiveIsa();
+  if (isa == Isa::kAvx512) return DotRowsBlockAvx512(a, num_a, rows, count, n, out, out_stride);
+  if (isa == Isa::kAvx2) return DotRowsBlockAvx2(a, num_a, rows, count, n, out, out_stride);
+  DotRowsBlockScalar(a, num_a, rows, count, n, out, out_stride);
 }
 
 void AddScaledRowsBlock(float* const* y, const float* p, int64_t p_stride, int64_t num_y,
                         const float* const* rows, int64_t count, int64_t n) {
-  static const bool avx512 = ActiveIsa() == Isa::kAvx512;
-  if (avx512) {
-    AddScaledRowsBlockAvx512(y, p, p_stride, num_y, rows, count, n);
-  } else {
-    AddScaledRowsBlockScalar(y, p, p_stride, num_y, rows, count, n);
-  }
+  static const Isa isa = ActiveIsa();
+  if (isa == Isa::kAvx512) return AddScaledRowsBlockAvx512(y, p, p_stride, num_y, rows, count, n);
+  if (isa == Isa::kAvx2) return AddScaledRowsBlockAvx2(y, p, p_stride, num_y, rows, count, n);
+  AddScaledRowsBlockScalar(y, p, p_stride, num_y, rows, count, n);
 }
 
 }  // namespace deepinfer::cpu

@@ -17,7 +17,8 @@ constexpr int kLanes = 16;
 float LoadF16(const uint8_t* p) { return F16ToF32(static_cast<uint16_t>(p[0] | (p[1] << 8))); }
 
 // 16 strided partial sums combined pairwise, then the tail in order: the
-// same order as cpu::Dot (dot.h), so scalar f32 results match the old reference.
+// lane order of cpu::Dot (dot.h), with products rounded before the add (not
+// fused as Dot is), so scalar f32 results match the old reference.
 float Dot16(const float* a, const float* b, int64_t n) {
   float acc[kLanes] = {};
   int64_t i = 0;

@@ -150,6 +150,21 @@ Status BindKvUpProjection(const WeightBinder& b, const ModelConfig& c, const std
   return Status::Ok();
 }
 
+// Rows [h * rows, (h + 1) * rows) of w for each of nh heads, as matrices.
+std::vector<ops::Matrix> HeadMatrices(const TensorView& w, int64_t nh, int64_t rows) {
+  const int64_t row_bytes = RowBytes(w.dtype, w.cols());
+  std::vector<ops::Matrix> heads;
+  for (int64_t h = 0; h < nh; ++h) {
+    TensorView v = w;
+    v.name = w.name + " (head " + std::to_string(h) + ")";
+    v.data = static_cast<const uint8_t*>(w.data) + h * rows * row_bytes;
+    v.shape = {rows, w.cols()};
+    v.nbytes = rows * row_bytes;
+    heads.emplace_back(std::move(v));
+  }
+  return heads;
+}
+
 }  // namespace
 
 Status BindMlaWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer, MlaWeights& w) {
@@ -173,6 +188,8 @@ Status BindMlaWeights(const WeightBinder& b, const ModelConfig& c, int64_t layer
       w.kv_a, b.Matrix(name("kv_a_proj_with_mqa", "attn_kv_a_mqa"), m.kv_lora_rank + m.qk_rope_head_dim, h));
   DI_ASSIGN_OR_RETURN(w.kv_a_norm, b.Vector(name("kv_a_layernorm", "attn_kv_a_norm"), m.kv_lora_rank, true));
   DI_RETURN_IF_ERROR(BindKvUpProjection(b, c, p, hf, w));
+  w.uk_heads = HeadMatrices(w.w_uk_t, nh, m.kv_lora_rank);
+  w.uv_heads = HeadMatrices(w.w_uv, nh, m.v_head_dim);
   DI_ASSIGN_OR_RETURN(w.o, b.Matrix(name("o_proj", "attn_output"), h, nh * m.v_head_dim));
   return Status::Ok();
 }
@@ -220,8 +237,8 @@ void MlaAttention::Forward(const ForwardBatch& batch, const TokenPlan& plan, con
                                   .absorb = absorb_};
   std::vector<const std::vector<int32_t>*> tables(static_cast<size_t>(n));
   for (int64_t t = 0; t < n; ++t) tables[static_cast<size_t>(t)] = &BlockTableOf(batch, plan, t, kv_layer);
-  ops::MlaAttention(q_.data(), n, plan.positions.data(), tables, kv, w_.w_uk_t, w_.w_uv, p, pool,
-                    attn_.data());
+  ops::MlaAttention(q_.data(), n, plan.positions.data(), tables, kv, w_.w_uk_t, w_.w_uv, w_.uk_heads,
+                    w_.uv_heads, p, pool, attn_.data());
   ops::MatMul(w_.o, attn_.data(), n, nullptr, out, pool);
 }
 

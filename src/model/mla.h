@@ -46,6 +46,9 @@ struct MlaWeights {
   TensorView w_uk_t;  // [heads * kv_lora_rank, qk_nope_head_dim]: per head W_uk transposed
   TensorView w_uv;    // [heads * v_head_dim, kv_lora_rank]: per head W_uv
   std::shared_ptr<const std::vector<float>> owned;
+  // Each head's rows of w_uk_t / w_uv as a matrix of its own, which the
+  // absorbed attention multiplies as a MatMul (packed with the others).
+  std::vector<ops::Matrix> uk_heads, uv_heads;
   ops::Matrix o;  // [hidden, heads * v_head_dim]
 };
 
@@ -79,11 +82,14 @@ class MlaAttention {
   void Forward(const ForwardBatch& batch, const TokenPlan& plan, const float* xn, KvCache& kv,
                int64_t kv_layer, ThreadPool& pool, float* out);
   void set_absorb(bool absorb) { absorb_ = absorb; }
-  // q or q_a / q_b, kv_a and o (W_uk / W_uv are read as they are, never packed).
+  // q or q_a / q_b, kv_a, o and the per-head W_uk / W_uv (the whole w_uk_t /
+  // w_uv, which the naive form reads, stay as they are).
   void VisitMatrices(const std::function<void(ops::Matrix&)>& visit) {
     for (ops::Matrix* t : {&w_.q, &w_.q_a, &w_.q_b, &w_.kv_a, &w_.o}) {
       if (t->data != nullptr) visit(*t);
     }
+    for (ops::Matrix& m : w_.uk_heads) visit(m);
+    for (ops::Matrix& m : w_.uv_heads) visit(m);
   }
 
  private:

@@ -119,11 +119,18 @@ void AttendOneHead(const float* q, int64_t head, int64_t pos, const std::vector<
 
 void MlaAttention(const float* q, int64_t n_tokens, const int64_t* positions,
                   const std::vector<const std::vector<int32_t>*>& block_tables, const KvCache& kv,
-                  const TensorView& w_uk_t, const TensorView& w_uv, const MlaAttentionParams& p,
-                  ThreadPool& pool, float* out) {
+                  const TensorView& w_uk_t, const TensorView& w_uv, std::span<const Matrix> uk_heads,
+                  std::span<const Matrix> uv_heads, const MlaAttentionParams& p, ThreadPool& pool,
+                  float* out) {
   const cpu::MlaShape shape{p.num_heads, p.nope, p.rope, p.v_dim, p.lora, p.window, p.scale, p.absorb};
-  cpu::MlaAttention(q, n_tokens, positions, block_tables, KvLayer(kv, p.layer), w_uk_t, w_uv, shape, pool,
-                    out);
+  // The calling thread's handles, reused across calls.
+  thread_local std::vector<cpu::MlaHeadMatrix> uk, uv;
+  uk.clear();
+  uv.clear();
+  for (const Matrix& m : uk_heads) uk.push_back({&m, m.packed});
+  for (const Matrix& m : uv_heads) uv.push_back({&m, m.packed});
+  cpu::MlaAttention(q, n_tokens, positions, block_tables, KvLayer(kv, p.layer), w_uk_t, w_uv, uk, uv, shape,
+                    pool, out);
 }
 
 void ParallelForCost(ThreadPool& pool, int64_t n, int64_t cost,

@@ -192,10 +192,15 @@ struct MlaAttentionParams {
 // W_uk transposed) and w_uv [num_heads * v_dim, lora] (per head W_uv), f32,
 // q8_0 or q4_0 (read exactly, with f32 activations); block tables and positions as in
 // PagedAttention. Each (token, head) is computed alone: batch-invariant.
+// uk_heads / uv_heads: per head, rows [h * lora, ...) of w_uk_t and [h *
+// v_dim, ...) of w_uv as matrices of their own (packed by BackendWeights, or
+// empty: row views of the two in file layout); the absorbed form runs its
+// up-projections on them as MatMuls, the naive form reads w_uk_t / w_uv.
 void MlaAttention(const float* q, int64_t n_tokens, const int64_t* positions,
                   const std::vector<const std::vector<int32_t>*>& block_tables, const KvCache& kv,
-                  const TensorView& w_uk_t, const TensorView& w_uv, const MlaAttentionParams& p,
-                  ThreadPool& pool, float* out);
+                  const TensorView& w_uk_t, const TensorView& w_uv, std::span<const Matrix> uk_heads,
+                  std::span<const Matrix> uv_heads, const MlaAttentionParams& p, ThreadPool& pool,
+                  float* out);
 
 // Runs body(begin, end, thread) over [0, n): on the pool when the job is big
 // enough to pay for waking the workers (`cost` ~ multiply-adds), inline otherwise.

@@ -5,6 +5,7 @@
 
 #include "backend/cpu/activation_kernels.h"
 #include "backend/cpu/dot.h"
+#include "backend/cpu/matmul.h"
 #include "backend/cpu/parallel_for.h"
 #include "backend/cpu/row_dot.h"
 #include "core/check.h"
@@ -13,39 +14,42 @@
 namespace deepinfer::cpu {
 namespace {
 
-// y(t, h) = W_h x(t, h) for every token t and head h, where W_h is `rows`
-// rows of w from row h * rows and x(t, h) = x + t * x_token + h * x_head (y
-// likewise): items of (head, up to kTokens tokens) over the pool, each one
-// RowsDotF32Multi - the bits of one RowsDotF32 per (token, head), whatever
-// the items. In a prefill a head's weights are read once per item, not once
-// per token.
-void EachHeadRowsDot(const TensorView& w, int64_t rows, int64_t nh, int64_t n_tokens, const float* x,
-                     int64_t x_token, int64_t x_head, float* y, int64_t y_token, int64_t y_head,
-                     ThreadPool& pool) {
-  constexpr int64_t kTokens = 16;
-  const int64_t k = w.cols(), w_row = RowBytes(w.dtype, k);
-  const int64_t blocks = (n_tokens + kTokens - 1) / kTokens;
-  const auto* bytes = static_cast<const uint8_t*>(w.data);
-  ParallelForCost(pool, nh * blocks, nh * n_tokens * rows * k, [&](int64_t begin, int64_t end, int) {
-    const float* xs[kTokens];
-    float* ys[kTokens];
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t h = i / blocks, t0 = (i % blocks) * kTokens, count = std::min(kTokens, n_tokens - t0);
-      for (int64_t t = 0; t < count; ++t) {
-        xs[t] = x + (t0 + t) * x_token + h * x_head;
-        ys[t] = y + (t0 + t) * y_token + h * y_head;
-      }
-      RowsDotF32Multi(w.dtype, bytes + h * rows * w_row, w_row, rows, k, xs, count, ys);
-    }
-  });
+// y(h) = W_h x(h) for every head h: x(h) = x + h * x_head and y(h) = y + h *
+// y_head, each [n_tokens, k] / [n_tokens, rows] (head-major buffers), one
+// MatMulGrouped over all heads (one pool round trip; each head's result is
+// that of its own MatMul).
+void EachHeadMatMul(std::span<const MlaHeadMatrix> heads, const float* x, int64_t x_head, float* y,
+                    int64_t y_head, int64_t n_tokens, ThreadPool& pool) {
+  thread_local std::vector<MatMulGroupTarget> targets;
+  targets.resize(heads.size());
+  for (size_t h = 0; h < heads.size(); ++h) {
+    const int64_t hh = static_cast<int64_t>(h);
+    targets[h] = {heads[h].w, heads[h].packed, x + hh * x_head, n_tokens, nullptr, y + hh * y_head};
+  }
+  MatMulGrouped(targets, pool);
+}
+
+// Rows [h * rows, (h + 1) * rows) of w for every head, in file layout.
+void HeadViews(const TensorView& w, int64_t rows, int64_t nh, std::vector<TensorView>& views,
+               std::vector<MlaHeadMatrix>& heads) {
+  const int64_t row_bytes = RowBytes(w.dtype, w.cols());
+  views.assign(static_cast<size_t>(nh), w);
+  heads.resize(static_cast<size_t>(nh));
+  for (int64_t h = 0; h < nh; ++h) {
+    TensorView& v = views[static_cast<size_t>(h)];
+    v.data = static_cast<const uint8_t*>(w.data) + h * rows * row_bytes;
+    v.shape = {rows, w.cols()};
+    v.nbytes = rows * row_bytes;
+    heads[static_cast<size_t>(h)] = {&v, nullptr};
+  }
 }
 
 }  // namespace
 
 void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions,
                   const std::vector<const std::vector<int32_t>*>& block_tables, const PagedKvLayer& kv,
-                  const TensorView& w_uk_t, const TensorView& w_uv, const MlaShape& s, ThreadPool& pool,
-                  float* out) {
+                  const TensorView& w_uk_t, const TensorView& w_uv, std::span<const MlaHeadMatrix> uk_heads,
+                  std::span<const MlaHeadMatrix> uv_heads, const MlaShape& s, ThreadPool& pool, float* out) {
   const int64_t nh = s.num_heads, nope = s.nope, rd = s.rope, vd = s.v_dim, lora = s.lora;
   const int64_t qk = nope + rd, kvw = lora + rd;
   DI_CHECK(w_uk_t.rows() == nh * lora && w_uk_t.cols() == nope);
@@ -64,16 +68,36 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
   for (int64_t t = 0; t < n_tokens; ++t) cost += (positions[t] + 1) * nh * kvw * 2;
   // The absorbed form in three passes: q_lat = W_uk^T q_nope for every
   // (token, head); attention in the latent space (o_lat); out = W_uv o_lat.
-  // Each buffer f32 [n_tokens, nh, lora], the calling thread's.
-  thread_local std::vector<float> q_lat_buffer, o_lat_buffer;
+  // The buffers are head-major ([nh][n_tokens][dim], the calling thread's),
+  // so each head's projection is one MatMul over its tokens.
+  thread_local std::vector<float> q_nope_buffer, q_lat_buffer, o_lat_buffer, out_buffer;
+  thread_local std::vector<TensorView> uk_views, uv_views;
+  thread_local std::vector<MlaHeadMatrix> uk_file, uv_file;
   float* q_lat_all = nullptr;
   float* o_lat_all = nullptr;
   if (s.absorb) {
-    q_lat_buffer.resize(static_cast<size_t>(n_tokens * nh * lora));
-    o_lat_buffer.resize(static_cast<size_t>(n_tokens * nh * lora));
+    if (uk_heads.empty()) {
+      HeadViews(w_uk_t, lora, nh, uk_views, uk_file);
+      uk_heads = uk_file;
+    }
+    if (uv_heads.empty()) {
+      HeadViews(w_uv, vd, nh, uv_views, uv_file);
+      uv_heads = uv_file;
+    }
+    DI_CHECK(static_cast<int64_t>(uk_heads.size()) == nh && static_cast<int64_t>(uv_heads.size()) == nh);
+    q_nope_buffer.resize(static_cast<size_t>(nh * n_tokens * nope));
+    q_lat_buffer.resize(static_cast<size_t>(nh * n_tokens * lora));
+    o_lat_buffer.resize(static_cast<size_t>(nh * n_tokens * lora));
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      for (int64_t h = 0; h < nh; ++h) {
+        const float* src = q_all + t * nh * qk + h * qk;
+        std::copy(src, src + nope, q_nope_buffer.data() + (h * n_tokens + t) * nope);
+      }
+    }
     q_lat_all = q_lat_buffer.data();
     o_lat_all = o_lat_buffer.data();
-    EachHeadRowsDot(w_uk_t, lora, nh, n_tokens, q_all, nh * qk, qk, q_lat_all, nh * lora, lora, pool);
+    EachHeadMatMul(uk_heads, q_nope_buffer.data(), n_tokens * nope, q_lat_all, n_tokens * lora, n_tokens,
+                   pool);
   }
   ParallelForCost(pool, n_tokens * nh, cost, [&](int64_t begin, int64_t end, int) {
     // A 16- or 8-bit cache: rows decoded to f32 once per range and shared by
@@ -93,9 +117,6 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
     // head's bits as its own DotRows / AddScaledRows, whatever the run).
     const auto absorbed_heads = [&](int64_t t, int64_t first, int64_t count, const float* const* rows,
                                     int64_t n_keys) {
-      float* q_lat = q_lat_all + (t * nh + first) * lora;
-      float* o_lat = o_lat_all + (t * nh + first) * lora;
-      std::fill(o_lat, o_lat + count * lora, 0.0f);
       scores.resize(static_cast<size_t>(count * n_keys));
       pe_scores.resize(static_cast<size_t>(count * n_keys));
       q_lat_rows.resize(static_cast<size_t>(count));
@@ -104,9 +125,11 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
       pe_rows.resize(static_cast<size_t>(n_keys));
       for (int64_t j = 0; j < n_keys; ++j) pe_rows[static_cast<size_t>(j)] = rows[j] + lora;
       for (int64_t h = 0; h < count; ++h) {
-        q_lat_rows[static_cast<size_t>(h)] = q_lat + h * lora;
+        const int64_t row = (first + h) * n_tokens + t;  // head-major
+        q_lat_rows[static_cast<size_t>(h)] = q_lat_all + row * lora;
         q_pe_rows[static_cast<size_t>(h)] = q_all + t * nh * qk + (first + h) * qk + nope;
-        o_lat_rows[static_cast<size_t>(h)] = o_lat + h * lora;
+        o_lat_rows[static_cast<size_t>(h)] = o_lat_all + row * lora;
+        std::fill(o_lat_all + row * lora, o_lat_all + (row + 1) * lora, 0.0f);
       }
       DotRowsBlock(q_lat_rows.data(), count, rows, n_keys, lora, scores.data(), n_keys);
       DotRowsBlock(q_pe_rows.data(), count, pe_rows.data(), n_keys, rd, pe_scores.data(), n_keys);
@@ -191,7 +214,16 @@ void MlaAttention(const float* q_all, int64_t n_tokens, const int64_t* positions
       ++i;
     }
   });
-  if (s.absorb) EachHeadRowsDot(w_uv, vd, nh, n_tokens, o_lat_all, nh * lora, lora, out, nh * vd, vd, pool);
+  if (s.absorb) {
+    out_buffer.resize(static_cast<size_t>(nh * n_tokens * vd));
+    EachHeadMatMul(uv_heads, o_lat_all, n_tokens * lora, out_buffer.data(), n_tokens * vd, n_tokens, pool);
+    for (int64_t h = 0; h < nh; ++h) {
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        const float* src = out_buffer.data() + (h * n_tokens + t) * vd;
+        std::copy(src, src + vd, out + t * nh * vd + h * vd);
+      }
+    }
+  }
 }
 
 }  // namespace deepinfer::cpu

@@ -105,12 +105,12 @@ TEST(MlaAttentionBlocks, EveryTokenHeadHasItsOwnBitsWhateverTheBatchAndSplit) {
         ThreadPool pool(threads);
         std::vector<float> batch(static_cast<size_t>(n_tokens * kHeads * kVDim));
         MlaAttention(q.data(), n_tokens, positions.data(), tables, layer, View(uk_t, kHeads * kLora, kNope),
-                     View(uv, kHeads * kVDim, kLora), s, pool, batch.data());
+                     View(uv, kHeads * kVDim, kLora), {}, {}, s, pool, batch.data());
         for (int64_t t = 0; t < n_tokens; ++t) {
           std::vector<float> alone(static_cast<size_t>(kHeads * kVDim));
           MlaAttention(q.data() + t * kHeads * (kNope + kRope), 1, &positions[static_cast<size_t>(t)],
                        {tables[static_cast<size_t>(t)]}, layer, View(uk_t, kHeads * kLora, kNope),
-                       View(uv, kHeads * kVDim, kLora), s, pool, alone.data());
+                       View(uv, kHeads * kVDim, kLora), {}, {}, s, pool, alone.data());
           const int64_t pos = positions[static_cast<size_t>(t)];
           const int64_t lo = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
           std::vector<const float*> keys;

@@ -106,7 +106,7 @@ TEST(MlaAttention, NarrowLatentCacheEqualsF32CacheOfItsDecodedRows) {
     MlaShape s{kHeads, kNope, kRope, kVDim, kLora, /*window=*/0, /*scale=*/0.1f, absorb};
     std::vector<float> out(positions.size() * kHeads * kVDim);
     MlaAttention(q.data(), static_cast<int64_t>(positions.size()), positions.data(), tables, c.Layer(),
-                 up.uk_t, up.uv, s, pool, out.data());
+                 up.uk_t, up.uv, {}, {}, s, pool, out.data());
     return out;
   };
   const LatentCache exact = Store(DType::kF32, rows);
@@ -140,9 +140,14 @@ std::vector<uint8_t> StoreRows(DType dtype, const float* values, int64_t rows, i
   return bytes;
 }
 
-// Quantized up-projections are read exactly: the output equals (to f32
-// rounding of a different summation order) the f32 up-projections holding
-// their dequantized values, in the absorbed and the naive form.
+// Quantized up-projections act as their dequantized values: the output
+// equals the f32 up-projections holding those values - to f32 rounding of a
+// different summation order in the naive form and for F16 (f32 activations),
+// and within the int8 activations of any Q8_0 / Q4_0 MatMul in the absorbed
+// form (q_nope and o_lat quantized per 32 values to max / 127: each value
+// off by at most 1/254 of its block's largest, twice; 2% of the output's
+// scale bounds that here, and a weight read wrong by one step of its scale
+// moves the output by more than 10%).
 TEST(MlaAttention, QuantizedUpProjectionsActAsTheirDequantizedValues) {
   constexpr int64_t kWideNope = 32, kWideLora = 64, kWideV = 32, kHeadsQ = 3;
   std::mt19937 rng(5);
@@ -172,8 +177,8 @@ TEST(MlaAttention, QuantizedUpProjectionsActAsTheirDequantizedValues) {
   const auto run = [&](const TensorView& a, const TensorView& b, bool absorb) {
     MlaShape s{kHeadsQ, kWideNope, kRope, kWideV, kWideLora, /*window=*/0, /*scale=*/0.1f, absorb};
     std::vector<float> out(positions.size() * kHeadsQ * kWideV);
-    MlaAttention(q.data(), static_cast<int64_t>(positions.size()), positions.data(), tables, layer, a, b, s,
-                 pool, out.data());
+    MlaAttention(q.data(), static_cast<int64_t>(positions.size()), positions.data(), tables, layer, a, b, {},
+                 {}, s, pool, out.data());
     return out;
   };
   for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kF16}) {
@@ -200,7 +205,8 @@ TEST(MlaAttention, QuantizedUpProjectionsActAsTheirDequantizedValues) {
         scale = std::max(scale, std::fabs(double(want[i])));
       }
       EXPECT_GT(scale, 0.1);
-      EXPECT_LT(worst, 1e-5 * scale) << DTypeName(dtype) << " absorb " << absorb;
+      const bool int8_activations = absorb && dtype != DType::kF16;
+      EXPECT_LT(worst, (int8_activations ? 2e-2 : 1e-5) * scale) << DTypeName(dtype) << " absorb " << absorb;
     }
   }
 }

@@ -7,7 +7,7 @@
 #include "backend/cpu/dot.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/parallel_for.h"
-#include "backend/cpu/row_dot.h"
+#include "backend/cpu/row_to_f32.h"
 #include "core/check.h"
 #include "tensor/dequant.h"
 

@@ -1,7 +1,8 @@
 // MlaAttention's absorbed form runs the heads of a token in blocks over the
 // shared latent rows (DotRowsBlock / AddScaledRowsBlock). Contract: every
 // (token, head) output has the bits of the per-(token, head) computation
-// written out below from Dot / AddScaled - whatever the batch, the thread
+// written out below from Dot / AddScaled and one-token MatMuls - whatever
+// the batch, the thread
 // split (ranges ending mid-token), the head count (leftover heads past the
 // 4-head block), the key count (leftover keys past the 4-key tile), or
 // which sequence the neighbouring tokens belong to.
@@ -15,8 +16,8 @@
 #include <vector>
 
 #include "backend/cpu/dot.h"
+#include "backend/cpu/matmul.h"
 #include "backend/cpu/mla_attention.h"
-#include "backend/cpu/row_dot.h"
 #include "core/thread_pool.h"
 #include "tensor/dequant.h"
 
@@ -37,15 +38,18 @@ TensorView View(const std::vector<float>& v, int64_t rows, int64_t cols) {
   return t;
 }
 
-// One (token, head) as the kernel computed it before the head blocks: q_lat
-// = W_uk^T q_nope, scores by Dot, softmax (double sum), o_lat by AddScaled
-// per key in order, out = W_uv o_lat. `rows` the token's keys lo..pos as f32.
+// One (token, head) alone, as the kernel is specified: q_lat = W_uk^T q_nope
+// (a one-token MatMul of the head's rows), scores by Dot, softmax (double
+// sum), o_lat by AddScaled per key in order, out = W_uv o_lat (MatMul). `rows`
+// the token's keys lo..pos as f32.
 std::vector<float> OneHead(const float* q, const std::vector<const float*>& rows,
                            const std::vector<float>& uk_t, const std::vector<float>& uv, int64_t head,
-                           float scale) {
+                           float scale, ThreadPool& pool) {
   std::vector<float> q_lat(kLora), o_lat(kLora, 0.0f), out(kVDim), scores(rows.size());
-  RowsDotF32(DType::kF32, reinterpret_cast<const uint8_t*>(uk_t.data() + head * kLora * kNope), kNope * 4,
-             kLora, kNope, q, q_lat.data());
+  TensorView uk_head = View(uk_t, kLora, kNope), uv_head = View(uv, kVDim, kLora);
+  uk_head.data = uk_t.data() + head * kLora * kNope;
+  uv_head.data = uv.data() + head * kVDim * kLora;
+  MatMul(uk_head, nullptr, q, 1, nullptr, q_lat.data(), pool);
   float max_score = -INFINITY;
   for (size_t j = 0; j < rows.size(); ++j) {
     scores[j] = (Dot(q_lat.data(), rows[j], kLora) + Dot(q + kNope, rows[j] + kLora, kRope)) * scale;
@@ -58,8 +62,7 @@ std::vector<float> OneHead(const float* q, const std::vector<const float*>& rows
   }
   const float inv = static_cast<float>(1.0 / sum);
   for (size_t j = 0; j < rows.size(); ++j) AddScaled(o_lat.data(), scores[j] * inv, rows[j], kLora);
-  RowsDotF32(DType::kF32, reinterpret_cast<const uint8_t*>(uv.data() + head * kVDim * kLora), kLora * 4,
-             kVDim, kLora, o_lat.data(), out.data());
+  MatMul(uv_head, nullptr, o_lat.data(), 1, nullptr, out.data(), pool);
   return out;
 }
 
@@ -121,7 +124,7 @@ TEST(MlaAttentionBlocks, EveryTokenHeadHasItsOwnBitsWhateverTheBatchAndSplit) {
           }
           for (int64_t h = 0; h < kHeads; ++h) {
             const std::vector<float> want =
-                OneHead(q.data() + (t * kHeads + h) * (kNope + kRope), keys, uk_t, uv, h, s.scale);
+                OneHead(q.data() + (t * kHeads + h) * (kNope + kRope), keys, uk_t, uv, h, s.scale, pool);
             const float* got = batch.data() + (t * kHeads + h) * kVDim;
             EXPECT_EQ(0, std::memcmp(got, want.data(), kVDim * sizeof(float)))
                 << DTypeName(dtype) << " window " << window << " threads " << threads << " token " << t

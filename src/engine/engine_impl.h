@@ -126,7 +126,8 @@ class EngineImpl final : public Engine {
   // proposals) while speculation is predicted not to pay; see
   // UpdateDraftingPauseLocked.
   bool drafting_paused_ GUARDED_BY(mu_) = false;
-  double spec_speedup_ GUARDED_BY(mu_) = 1.0;  // smoothed predicted speedup of the chosen schedules
+  double spec_speedup_ GUARDED_BY(mu_) = 1.0;        // smoothed predicted speedup of the chosen schedules
+  double spec_drafter_share_ GUARDED_BY(mu_) = 0.0;  // smoothed drafter part of their predicted seconds
   // Per depth, the smoothed calibrated confidence of the proposals (< 0: none
   // seen yet): while paused, the proposals speculation would see.
   std::vector<double> typical_confidence_ GUARDED_BY(mu_);

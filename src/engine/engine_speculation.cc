@@ -124,6 +124,13 @@ void EngineImpl::UpdateDraftingPauseLocked(const DraftSchedule& schedule, const 
   constexpr double kSmoothing = 0.2;
   constexpr double kPauseBelow = 0.98;
   constexpr double kResumeSpeedup = 1.05;
+  // Both thresholds rise with the drafter's share of the step's predicted
+  // seconds: the predictions run high where the drafter is dear (measured
+  // at 64 concurrent on stories260K-mtp: share ~0.25, predicted 1.06-1.08
+  // while drafting steps ran ~0.92x of plain ones; docs/speculative.md, "A
+  // margin for dear drafters"), while a drafter that costs next to nothing
+  // (ngram) keeps the thresholds above.
+  constexpr double kMarginPerDrafterShare = 0.6;
   // A clear loss pauses after a few steps (a speculative step of a large
   // batch costs several plain ones); a marginal one waits until the
   // calibration and the cost models have warmed up (cold, they underestimate).
@@ -134,15 +141,17 @@ void EngineImpl::UpdateDraftingPauseLocked(const DraftSchedule& schedule, const 
   if (!drafting_paused_) {
     if (schedule.lengths.empty()) return;  // nothing proposed this step: nothing learned
     spec_speedup_ = (1 - kSmoothing) * spec_speedup_ + kSmoothing * schedule.speedup;
+    spec_drafter_share_ = (1 - kSmoothing) * spec_drafter_share_ + kSmoothing * schedule.drafter_share;
     const bool clear_loss =
         spec_speedup_ < kClearLossBelow && steps_since_pause_change_ >= kMinStepsBeforeClearPause;
     const int64_t min_steps = probing_ ? kMinStepsBeforeClearPause : kMinStepsBeforePause;
-    if (clear_loss || (spec_speedup_ < kPauseBelow && steps_since_pause_change_ >= min_steps)) {
+    const double pause_below = kPauseBelow + kMarginPerDrafterShare * spec_drafter_share_;
+    if (clear_loss || (spec_speedup_ < pause_below && steps_since_pause_change_ >= min_steps)) {
       drafting_paused_ = true;
       if (probing_) probe_interval_ = std::min(2 * probe_interval_, kMaxProbeSteps);
       probing_ = false;
       steps_since_pause_change_ = 0;
-      DI_LOG_DEBUG("speculation paused: predicted speedup %.3f", spec_speedup_);
+      DI_LOG_DEBUG("speculation paused: predicted speedup %.3f (below %.3f)", spec_speedup_, pause_below);
     } else if (probing_ && steps_since_pause_change_ >= kMinStepsBeforePause) {
       probing_ = false;  // the probe pays: back to the short interval
       probe_interval_ = kMinProbeSteps;
@@ -158,14 +167,17 @@ void EngineImpl::UpdateDraftingPauseLocked(const DraftSchedule& schedule, const 
   }
   const std::vector<DraftLengthInput> inputs(static_cast<size_t>(std::max<int64_t>(load.sampling_rows, 1)),
                                              typical);
-  const double predicted =
-      ChooseDraftLengths(inputs, load, step_cost_, drafter_cost_, max_draft, SpecSchedule::kAdaptive).speedup;
-  if (predicted >= kResumeSpeedup || steps_since_pause_change_ >= probe_interval_) {
+  const DraftSchedule typical_schedule =
+      ChooseDraftLengths(inputs, load, step_cost_, drafter_cost_, max_draft, SpecSchedule::kAdaptive);
+  const double predicted = typical_schedule.speedup;
+  const double resume_at = kResumeSpeedup + kMarginPerDrafterShare * typical_schedule.drafter_share;
+  if (predicted >= resume_at || steps_since_pause_change_ >= probe_interval_) {
     drafting_paused_ = false;
-    probing_ = predicted < kResumeSpeedup;
+    probing_ = predicted < resume_at;
     if (!probing_) probe_interval_ = kMinProbeSteps;
     steps_since_pause_change_ = 0;
     spec_speedup_ = std::max(predicted, 1.0);
+    spec_drafter_share_ = typical_schedule.drafter_share;
     DI_LOG_DEBUG("speculation resumed: predicted speedup %.3f", predicted);
   }
 }

@@ -34,6 +34,7 @@ DraftSchedule ChooseDraftLengths(const std::vector<DraftLengthInput>& inputs, co
   // proposals, and one verifying none still costs one. Charged for the
   // verified drafts only, a large batch looked much cheaper to speculate
   // than it was (docs/speculative.md, "The cost model").
+  double drafter_seconds = 0.0;
   auto evaluate = [&](double& expected, double& seconds) {
     expected = rows;
     double drafts = 0, proposed = 0;
@@ -46,7 +47,8 @@ DraftSchedule ChooseDraftLengths(const std::vector<DraftLengthInput>& inputs, co
       drafts += lengths[r];
       proposed += std::min(lengths[r] + 1, cap(inputs[r]));
     }
-    seconds = cost.Predict(base_tokens + drafts) + drafter_cost.Predict(proposed);
+    drafter_seconds = drafter_cost.Predict(proposed);
+    seconds = cost.Predict(base_tokens + drafts) + drafter_seconds;
   };
   for (int round = 0; round < 3; ++round) {
     double expected = 0, seconds = 0;
@@ -73,7 +75,10 @@ DraftSchedule ChooseDraftLengths(const std::vector<DraftLengthInput>& inputs, co
   double expected = 0, seconds = 0;
   evaluate(expected, seconds);
   const double plain_seconds = cost.Predict(base_tokens);
-  if (seconds > 0 && plain_seconds > 0) out.speedup = (expected / seconds) / (rows / plain_seconds);
+  if (seconds > 0 && plain_seconds > 0) {
+    out.speedup = (expected / seconds) / (rows / plain_seconds);
+    out.drafter_share = drafter_seconds / seconds;
+  }
   return out;
 }
 

@@ -60,6 +60,9 @@ struct DraftSchedule {
   // included, over a step without speculation (no drafts, no drafter): below
   // 1, speculation costs more than it saves. 1 under kFixed or before any cost is known.
   double speedup = 1.0;
+  // The drafter's part of the step's predicted seconds with these lengths
+  // (0 under kFixed or before any cost is known).
+  double drafter_share = 0.0;
 };
 
 // cost: the target's step; drafter_cost: the drafter's.

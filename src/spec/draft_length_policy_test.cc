@@ -120,6 +120,15 @@ TEST(DraftLengthPolicy, TheDrafterIsChargedForWhatItProposes) {
       ChooseDraftLengths(in, {2, 2}, Linear(0.01, 0.001), Drafter(0, 0.002), 3, SpecSchedule::kAdaptive);
   EXPECT_EQ(s.lengths, (std::vector<int32_t>{0, 0}));
   EXPECT_NEAR(s.speedup, (2 / 0.016) / (2 / 0.012), 2e-3);
+  // The drafter's part of those 0.016 s: its two proposals, 0.004 s.
+  EXPECT_NEAR(s.drafter_share, 0.004 / 0.016, 2e-3);
+  // A drafter that costs nothing has no share; a fixed schedule reports none.
+  EXPECT_EQ(ChooseDraftLengths(in, {2, 2}, Linear(0.01, 0.001), kFreeDrafter, 3, SpecSchedule::kAdaptive)
+                .drafter_share,
+            0.0);
+  EXPECT_EQ(ChooseDraftLengths(in, {2, 2}, Linear(0.01, 0.001), Drafter(0, 0.002), 3, SpecSchedule::kFixed)
+                .drafter_share,
+            0.0);
 }
 
 TEST(StepCostModel, ADrafterModelStartsWithOneDraftPerFixedCost) {

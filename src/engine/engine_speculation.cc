@@ -107,19 +107,24 @@ void EngineImpl::ObserveStepCostLocked(const StepResult& result, double cycle_se
 
 // Pausing: the schedule's predicted speedup (the chosen lengths' tokens per
 // second, drafter included, over a step without speculation) is smoothed
-// over the steps that proposed; below kPauseBelow the drafter is paused -- its
-// catch-up alone costs more than the drafts save, as under a compute-bound
-// load or with drafts that are always rejected -- and steps planned ahead
-// reserve no draft slots (Scheduler::SetDraftingPaused). While paused there are no proposals, so the
-// same prediction runs on typical ones (per depth, the smoothed calibrated
-// confidence of the proposals seen while drafting); it resumes once that predicts kResumeSpeedup, or after
-// probe_interval_ paused steps to re-measure (the text or the drafts may have changed). A probe pauses
-// again as soon as the warm models predict any loss (kMinStepsBeforeClearPause), and each probe that
-// ends in a pause doubles the interval (up to kMaxProbeSteps): under a steady compute-bound load every
-// probe drafts for a whole batch and loses. A resume on the prediction, or a probe that keeps paying,
-// resets the interval. The MTP drafter restarts its context at the first position it sees again. kPauseBelow
-// is under 1 so that a drafter that costs next to nothing (ngram) is not paused over a draft-less stretch:
-// the pause would save next to nothing and lose the next good proposals.
+// over the steps that proposed; below kPauseBelow (plus the drafter-share
+// margin below) the drafter is paused -- its catch-up alone costs more than
+// the drafts save, as under a compute-bound load or with drafts that are
+// always rejected -- and steps planned ahead reserve no draft slots
+// (Scheduler::SetDraftingPaused). While paused there are no proposals, so
+// the same prediction runs on typical ones (per depth, the smoothed
+// calibrated confidence of the proposals seen while drafting); it resumes
+// once that predicts kResumeSpeedup (plus the margin), or after
+// probe_interval_ paused steps to re-measure (the text or the drafts may
+// have changed). A probe pauses again as soon as the warm models predict
+// any loss (kMinStepsBeforeClearPause), and each probe that ends in a pause
+// doubles the interval (up to kMaxProbeSteps): under a steady compute-bound
+// load every probe drafts for a whole batch and loses. A resume on the
+// prediction, or a probe that keeps paying, resets the interval. The MTP
+// drafter restarts its context at the first position it sees again.
+// kPauseBelow is under 1 so that a drafter that costs next to nothing
+// (ngram) is not paused over a draft-less stretch: the pause would save
+// next to nothing and lose the next good proposals.
 void EngineImpl::UpdateDraftingPauseLocked(const DraftSchedule& schedule, const StepLoad& load) {
   constexpr double kSmoothing = 0.2;
   constexpr double kPauseBelow = 0.98;

@@ -16,24 +16,25 @@ constexpr const char* kSummary =
     "files); f32, f16 and bf16 only.";
 
 std::vector<FlagSpec> SynthFlags() {
-  return {
-      {"arch", "ARCH", "llama|mistral|qwen2|qwen3|mixtral|qwen2_moe|qwen3_moe|deepseek_v2|deepseek_v3",
-       "llama"},
-      {"preset", "NAME",
-       "tiny|tiny-rope-llama3|tiny-hybrid-swa|swa-bench|llama-110m|tinyllama-1.1b|v2-lite|v3-mini", "tiny"},
-      {"max-position", "N", "context length (max_position_embeddings)", "the preset's"},
-      {"sliding-window", "W", "window of the sliding layers (every layer slides if the preset has none)",
-       "the preset's"},
-      {"mtp-layers", "N", "MTP (next-n) layers after the decoder stack, DeepSeek-V3 layout (0..4)",
-       "1 for deepseek_v3, else 0"},
-      {"dtype", "f32|f16|bf16|q8_0|q4_0", "weight type", "f32"},
-      {"seed", "S", "seed of the random weights", "0"},
-      {"out", "PATH", "where to write the model", kRequired},
-      {"format", "gguf|hf", "file format", "gguf"},
-      {"tokenizer", "DIR",
-       "a folder with an HF tokenizer.json[.gz] (+ tokenizer_config.json): the model gets its "
-       "vocabulary size, tokenizer and chat template",
-       "a synthetic tokenizer"}};
+  return {{"arch", "ARCH", "llama|mistral|qwen2|qwen3|mixtral|qwen2_moe|qwen3_moe|deepseek_v2|deepseek_v3",
+           "llama"},
+          {"preset", "NAME",
+           "tiny|tiny-rope-llama3|tiny-hybrid-swa|swa-bench|llama-110m|tinyllama-1.1b|v2-lite|v3-mini|qwen3-"
+           "moe-a3b",
+           "tiny"},
+          {"max-position", "N", "context length (max_position_embeddings)", "the preset's"},
+          {"sliding-window", "W", "window of the sliding layers (every layer slides if the preset has none)",
+           "the preset's"},
+          {"mtp-layers", "N", "MTP (next-n) layers after the decoder stack, DeepSeek-V3 layout (0..4)",
+           "1 for deepseek_v3, else 0"},
+          {"dtype", "f32|f16|bf16|q8_0|q4_0", "weight type", "f32"},
+          {"seed", "S", "seed of the random weights", "0"},
+          {"out", "PATH", "where to write the model", kRequired},
+          {"format", "gguf|hf", "file format", "gguf"},
+          {"tokenizer", "DIR",
+           "a folder with an HF tokenizer.json[.gz] (+ tokenizer_config.json): the model gets its "
+           "vocabulary size, tokenizer and chat template",
+           "a synthetic tokenizer"}};
 }
 
 }  // namespace

@@ -305,12 +305,14 @@ StatusOr<SynthSpec> ResolveSynthSpec(const std::string& arch, const std::string&
     return InvalidArgument("--preset: the " + arch +
                            " synth has the presets tiny, tiny-hybrid-swa, swa-bench (v3), v2-lite, v3-mini");
   }
-  if (moe && !deepseek && preset != "tiny") {
-    return InvalidArgument("--preset: the " + arch + " synth has only the 'tiny' preset");
+  const bool qwen3_moe_a3b = arch == "qwen3_moe" && preset == "qwen3-moe-a3b";
+  if (moe && !deepseek && preset != "tiny" && !qwen3_moe_a3b) {
+    return InvalidArgument("--preset: the " + arch + " synth has only the 'tiny' preset" +
+                           (arch == "qwen3_moe" ? std::string(" and qwen3-moe-a3b") : std::string()));
   }
   s.arch = arch;
-  if (deepseek_big) {
-    // Shapes for benchmarks; dims are set in the deepseek branch below.
+  if (deepseek_big || qwen3_moe_a3b) {
+    // Shapes for benchmarks; dims are set in the arch's branch below.
   } else if (swa_bench) {
     // Hybrid sliding-window benchmark shape (docs/kv-cache.md): layers 3 and
     // 7 attend fully, the other 6 slide over 128 positions.
@@ -353,6 +355,14 @@ StatusOr<SynthSpec> ResolveSynthSpec(const std::string& arch, const std::string&
   } else if (arch == "qwen3_moe") {
     s.qk_norm = true, s.neox_rope = true, s.rope_theta = 1e6, s.rms_eps = 1e-6;
     s.experts = 8, s.experts_per_token = 3, s.expert_ffn = 32, s.norm_topk_prob = true;
+    if (qwen3_moe_a3b) {
+      // Qwen3-30B-A3B's layer shape (128 experts of 768, 8 per token, GQA
+      // 32 / 4 heads of 128) with 12 of its 48 layers: 8.1B parameters, ~1B
+      // active per token, a Q4_0 file of ~4.6 GB that fits this machine.
+      s.hidden = 2048, s.layers = 12, s.heads = 32, s.kv_heads = 4, s.head_dim = 128, s.ffn = 6144;
+      s.vocab = 151936, s.context = 4096;
+      s.experts = 128, s.experts_per_token = 8, s.expert_ffn = 768;
+    }
   } else if (deepseek) {
     const bool v3 = arch == "deepseek_v3";
     s.heads = 4, s.kv_heads = 4, s.ffn = 96, s.rms_eps = 1e-6;

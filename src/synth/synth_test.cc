@@ -356,6 +356,28 @@ TEST(Synth, SwaBenchPresetHasTheIssuesShape) {
   EXPECT_EQ(ResolveSynthSpec("llama", "swa-bench").status().code(), StatusCode::kInvalidArgument);
 }
 
+// Qwen3-30B-A3B's published config.json per layer (hidden_size 2048, 32 /
+// 4 heads of head_dim 128, num_experts 128, num_experts_per_tok 8,
+// moe_intermediate_size 768, vocab_size 151936), 12 of its 48 layers.
+TEST(Synth, Qwen3MoeA3bPresetHasTheCheckpointsLayerShape) {
+  auto s = ResolveSynthSpec("qwen3_moe", "qwen3-moe-a3b");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->hidden, 2048);
+  EXPECT_EQ(s->heads, 32);
+  EXPECT_EQ(s->kv_heads, 4);
+  EXPECT_EQ(s->head_dim, 128);
+  EXPECT_EQ(s->experts, 128);
+  EXPECT_EQ(s->experts_per_token, 8);
+  EXPECT_EQ(s->expert_ffn, 768);
+  EXPECT_EQ(s->vocab, 151936);
+  EXPECT_EQ(s->layers, 12);
+  EXPECT_TRUE(s->qk_norm);
+  EXPECT_TRUE(s->norm_topk_prob);
+  for (const char* arch : {"llama", "qwen2_moe", "mixtral", "deepseek_v2"}) {
+    EXPECT_EQ(ResolveSynthSpec(arch, "qwen3-moe-a3b").status().code(), StatusCode::kInvalidArgument) << arch;
+  }
+}
+
 TEST(Synth, MaxPositionAndSlidingWindowOverrides) {
   SynthOptions o;
   o.max_position = 4096;

@@ -250,27 +250,16 @@ void GroupRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end, int64_t 
   }
 }
 
-// With AMX (amx.h) and at least 16 tokens (Q8_0: 32), whole 16-row panels x
-// 16-token tiles go to the AMX kernel, which gives the same bits
-// (packed_int8_amx.cc); leftover tokens and rows run the tiles above.
+// With AMX, from 16 tokens (Q8_0: 32), whole panels go to the AMX kernel
+// (PackedRowsWithAmx, kernels_amx.h); the rest runs the tiles above.
 // Q8_0 below 32 tokens: the AMX kernel's per-call panel transpose is not
 // paid back by one token tile, and the tiles above ran 15-35% faster at 16-24
 // tokens (docs/kernels.md, "AMX int8 GEMM"); the bits are the same either way.
 template <class Steps>
 void PackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
-  constexpr int64_t kAmxPanel = 16;
   constexpr int64_t kAmxMinTokens = Steps::kType == DType::kQ8_0 ? 32 : 16;
-  // tile_tokens > 0 only when the AMX kernel is enabled and Prepare filled
-  // the tiles (activations.h).
-  const int64_t amx_tokens = a.n_tokens >= kAmxMinTokens ? a.xq->tile_tokens : 0;
-  const int64_t amx_rows_end = row_begin + (row_end - row_begin) / kAmxPanel * kAmxPanel;
-  if (amx_tokens == 0 || amx_rows_end == row_begin) {
-    GroupRows<Steps>(a, row_begin, row_end, 0);
-    return;
-  }
-  PackedInt8PanelsAmx(a, row_begin, amx_rows_end);
-  if (amx_tokens < a.n_tokens) GroupRows<Steps>(a, row_begin, amx_rows_end, amx_tokens);
-  if (amx_rows_end < row_end) GroupRows<Steps>(a, amx_rows_end, row_end, 0);
+  PackedRowsWithAmx(a, row_begin, row_end, kAmxMinTokens,
+                    [&](int64_t r0, int64_t r1, int64_t t0) { GroupRows<Steps>(a, r0, r1, t0); });
 }
 
 }  // namespace

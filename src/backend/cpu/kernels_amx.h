@@ -16,6 +16,27 @@ namespace deepinfer::cpu {
 // AVX-512 kernels.
 void PackedInt8PanelsAmx(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
 
+// The split every packed int8 row-range kernel makes: with AMX (Prepare
+// filled a.xq's tiles: tile_tokens > 0) and at least min_tokens tokens,
+// whole 16-row panels x the tiled tokens go to PackedInt8PanelsAmx, which
+// gives the AVX-512 kernels' bits; tiles(row_begin, row_end, t_begin) runs
+// the AVX-512 tiles on the rest - the tokens past tile_tokens of those
+// panels and every token of the last partial panel - or on everything.
+template <class Tiles>
+void PackedRowsWithAmx(const MatMulArgs& a, int64_t row_begin, int64_t row_end, int64_t min_tokens,
+                       Tiles tiles) {
+  constexpr int64_t kAmxPanel = 16;
+  const int64_t amx_tokens = a.n_tokens >= min_tokens ? a.xq->tile_tokens : 0;
+  const int64_t amx_rows_end = row_begin + (row_end - row_begin) / kAmxPanel * kAmxPanel;
+  if (amx_tokens == 0 || amx_rows_end == row_begin) {
+    tiles(row_begin, row_end, int64_t{0});
+    return;
+  }
+  PackedInt8PanelsAmx(a, row_begin, amx_rows_end);
+  if (amx_tokens < a.n_tokens) tiles(row_begin, amx_rows_end, amx_tokens);
+  if (amx_rows_end < row_end) tiles(amx_rows_end, row_end, int64_t{0});
+}
+
 // How many times PackedInt8PanelsAmx has run in this process. The AMX and
 // AVX-512 kernels give the same bits by design, so this count is how a test
 // knows its AMX side really took the AMX kernel.

@@ -474,31 +474,22 @@ void PackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end, int64_t
   }
 }
 
-// With AMX (amx.h) and at least 16 tokens, whole 16-row panels x 16-token
-// tiles go to the AMX kernel, which gives the same bits (packed_int8_amx.cc);
-// leftover tokens and rows run the tiles above (as for Q8_0 / Q4_0).
+// With AMX, from 16 tokens, whole panels go to the AMX kernel
+// (PackedRowsWithAmx, kernels_amx.h); the rest runs the tiles above.
 template <int kT, class Type>
-void PackedRowsWithAmx(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
-  constexpr int64_t kAmxPanel = 16;
-  const int64_t amx_tokens = a.xq->tile_tokens;  // > 0 only when Prepare filled the tiles
-  const int64_t amx_rows_end = row_begin + (row_end - row_begin) / kAmxPanel * kAmxPanel;
-  if (amx_tokens == 0 || amx_rows_end == row_begin) {
-    PackedRows<kT, Type>(a, row_begin, row_end, 0);
-    return;
-  }
-  PackedInt8PanelsAmx(a, row_begin, amx_rows_end);
-  if (amx_tokens < a.n_tokens) PackedRows<kT, Type>(a, row_begin, amx_rows_end, amx_tokens);
-  if (amx_rows_end < row_end) PackedRows<kT, Type>(a, amx_rows_end, row_end, 0);
+void PackedRowsOrAmx(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  PackedRowsWithAmx(a, row_begin, row_end, /*min_tokens=*/16,
+                    [&](int64_t r0, int64_t r1, int64_t t0) { PackedRows<kT, Type>(a, r0, r1, t0); });
 }
 
 }  // namespace
 
 void PackedQ6_KRowsAvx512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
-  PackedRowsWithAmx<2, Q6_K>(a, row_begin, row_end);
+  PackedRowsOrAmx<2, Q6_K>(a, row_begin, row_end);
 }
 
 void PackedQ4_KRowsAvx512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
-  PackedRowsWithAmx<3, Q4_K>(a, row_begin, row_end);
+  PackedRowsOrAmx<3, Q4_K>(a, row_begin, row_end);
 }
 
 }  // namespace deepinfer::cpu

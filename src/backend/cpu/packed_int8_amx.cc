@@ -115,9 +115,9 @@ struct Q8_0Panel {
 
 // The nibble formats (Q4_0, Q4_K): byte i of step j's 4-byte unit holds
 // step j in its low and step j + 4 in its high nibble (packed_weights.h),
-// so TransposePanel transposes each raw unit once for both steps (Raw) and
-// splits the nibbles after the transpose (Low / High): a byte's nibbles
-// move together, so this is the same result as transposing each step.
+// so TransposePanel transposes each raw unit once for both steps (RawUnit)
+// and splits the nibbles after the transpose (Panel::Split): a byte's
+// nibbles move together, so this is the same result as transposing each step.
 inline __m512i RawUnit(const uint8_t* g, int j, int lanes) {
   if (lanes == 16) return _mm512_load_si512(g + j * 64);
   return _mm512_castsi256_si512(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + j * 32)));

@@ -152,14 +152,10 @@ Status BindKvUpProjection(const WeightBinder& b, const ModelConfig& c, const std
 
 // Rows [h * rows, (h + 1) * rows) of w for each of nh heads, as matrices.
 std::vector<ops::Matrix> HeadMatrices(const TensorView& w, int64_t nh, int64_t rows) {
-  const int64_t row_bytes = RowBytes(w.dtype, w.cols());
   std::vector<ops::Matrix> heads;
   for (int64_t h = 0; h < nh; ++h) {
-    TensorView v = w;
+    TensorView v = RowsOf(w, h * rows, rows);
     v.name = w.name + " (head " + std::to_string(h) + ")";
-    v.data = static_cast<const uint8_t*>(w.data) + h * rows * row_bytes;
-    v.shape = {rows, w.cols()};
-    v.nbytes = rows * row_bytes;
     heads.emplace_back(std::move(v));
   }
   return heads;

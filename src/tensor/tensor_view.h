@@ -28,4 +28,15 @@ struct TensorView {
   int64_t cols() const { return shape.empty() ? 1 : shape.back(); }
 };
 
+// Rows [first, first + count) of a matrix view, as a [count, cols] view of
+// their own (rows are contiguous: the same bytes, offset). Same name and type.
+inline TensorView RowsOf(const TensorView& w, int64_t first, int64_t count) {
+  const int64_t row_bytes = RowBytes(w.dtype, w.cols());
+  TensorView v = w;
+  v.data = static_cast<const uint8_t*>(w.data) + first * row_bytes;
+  v.shape = {count, w.cols()};
+  v.nbytes = count * row_bytes;
+  return v;
+}
+
 }  // namespace deepinfer

@@ -32,16 +32,10 @@ void EachHeadMatMul(std::span<const MlaHeadMatrix> heads, const float* x, int64_
 // Rows [h * rows, (h + 1) * rows) of w for every head, in file layout.
 void HeadViews(const TensorView& w, int64_t rows, int64_t nh, std::vector<TensorView>& views,
                std::vector<MlaHeadMatrix>& heads) {
-  const int64_t row_bytes = RowBytes(w.dtype, w.cols());
-  views.assign(static_cast<size_t>(nh), w);
-  heads.resize(static_cast<size_t>(nh));
-  for (int64_t h = 0; h < nh; ++h) {
-    TensorView& v = views[static_cast<size_t>(h)];
-    v.data = static_cast<const uint8_t*>(w.data) + h * rows * row_bytes;
-    v.shape = {rows, w.cols()};
-    v.nbytes = rows * row_bytes;
-    heads[static_cast<size_t>(h)] = {&v, nullptr};
-  }
+  views.clear();
+  for (int64_t h = 0; h < nh; ++h) views.push_back(RowsOf(w, h * rows, rows));
+  heads.clear();
+  for (const TensorView& v : views) heads.push_back({&v, nullptr});
 }
 
 }  // namespace

@@ -76,7 +76,7 @@ TEST(GgufCorruption, CraftedTensorInfoErrors) {
   ExpectFails(ParseGguf(OneTensorGguf({1ull << 61, 2}, 0, 0, 32)), StatusCode::kDataLoss, "overflow");
   ExpectFails(ParseGguf(OneTensorGguf({~0ull}, 0, 0, 32)), StatusCode::kDataLoss, "dimension 0");
   ExpectFails(ParseGguf(OneTensorGguf({33}, 8, 0, 64)), StatusCode::kDataLoss, "blocks");  // q8_0 row of 33
-  ExpectFails(ParseGguf(OneTensorGguf({256}, 13, 0, 256)), StatusCode::kUnimplemented, "q5_K");
+  ExpectFails(ParseGguf(OneTensorGguf({256}, 6, 0, 256)), StatusCode::kUnimplemented, "q5_0");
   ExpectFails(ParseGguf(OneTensorGguf({4}, 999, 0, 32)), StatusCode::kDataLoss, "unknown ggml type 999");
   ExpectFails(ParseGguf(OneTensorGguf({4}, 0, ~0ull - 31, 32)), StatusCode::kDataLoss, "past end of file");
 }

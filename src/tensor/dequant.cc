@@ -40,6 +40,16 @@ void StoreU16(uint8_t* p, uint16_t v) {
 // Q6_K (210 bytes / 256):      [u8 ql[128]][u8 qh[64]][int8 scales[16]][f16 d]
 //   two halves of 128; in each, for l < 32, four 6-bit values are made of a
 //   nibble of ql[l] / ql[l+32] plus 2 bits of qh[l]; x = d * scale * (q - 32).
+// Q5_K (176 bytes / 256):      [f16 d][f16 dmin][u8 scales[12]][u8 qh[32]][u8 qs[128]]
+//   Q4_K's sub-blocks, scales and nibbles, plus a fifth bit: element l of
+//   sub-block s has bit (qh[l] >> s) & 1 as its 16s; x = d*sc_s*q - dmin*m_s, q = 0..31.
+// Q3_K (110 bytes / 256):      [u8 hmask[32]][u8 qs[64]][u8 scales[12]][f16 d]
+//   16 sub-blocks of 16 with 6-bit scales sc (see ScaleQ3_K), x = d * (sc - 32) * q,
+//   q = 2 bits of qs minus 4 where the hmask bit is clear (-4..3). Element
+//   e = 128h + 32j + l (j = 0..3, l < 32): bits 2j of qs[32h + l], hmask bit 4h + j of hmask[l].
+// Q2_K (84 bytes / 256):       [u8 scales[16]][u8 qs[64]][f16 d][f16 dmin]
+//   16 sub-blocks of 16, each a 4-bit scale (low nibble) and min (high);
+//   x = d * sc * q - dmin * m, q = 2 bits of qs as for Q3_K (0..3).
 
 void DequantQ8_0(const uint8_t* src, float* dst, int64_t blocks) {
   for (int64_t b = 0; b < blocks; ++b, src += 34, dst += 32) {
@@ -110,6 +120,63 @@ void DequantQ6_K(const uint8_t* src, float* dst, int64_t blocks) {
         dst[l + 96] = d * sc[is + 6] * static_cast<float>(q4);
       }
     }
+  }
+}
+
+void DequantQ5_K(const uint8_t* src, float* dst, int64_t blocks) {
+  for (int64_t b = 0; b < blocks; ++b, src += 176) {
+    const float d = LoadF16(src);
+    const float dmin = LoadF16(src + 2);
+    const uint8_t* scales = src + 4;
+    const uint8_t* qh = src + 16;
+    const uint8_t* q = src + 48;
+    for (int s = 0; s < 8; ++s) {
+      uint8_t sc, m;
+      ScaleMinK4(s, scales, &sc, &m);
+      const float ds = d * sc, ms = dmin * m;
+      const uint8_t* qs = q + 32 * (s / 2);
+      for (int l = 0; l < 32; ++l) {
+        const int nibble = s % 2 == 0 ? qs[l] & 0x0f : qs[l] >> 4;
+        *dst++ = ds * static_cast<float>(nibble | (((qh[l] >> s) & 1) << 4)) - ms;
+      }
+    }
+  }
+}
+
+// Q3_K's 6-bit scale j (0..15) from its 12 bytes: the low 4 bits are the
+// low (j < 8) or high (j >= 8) nibble of byte j % 8, the top 2 bits are bits
+// 2 (j / 4) of byte 8 + j % 4.
+int ScaleQ3_K(int j, const uint8_t* scales) {
+  const int low = j < 8 ? scales[j] & 0x0f : scales[j - 8] >> 4;
+  return low | (((scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4);
+}
+
+void DequantQ3_K(const uint8_t* src, float* dst, int64_t blocks) {
+  for (int64_t b = 0; b < blocks; ++b, src += 110) {
+    const uint8_t* hmask = src;
+    const uint8_t* qs = src + 32;
+    const float d = LoadF16(src + 108);
+    for (int e = 0; e < 256; ++e) {
+      const int h = e / 128, j = (e % 128) / 32, l = e % 32;
+      const int q = ((qs[32 * h + l] >> (2 * j)) & 3) - ((hmask[l] >> (4 * h + j)) & 1 ? 0 : 4);
+      dst[e] = d * static_cast<float>(ScaleQ3_K(e / 16, src + 96) - 32) * static_cast<float>(q);
+    }
+    dst += 256;
+  }
+}
+
+void DequantQ2_K(const uint8_t* src, float* dst, int64_t blocks) {
+  for (int64_t b = 0; b < blocks; ++b, src += 84) {
+    const uint8_t* scales = src;
+    const uint8_t* qs = src + 16;
+    const float d = LoadF16(src + 80), dmin = LoadF16(src + 82);
+    for (int e = 0; e < 256; ++e) {
+      const int h = e / 128, j = (e % 128) / 32, l = e % 32;
+      const int q = (qs[32 * h + l] >> (2 * j)) & 3;
+      const uint8_t sc = scales[e / 16];
+      dst[e] = d * static_cast<float>(sc & 0x0f) * static_cast<float>(q) - dmin * static_cast<float>(sc >> 4);
+    }
+    dst += 256;
   }
 }
 
@@ -213,6 +280,9 @@ bool CanDequantize(DType t) {
     case DType::kQ4_0:
     case DType::kQ4_K:
     case DType::kQ6_K:
+    case DType::kQ5_K:
+    case DType::kQ3_K:
+    case DType::kQ2_K:
       return true;
     default:
       return false;
@@ -247,6 +317,15 @@ void DequantizeRow(DType t, const void* src, float* dst, int64_t n) {
       break;
     case DType::kQ6_K:
       DequantQ6_K(s, dst, blocks);
+      break;
+    case DType::kQ5_K:
+      DequantQ5_K(s, dst, blocks);
+      break;
+    case DType::kQ3_K:
+      DequantQ3_K(s, dst, blocks);
+      break;
+    case DType::kQ2_K:
+      DequantQ2_K(s, dst, blocks);
       break;
     default:
       break;

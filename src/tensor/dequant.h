@@ -18,7 +18,7 @@ float BF16ToF32(uint16_t h);
 uint16_t F32ToBF16(float f);  // round to nearest even
 
 // True for the types DequantizeRow accepts: F32, F16, BF16, Q8_0, Q4_0,
-// Q4_K, Q6_K (the integer types are not weights and have no f32 meaning).
+// Q2_K..Q6_K (the integer types are not weights and have no f32 meaning).
 bool CanDequantize(DType t);
 
 // dst[0..n) = dequantized src row. Preconditions (checked, abort on

@@ -211,8 +211,91 @@ TEST(Dequantize, Q6_K) {
   }
 }
 
+TEST(Dequantize, Q5_K) {
+  // Q4_K's header (d = 0.5 (0x3800), dmin = 0.25 (0x3400), the same 12
+  // scale bytes), then qh[32], then qs[128]. Element e: sub-block s = e/32,
+  // l = e%32; low 4 bits in qs[32(s/2) + l] (low nibble for even s), the
+  // fifth bit is bit s of qh[l]; value d*sc[s]*q - dmin*m[s].
+  const int sc[8] = {63, 0, 7, 31, 32, 1, 50, 12};
+  const int mn[8] = {5, 63, 0, 44, 17, 2, 33, 61};
+  std::vector<uint8_t> b(176);
+  PutU16(b, 0, 0x3800);
+  PutU16(b, 2, 0x3400);
+  for (int i = 0; i < 4; ++i) {
+    b[4 + i] = static_cast<uint8_t>(sc[i] | ((sc[4 + i] >> 4) << 6));
+    b[8 + i] = static_cast<uint8_t>(mn[i] | ((mn[4 + i] >> 4) << 6));
+    b[12 + i] = static_cast<uint8_t>((sc[4 + i] & 15) | ((mn[4 + i] & 15) << 4));
+  }
+  int q[256];
+  for (int e = 0; e < 256; ++e) {
+    q[e] = (e * 13 + e / 32 + 3) % 32;
+    const int s = e / 32, l = e % 32;
+    b[48 + 32 * (s / 2) + l] |= static_cast<uint8_t>(s % 2 == 0 ? (q[e] & 15) : (q[e] & 15) << 4);
+    b[16 + l] |= static_cast<uint8_t>((q[e] >> 4) << s);
+  }
+  std::vector<float> out(256);
+  DequantizeRow(DType::kQ5_K, b.data(), out.data(), 256);
+  for (int e = 0; e < 256; ++e) {
+    const int s = e / 32;
+    EXPECT_EQ(out[e], 0.5 * sc[s] * q[e] - 0.25 * mn[s]) << e;
+  }
+}
+
+TEST(Dequantize, Q3_K) {
+  // hmask[32], qs[64], scales[12], f16 d = 2 (0x4000). 16 sub-blocks of 16
+  // with 6-bit scales stored with an offset of 32: low nibbles of bytes 0-7
+  // are scales 0-7, their high nibbles scales 8-15; bits 2k of byte 8 + i
+  // are the top 2 bits of scale i + 4k. Element e = 128h + 32j + l: 2 bits
+  // at 2j of qs[32h + l], and bit 4h + j of hmask[l] set means no -4.
+  std::vector<uint8_t> b(110);
+  int scale[16];
+  for (int i = 0; i < 16; ++i) {
+    scale[i] = (i * 23 + 5) % 64;
+    b[96 + i % 8] |= static_cast<uint8_t>(i < 8 ? (scale[i] & 15) : (scale[i] & 15) << 4);
+    b[96 + 8 + i % 4] |= static_cast<uint8_t>((scale[i] >> 4) << (2 * (i / 4)));
+  }
+  PutU16(b, 108, 0x4000);
+  int q[256];
+  for (int e = 0; e < 256; ++e) {
+    q[e] = (e * 5 + e / 16) % 8 - 4;  // -4..3
+    const int h = e / 128, j = (e % 128) / 32, l = e % 32;
+    b[32 + 32 * h + l] |= static_cast<uint8_t>(((q[e] + 4) & 3) << (2 * j));
+    if (q[e] >= 0) b[l] |= static_cast<uint8_t>(1 << (4 * h + j));
+  }
+  std::vector<float> out(256);
+  DequantizeRow(DType::kQ3_K, b.data(), out.data(), 256);
+  for (int e = 0; e < 256; ++e) EXPECT_EQ(out[e], 2.0 * (scale[e / 16] - 32) * q[e]) << e;
+}
+
+TEST(Dequantize, Q2_K) {
+  // scales[16] (low nibble scale, high nibble min), qs[64], f16 d = 0.5
+  // (0x3800), f16 dmin = 1.5 (0x3e00). Element e = 128h + 32j + l: 2 bits at
+  // 2j of qs[32h + l]; value d*sc*q - dmin*m of sub-block e/16.
+  std::vector<uint8_t> b(84);
+  int sc[16], mn[16];
+  for (int i = 0; i < 16; ++i) {
+    sc[i] = (i * 7 + 1) % 16;
+    mn[i] = (i * 11 + 4) % 16;
+    b[i] = static_cast<uint8_t>(sc[i] | (mn[i] << 4));
+  }
+  PutU16(b, 80, 0x3800);
+  PutU16(b, 82, 0x3e00);
+  int q[256];
+  for (int e = 0; e < 256; ++e) {
+    q[e] = (e * 3 + e / 64) % 4;
+    const int h = e / 128, j = (e % 128) / 32, l = e % 32;
+    b[16 + 32 * h + l] |= static_cast<uint8_t>(q[e] << (2 * j));
+  }
+  std::vector<float> out(256);
+  DequantizeRow(DType::kQ2_K, b.data(), out.data(), 256);
+  for (int e = 0; e < 256; ++e) EXPECT_EQ(out[e], 0.5 * sc[e / 16] * q[e] - 1.5 * mn[e / 16]) << e;
+}
+
 TEST(Dequantize, CanDequantize) {
   EXPECT_TRUE(CanDequantize(DType::kQ6_K));
+  EXPECT_TRUE(CanDequantize(DType::kQ5_K));
+  EXPECT_TRUE(CanDequantize(DType::kQ3_K));
+  EXPECT_TRUE(CanDequantize(DType::kQ2_K));
   EXPECT_FALSE(CanDequantize(DType::kI32));
   EXPECT_FALSE(CanDequantize(DType::kU8));
 }

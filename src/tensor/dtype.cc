@@ -28,6 +28,12 @@ constexpr DTypeInfo kInfo[] = {
     {DType::kQ4_K, 12, "q4_k", 256, 2 + 2 + 12 + 128},
     // Q6_K: 128 bytes low nibbles, 64 bytes high 2-bit pairs, 16 int8 scales, f16 d.
     {DType::kQ6_K, 14, "q6_k", 256, 128 + 64 + 16 + 2},
+    // Q5_K: Q4_K's d, dmin and scales, then 32 bytes of fifth bits, then 128 bytes of nibbles.
+    {DType::kQ5_K, 13, "q5_k", 256, 2 + 2 + 12 + 32 + 128},
+    // Q3_K: 32 bytes of third bits, 64 bytes of 2-bit pairs, 12 bytes of 6-bit scales, f16 d.
+    {DType::kQ3_K, 11, "q3_k", 256, 32 + 64 + 12 + 2},
+    // Q2_K: 16 bytes of 4-bit (scale, min), 64 bytes of 2-bit pairs, f16 d, f16 dmin.
+    {DType::kQ2_K, 10, "q2_k", 256, 16 + 64 + 2 + 2},
     {DType::kI32, 26, "i32", 1, 4},
     {DType::kI64, 27, "i64", 1, 8},
     {DType::kI8, 24, "i8", 1, 1},

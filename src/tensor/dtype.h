@@ -19,6 +19,9 @@ enum class DType : uint8_t {
   kQ4_0,  // 32 elems: f16 scale + 16 bytes of 4-bit (offset 8)
   kQ4_K,  // 256 elems super-block (GGML k-quant)
   kQ6_K,  // 256 elems super-block (GGML k-quant)
+  kQ5_K,  // 256 elems super-block (GGML k-quant)
+  kQ3_K,  // 256 elems super-block (GGML k-quant)
+  kQ2_K,  // 256 elems super-block (GGML k-quant)
   kI32,
   kI64,
   kI8,
@@ -37,7 +40,7 @@ bool IsQuantized(DType t);
 int64_t RowBytes(DType t, int64_t n);
 
 // GGML type ids (ggml.h's enum ggml_type) <-> DType, for GGUF files.
-// DTypeFromGgmlType: nullopt for ids this engine does not read (Q5_K, IQ*...).
+// DTypeFromGgmlType: nullopt for ids this engine does not read (Q5_0, IQ*...).
 // GgmlTypeFromDType: kNoGgmlType for U8, which GGUF cannot store.
 inline constexpr uint32_t kNoGgmlType = 0xffffffffu;
 std::optional<DType> DTypeFromGgmlType(uint32_t ggml_type);

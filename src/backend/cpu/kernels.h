@@ -29,9 +29,10 @@
 //     16-lane reduction. The instruction also treats denormal inputs as zero
 //     and flushes denormal results (DAZ/FTZ), unlike the scalar and AVX2
 //     levels: differences far below the tests' tolerance.
-//   Q8_0 / Q4_0 / Q4_K: activations quantized to int8 per 32-block
+//   Q8_0 / Q4_0 / Q4_K / Q5_K: activations quantized to int8 per 32-block
 //     (activations.h); per block an exact int32 dot product isum, then
-//     acc += float(isum) * (d_w * d_x)   [Q4_K also: acc -= (dmin*m) * (d_x * sum_x)].
+//     acc += float(isum) * (d_w * d_x)   [Q4_K / Q5_K also: acc -= (dmin*m) * (d_x * sum_x)].
+//     (Q5_K is Q4_K with a fifth bit: q = 0..31, the same scales and mins.)
 //     Which f32 lane a block's product lands in (and so the summation order
 //     over blocks) is fixed per kernel and layout: the AVX-512 kernels of the
 //     interleaved packed Q8_0 / Q4_0 layouts sum in a different order from
@@ -89,10 +90,10 @@ using RowRangeKernel = void (*)(const MatMulArgs& args, int64_t row_begin, int64
 struct KernelSet {
   // Null when this set has no kernel for the type (the caller falls back).
   RowRangeKernel f32 = nullptr, f16 = nullptr, bf16 = nullptr;
-  RowRangeKernel q8_0 = nullptr, q4_0 = nullptr, q4_k = nullptr, q6_k = nullptr;
+  RowRangeKernel q8_0 = nullptr, q4_0 = nullptr, q4_k = nullptr, q5_k = nullptr, q6_k = nullptr;
   // Kernels for matrices in packed_weights.h's layouts (row_bytes = stride).
-  RowRangeKernel q8_0_packed = nullptr, q4_0_packed = nullptr, q4_k_packed = nullptr, q6_k_packed = nullptr,
-                 bf16_packed = nullptr, f16_packed = nullptr, f32_packed = nullptr;
+  RowRangeKernel q8_0_packed = nullptr, q4_0_packed = nullptr, q4_k_packed = nullptr, q5_k_packed = nullptr,
+                 q6_k_packed = nullptr, bf16_packed = nullptr, f16_packed = nullptr, f32_packed = nullptr;
   // Quantizes token t (activations.h); a SIMD version must give the same
   // bytes as the scalar QuantizeToken. Called concurrently for different tokens.
   void (*quantize_token)(const float* x_t, int64_t t, Int8Activations* out) = QuantizeToken;
@@ -118,6 +119,8 @@ struct KernelSet {
         return q4_0;
       case DType::kQ4_K:
         return q4_k;
+      case DType::kQ5_K:
+        return q5_k;
       case DType::kQ6_K:
         return q6_k;
       default:
@@ -132,6 +135,8 @@ struct KernelSet {
         return q4_0_packed;
       case DType::kQ4_K:
         return q4_k_packed;
+      case DType::kQ5_K:
+        return q5_k_packed;
       case DType::kQ6_K:
         return q6_k_packed;
       case DType::kBF16:
@@ -164,6 +169,14 @@ inline void Q4KScaleMin(int s, const uint8_t* scales, int* sc, int* m) {
   }
 }
 
+// Q5_K element l (0..31) of sub-block s (0..7) of a super-block as its
+// 5-bit q (0..31): Q4_K's nibble, plus bit s of qh[l] as 16 (tensor/dequant.cc).
+inline int Q5_KValue(const uint8_t* sb, int s, int l) {
+  const uint8_t byte = sb[48 + 32 * (s / 2) + l];
+  const int nibble = s % 2 == 0 ? byte & 0x0f : byte >> 4;
+  return nibble | (((sb[16 + l] >> s) & 1) << 4);
+}
+
 // Q6_K element i of a super-block as its stored 6-bit value (0..63; w = q - 32).
 inline int Q6_KValue(const uint8_t* sb, int i) {
   const int half = i / 128, j = (i % 128) / 32, l = i % 32;
@@ -177,7 +190,12 @@ inline int Q6_KValue(const uint8_t* sb, int i) {
 
 // True for the weight types whose kernels read int8 activations (Int8Activations).
 inline bool UsesInt8Activations(DType t) {
-  return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kQ6_K;
+  return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kQ5_K ||
+         t == DType::kQ6_K;
 }
+
+// True for the K-quants with a per-sub-block minimum (Q4_K, Q5_K): their
+// activations also carry sum(q_x) per block.
+constexpr bool HasBlockMinimum(DType t) { return t == DType::kQ4_K || t == DType::kQ5_K; }
 
 }  // namespace deepinfer::cpu

@@ -287,7 +287,7 @@ void Prepare(Int8Activations* xq, DType dtype, int64_t t) {
   const int32_t offset = dtype == DType::kQ8_0   ? Q8_0Format::kOffset
                          : dtype == DType::kQ4_0 ? Q4_0Format::kOffset
                                                  : Q4_KFormat::kOffset;
-  const bool need_dsum = dtype == DType::kQ4_K;
+  const bool need_dsum = HasBlockMinimum(dtype);
   const float* d = xq->TokenD(t);
   const int32_t* sum = xq->TokenSum(t);
   const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
@@ -310,7 +310,7 @@ void Prepare(Int8Activations* xq, DType dtype, int64_t t) {
   if (dtype == DType::kQ8_0 || dtype == DType::kQ4_0) {
     PrepareGroupsAvx512(xq, offset, t);
     if (t < xq->tile_tokens) PrepareAmxTileToken(xq, t);
-  } else if (dtype == DType::kQ4_K) {
+  } else if (HasBlockMinimum(dtype)) {
     PrepareGroupsAvx512(xq, -1, t);  // group_bias = + sum(q): the minimum's term
     if (t < xq->tile_tokens) PrepareAmxTileToken(xq, t);
   } else if (dtype == DType::kQ6_K) {
@@ -333,6 +333,7 @@ const KernelSet& Avx512Kernels() {
     s.q8_0_packed = PackedQ8_0RowsAvx512;
     s.q4_0_packed = PackedQ4_0RowsAvx512;
     s.q4_k_packed = PackedQ4_KRowsAvx512;
+    s.q5_k_packed = PackedQ5_KRowsAvx512;
     s.q6_k_packed = PackedQ6_KRowsAvx512;
     s.bf16_packed = Bf16PanelsAvx512;
     s.f16_packed = F16PanelsAvx512;

@@ -113,6 +113,18 @@ void DecodeRow(DType t, const uint8_t* src, int64_t k, DecodedRow* out) {
         }
       }
       break;
+    case DType::kQ5_K:
+      for (int64_t sb = 0; sb < blocks / 8; ++sb, src += 176) {
+        const float d = LoadF16(src), dmin = LoadF16(src + 2);
+        for (int s = 0; s < 8; ++s) {
+          int sc, m;
+          Q4KScaleMin(s, src + 4, &sc, &m);
+          out->scale[sb * 8 + s] = d * static_cast<float>(sc);
+          out->min[sb * 8 + s] = dmin * static_cast<float>(m);
+          for (int l = 0; l < 32; ++l) q[(sb * 8 + s) * 32 + l] = static_cast<int8_t>(Q5_KValue(src, s, l));
+        }
+      }
+      break;
     default:
       DI_CHECK_MSG(false, "not a quantized type with int8 kernels");
   }
@@ -121,7 +133,7 @@ void DecodeRow(DType t, const uint8_t* src, int64_t k, DecodedRow* out) {
 void QuantRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   thread_local DecodedRow row;
   const Int8Activations& xq = *a.xq;
-  const bool has_min = a.dtype == DType::kQ4_K;
+  const bool has_min = HasBlockMinimum(a.dtype);
   for (int64_t r = row_begin; r < row_end; ++r) {
     DecodeRow(a.dtype, a.w + r * a.row_bytes, a.k, &row);
     for (int64_t t = 0; t < a.n_tokens; ++t) {
@@ -183,7 +195,7 @@ const KernelSet& ScalarKernels() {
     KernelSet s;
     s.f32 = s.f16 = FloatRows;
     s.bf16 = Bf16Rows;
-    s.q8_0 = s.q4_0 = s.q4_k = QuantRows;
+    s.q8_0 = s.q4_0 = s.q4_k = s.q5_k = QuantRows;
     s.q6_k = Q6_KRows;
     return s;
   }();

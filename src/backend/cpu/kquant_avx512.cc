@@ -1,4 +1,4 @@
-// AVX-512 VNNI kernels for packed Q6_K and Q4_K (packed_weights.h), on the
+// AVX-512 VNNI kernels for packed Q6_K, Q4_K and Q5_K (packed_weights.h), on the
 // same interleaved activation groups as packed Q8_0 / Q4_0 (activations.h).
 //
 // Q6_K: lane b of a zmm is 32-block b of a 16-block group (two super-blocks).
@@ -22,6 +22,10 @@
 //   acc += float(isum) * (d_sc * d_x) - d_m * (d_x * float(sum_x))
 // the products of the file-layout kernel per block (kernels.h), summed per
 // lane and then in the fixed tree. Tile 4 rows x 3 tokens, as for Q4_0.
+//
+// Q5_K: Q4_K's kernel with q = nibble | fifth bit << 4 (0..31) as the u8
+// operand; the fifth bits of a group are one more vector (packed_weights.h),
+// one shift and mask per step.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -181,7 +185,8 @@ void Q6_KTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
   const GemvPrefetch prefetch = GemvPrefetchPolicy();
   const Int8Activations& xq = *a.xq;
   const int64_t full = xq.groups.full;
-  const int64_t scales_offset = Q6_KScalesOffset(xq.groups), d_offset = Q6_KDOffset(xq.groups);
+  const int64_t scales_offset = KQuantScalesOffset(DType::kQ6_K, xq.groups);
+  const int64_t d_offset = KQuantDOffset(DType::kQ6_K, xq.groups);
   const uint8_t* w[R];
   for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.row_bytes;
   const int8_t* xs[T];
@@ -287,19 +292,66 @@ inline __m256i Q4HalfStep(const uint8_t* v) {
   return S < 4 ? _mm256_and_si256(raw, mask) : _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask);
 }
 
-template <int S, int R, int T>
-inline void Q4FullSteps(const uint8_t* const* wg, const int8_t* const* xg, __m512i (&isum)[R][T]) {
+// Q5_K: step S's fifth bit, bit S of each byte of the fifth-bit vector f,
+// as 16 (bit 4). A 16-bit shift left by 4 - S or right by S - 4 moves bit
+// S of each byte to bit 4 of the same byte, so the 0x10 mask leaves
+// exactly that byte's own bit.
+template <int S, class V>
+inline V FifthBit(V f) {
+  if constexpr (sizeof(V) == 64) {
+    const __m512i x = S < 4 ? _mm512_slli_epi16(f, 4 - S) : S == 4 ? f : _mm512_srli_epi16(f, S - 4);
+    return _mm512_and_si512(x, _mm512_set1_epi8(0x10));
+  } else {
+    const __m256i x = S < 4 ? _mm256_slli_epi16(f, 4 - S) : S == 4 ? f : _mm256_srli_epi16(f, S - 4);
+    return _mm256_and_si256(x, _mm256_set1_epi8(0x10));
+  }
+}
+template <int S>
+inline __m512i Q5FullStep(const uint8_t* v) {
+  const __m512i raw = _mm512_load_si512(v + (S % 4) * 64);
+  const __m512i nib = S < 4 ? raw : _mm512_srli_epi16(raw, 4);
+  const __m512i fifth = FifthBit<S>(_mm512_load_si512(v + 256));
+  return _mm512_ternarylogic_epi32(nib, fifth, _mm512_set1_epi8(0x0f), kLowOrHigh);
+}
+template <int S>
+inline __m256i Q5HalfStep(const uint8_t* v) {
+  const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(v + (S % 4) * 32));
+  const __m256i nib = S < 4 ? raw : _mm256_srli_epi16(raw, 4);
+  const __m256i fifth = FifthBit<S>(_mm256_load_si256(reinterpret_cast<const __m256i*>(v + 128)));
+  return _mm256_ternarylogic_epi32(nib, fifth, _mm256_set1_epi8(0x0f), kLowOrHigh);
+}
+
+// The step decoders of the K-quants with a minimum, by type.
+template <DType kType, int S>
+inline __m512i MinFullStep(const uint8_t* v) {
+  if constexpr (kType == DType::kQ5_K) {
+    return Q5FullStep<S>(v);
+  } else {
+    return Q4FullStep<S>(v);
+  }
+}
+template <DType kType, int S>
+inline __m256i MinHalfStep(const uint8_t* v) {
+  if constexpr (kType == DType::kQ5_K) {
+    return Q5HalfStep<S>(v);
+  } else {
+    return Q4HalfStep<S>(v);
+  }
+}
+
+template <DType kType, int S, int R, int T>
+inline void MinFullSteps(const uint8_t* const* wg, const int8_t* const* xg, __m512i (&isum)[R][T]) {
   if constexpr (S < kSteps) {
     __m512i wv[R];
     for (int r = 0; r < R; ++r) {
-      wv[r] = Q4FullStep<S>(wg[r]);
+      wv[r] = MinFullStep<kType, S>(wg[r]);
       asm("" : "+v"(wv[r]));
     }
     for (int t = 0; t < T; ++t) {
       const __m512i x = _mm512_load_si512(xg[t] + S * 64);
       for (int r = 0; r < R; ++r) isum[r][t] = _mm512_dpbusd_epi32(isum[r][t], wv[r], x);
     }
-    Q4FullSteps<S + 1, R, T>(wg, xg, isum);
+    MinFullSteps<kType, S + 1, R, T>(wg, xg, isum);
   }
 }
 
@@ -325,26 +377,28 @@ inline void Q4GemvSteps(const uint8_t* const* wg, const int8_t* xg, __m512i (&lo
   }
 }
 
-template <int S, int R, int T>
-inline void Q4HalfSteps(const uint8_t* const* wg, const int8_t* const* xg, __m256i (&isum)[R][T]) {
+template <DType kType, int S, int R, int T>
+inline void MinHalfSteps(const uint8_t* const* wg, const int8_t* const* xg, __m256i (&isum)[R][T]) {
   if constexpr (S < kSteps) {
     __m256i wv[R];
-    for (int r = 0; r < R; ++r) wv[r] = Q4HalfStep<S>(wg[r]);
+    for (int r = 0; r < R; ++r) wv[r] = MinHalfStep<kType, S>(wg[r]);
     for (int t = 0; t < T; ++t) {
       const __m256i x = _mm256_load_si256(reinterpret_cast<const __m256i*>(xg[t] + S * 32));
       for (int r = 0; r < R; ++r) isum[r][t] = _mm256_dpbusd_epi32(isum[r][t], wv[r], x);
     }
-    Q4HalfSteps<S + 1, R, T>(wg, xg, isum);
+    MinHalfSteps<kType, S + 1, R, T>(wg, xg, isum);
   }
 }
 
-template <int R, int T>
-void Q4_KTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
+// Q4_K and Q5_K (kType): the same tile but for the step decoder.
+template <DType kType, int R, int T>
+void MinKQuantTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
   const GemvPrefetch prefetch = GemvPrefetchPolicy();
-  constexpr int64_t kQ4FullBytes = 256;
+  constexpr int64_t kGroupBytes = KQuantGroupBytes(kType);
   const Int8Activations& xq = *a.xq;
   const int64_t full = xq.groups.full;
-  const int64_t scales_offset = Q4_KScalesOffset(xq.groups), d_offset = Q4_KDOffset(xq.groups);
+  const int64_t scales_offset = KQuantScalesOffset(kType, xq.groups),
+                d_offset = KQuantDOffset(kType, xq.groups);
   const uint8_t* w[R];
   for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.row_bytes;
   const int8_t* xs[T];
@@ -366,21 +420,21 @@ void Q4_KTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
 
   for (int64_t g = 0; g < full; ++g) {
     const uint8_t* wg[R];
-    for (int r = 0; r < R; ++r) wg[r] = w[r] + g * kQ4FullBytes;
-    if constexpr (T == 1) PrefetchGroupAhead<R, kQ4FullBytes>(wg, ahead, prefetch.into_l2);
+    for (int r = 0; r < R; ++r) wg[r] = w[r] + g * kGroupBytes;
+    if constexpr (T == 1) PrefetchGroupAhead<R, kGroupBytes>(wg, ahead, prefetch.into_l2);
     const int8_t* xg[T];
     __m512i isum[R][T];
     for (int t = 0; t < T; ++t) {
       xg[t] = xs[t] + g * 512;
       for (int r = 0; r < R; ++r) isum[r][t] = _mm512_setzero_si512();
     }
-    if constexpr (T == 1) {
+    if constexpr (T == 1 && kType == DType::kQ4_K) {
       __m512i lo[R], hi[R];
       for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm512_setzero_si512();
       Q4GemvSteps<R>(wg, xg[0], lo, hi);
       for (int r = 0; r < R; ++r) isum[r][0] = _mm512_add_epi32(lo[r], _mm512_srai_epi32(hi[r], 4));
     } else {
-      Q4FullSteps<0, R, T>(wg, xg, isum);
+      MinFullSteps<kType, 0, R, T>(wg, xg, isum);
     }
     __m512 dx[T], dxsum[T];
     for (int t = 0; t < T; ++t) {
@@ -405,14 +459,14 @@ void Q4_KTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
   }
   if (xq.groups.half != 0) {  // one super-block, 8 lanes
     const uint8_t* wg[R];
-    for (int r = 0; r < R; ++r) wg[r] = w[r] + full * kQ4FullBytes;
+    for (int r = 0; r < R; ++r) wg[r] = w[r] + full * kGroupBytes;
     const int8_t* xg[T];
     __m256i isum[R][T];
     for (int t = 0; t < T; ++t) {
       xg[t] = xs[t] + full * 512;
       for (int r = 0; r < R; ++r) isum[r][t] = _mm256_setzero_si256();
     }
-    Q4HalfSteps<0, R, T>(wg, xg, isum);
+    MinHalfSteps<kType, 0, R, T>(wg, xg, isum);
     __m256 dx[T], dxsum[T];
     for (int t = 0; t < T; ++t) {
       dx[t] = _mm256_load_ps(xd[t] + full * kGroupBlocks);
@@ -440,56 +494,56 @@ void Q4_KTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
   StoreTile<R, T>(a, r0, t0, acc);
 }
 
-struct Q6_K {};
-struct Q4_K {};
-
-template <int R, int T>
-void RowTiles(const MatMulArgs& a, int64_t b0, int64_t b1, int64_t t, Q6_K) {
+template <DType kType, int R, int T>
+void RowTiles(const MatMulArgs& a, int64_t b0, int64_t b1, int64_t t) {
   int64_t r = b0;
-  for (; r + R <= b1; r += R) Q6_KTile<R, T>(a, r, t);
-  for (; r < b1; ++r) Q6_KTile<1, T>(a, r, t);
-}
-template <int R, int T>
-void RowTiles(const MatMulArgs& a, int64_t b0, int64_t b1, int64_t t, Q4_K) {
-  int64_t r = b0;
-  for (; r + R <= b1; r += R) Q4_KTile<R, T>(a, r, t);
-  for (; r < b1; ++r) Q4_KTile<1, T>(a, r, t);
+  if constexpr (kType == DType::kQ6_K) {
+    for (; r + R <= b1; r += R) Q6_KTile<R, T>(a, r, t);
+    for (; r < b1; ++r) Q6_KTile<1, T>(a, r, t);
+  } else {
+    for (; r + R <= b1; r += R) MinKQuantTile<kType, R, T>(a, r, t);
+    for (; r < b1; ++r) MinKQuantTile<kType, 1, T>(a, r, t);
+  }
 }
 
 // Loop order as for the other interleaved kernels: blocks of rows whose
 // packed weights fill about 32 KB of L1, then token tiles of kT, then row
 // tiles; the n < kT leftover tokens run as one n-token tile (the same
 // per-(row, token) operations in every tile shape).
-template <int kT, class Type>
+template <int kT, DType kType>
 void PackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end, int64_t t_begin) {
   constexpr int kR = 4;
   const int64_t row_block = std::clamp<int64_t>((32 << 10) / a.row_bytes / kR * kR, kR, 16);
   for (int64_t b0 = row_begin; b0 < row_end; b0 += row_block) {
     const int64_t b1 = std::min(row_end, b0 + row_block);
     int64_t t = t_begin;
-    for (; t + kT <= a.n_tokens; t += kT) RowTiles<kR, kT>(a, b0, b1, t, Type{});
+    for (; t + kT <= a.n_tokens; t += kT) RowTiles<kType, kR, kT>(a, b0, b1, t);
     const int64_t n = a.n_tokens - t;
-    if (n == 2 && kT > 2) RowTiles<kR, kT == 3 ? 2 : 1>(a, b0, b1, t, Type{});
-    if (n == 1) RowTiles<kR, 1>(a, b0, b1, t, Type{});
+    if (n == 2 && kT > 2) RowTiles<kType, kR, kT == 3 ? 2 : 1>(a, b0, b1, t);
+    if (n == 1) RowTiles<kType, kR, 1>(a, b0, b1, t);
   }
 }
 
 // With AMX, from 16 tokens, whole panels go to the AMX kernel
 // (PackedRowsWithAmx, kernels_amx.h); the rest runs the tiles above.
-template <int kT, class Type>
+template <int kT, DType kType>
 void PackedRowsOrAmx(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   PackedRowsWithAmx(a, row_begin, row_end, /*min_tokens=*/16,
-                    [&](int64_t r0, int64_t r1, int64_t t0) { PackedRows<kT, Type>(a, r0, r1, t0); });
+                    [&](int64_t r0, int64_t r1, int64_t t0) { PackedRows<kT, kType>(a, r0, r1, t0); });
 }
 
 }  // namespace
 
 void PackedQ6_KRowsAvx512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
-  PackedRowsOrAmx<2, Q6_K>(a, row_begin, row_end);
+  PackedRowsOrAmx<2, DType::kQ6_K>(a, row_begin, row_end);
 }
 
 void PackedQ4_KRowsAvx512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
-  PackedRowsOrAmx<3, Q4_K>(a, row_begin, row_end);
+  PackedRowsOrAmx<3, DType::kQ4_K>(a, row_begin, row_end);
+}
+
+void PackedQ5_KRowsAvx512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  PackedRowsOrAmx<3, DType::kQ5_K>(a, row_begin, row_end);
 }
 
 }  // namespace deepinfer::cpu

@@ -34,7 +34,7 @@ struct Matrix {
   TensorView view;                       // the file layout, or (after UsePacked) the packed copy
   const PackedLayout* packed = nullptr;  // the packed copy's layout, else null
   std::vector<float> dense;              // dequantized, [n_rows, k]
-  // Q4_K: a bound on the per-row minimum term dmin * m (0 for other types),
+  // Q4_K / Q5_K: a bound on the per-row minimum term dmin * m (0 for other types),
   // which enters the error scale because it can cancel against d * sc * q.
   std::vector<float> min_bound;
 };
@@ -57,7 +57,7 @@ Matrix RandomMatrix(std::mt19937& rng, DType t, int64_t n_rows, int64_t k) {
   EXPECT_GT(row_bytes, 0);
   m.bytes.resize(static_cast<size_t>(row_bytes * n_rows));
   m.min_bound.assign(static_cast<size_t>(n_rows), 0.0f);
-  if (t == DType::kQ4_K || t == DType::kQ6_K) {
+  if (t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K) {
     // No quantizer for the k-quants: random bytes with finite, positive
     // f16 super-block scales.
     std::uniform_int_distribution<int> byte(0, 255);
@@ -66,7 +66,7 @@ Matrix RandomMatrix(std::mt19937& rng, DType t, int64_t n_rows, int64_t k) {
     for (int64_t r = 0; r < n_rows; ++r) {
       for (int64_t sb = 0; sb < k / 256; ++sb) {
         uint8_t* blk = m.bytes.data() + r * row_bytes + sb * BlockBytes(t);
-        if (t == DType::kQ4_K) {
+        if (t == DType::kQ4_K || t == DType::kQ5_K) {
           const float dmin = scale(rng);
           StoreHalf(blk, scale(rng));
           StoreHalf(blk + 2, dmin);
@@ -94,7 +94,9 @@ Matrix RandomMatrix(std::mt19937& rng, DType t, int64_t n_rows, int64_t k) {
 }
 
 std::vector<Shape> ShapesFor(DType t) {
-  if (t == DType::kQ4_K || t == DType::kQ6_K) return {{1, 256, 1}, {7, 512, 3}, {33, 256, 67}, {18, 768, 5}};
+  if (t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K) {
+    return {{1, 256, 1}, {7, 512, 3}, {33, 256, 67}, {18, 768, 5}};
+  }
   if (IsQuantized(t)) {
     return {{1, 32, 1}, {3, 96, 2}, {17, 160, 67}, {33, 64, 5}, {8, 352, 9}, {5, 1024, 1}};
   }
@@ -177,7 +179,8 @@ void WithAndWithoutAmx(Body body) {
 TEST(MatMulTest, ScalarMatchesDequantizedReference) {
   std::mt19937 rng(1);
   std::vector<DType> types(std::begin(kKernelTypes), std::end(kKernelTypes));
-  types.push_back(DType::kQ6_K);  // a scalar kernel only; AVX-512 reads it packed
+  types.push_back(DType::kQ5_K);  // a scalar kernel only; AVX-512 reads it packed
+  types.push_back(DType::kQ6_K);  // likewise
   for (DType t : types) {
     for (const Shape& s : ShapesFor(t)) {
       const Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);
@@ -260,9 +263,9 @@ TEST(MatMulTest, ResultsAreBatchAndThreadInvariant) {
   };
   // BF16 also at K = 1000 (31 full 32-element chunks and a masked tail) and
   // K = 4100 (the K-blocked GEMM against GEMV and the unblocked leftover tile).
-  const Case cases[] = {{DType::kF32, 45},    {DType::kF16, 45},    {DType::kBF16, 45},
-                        {DType::kBF16, 1000}, {DType::kBF16, 4100}, {DType::kQ8_0, 96},
-                        {DType::kQ4_0, 96},   {DType::kQ4_K, 512},  {DType::kQ6_K, 512}};
+  const Case cases[] = {{DType::kF32, 45},    {DType::kF16, 45},  {DType::kBF16, 45}, {DType::kBF16, 1000},
+                        {DType::kBF16, 4100}, {DType::kQ8_0, 96}, {DType::kQ4_0, 96}, {DType::kQ4_K, 512},
+                        {DType::kQ5_K, 768},  {DType::kQ6_K, 512}};
   for (Isa isa : SupportedIsas()) {
     for (const auto [t, k] : cases) {
       const int64_t n_rows = 37, n_tokens = 11;
@@ -309,15 +312,17 @@ TEST(MatMulTest, FallbackTypeIsCorrect) {
   if (fallbacks == 0) GTEST_SKIP() << "no ISA level here falls back for Q6_K";
 }
 
-// Packed Q6_K (interleaved, q6_k_avx512.cc) against the scalar Q6_K kernel
-// on the file layout: the same int8 activations (the SIMD quantizer gives
-// the scalar bytes), the same exact int32 isum per block and the same f32
-// product float(isum) * (d_w * d_x) per block, summed in another order: the
-// SimdLevelsMatchScalar bound. A wrong value, scale or offset moves a result
-// by about sum / K or more, far past it. Shapes: K = 256 (one half group),
-// 512 (one full), 768 (full + half), 2048, 5632 (11 full, the TinyLlama
-// down projection); rows around the 4-row tile and the 16-row task; tokens
-// around the 2-token tile.
+// Packed Q6_K / Q5_K (interleaved, kquant_avx512.cc; with AMX from 16
+// tokens, packed_int8_amx.cc) against the scalar kernel on the file layout:
+// the same int8 activations (the SIMD quantizer gives the scalar bytes),
+// the same exact int32 isum per block and the same f32 product
+// float(isum) * (d_w * d_x) per block (Q5_K: and the minimum's product),
+// summed in another order: the SimdLevelsMatchScalar bound. A wrong value,
+// fifth bit, scale or offset moves a result by about sum / K or more, far
+// past it. Shapes: K = 256 (one half group), 512 (one full), 768 (full +
+// half), 2048, 5632 (11 full, the TinyLlama down projection); rows around
+// the 4-row tile and the 16-row task; tokens around the 2- and 3-token
+// tiles and the 16-token AMX tile.
 // y (a packed kernel's output) against ref (the scalar kernel's) within the
 // f32 summation bound: 1e-5 of the sum of |w * x| (and |bias|) per output.
 void ExpectWithinSummationBound(const Matrix& m, const Shape& s, const std::vector<float>& x,
@@ -326,7 +331,9 @@ void ExpectWithinSummationBound(const Matrix& m, const Shape& s, const std::vect
   for (int64_t tok = 0; tok < s.n_tokens; ++tok) {
     for (int64_t r = 0; r < s.n_rows; ++r) {
       double magnitude = std::fabs(bias[r]);
-      for (int64_t i = 0; i < s.k; ++i) magnitude += std::fabs(m.dense[r * s.k + i] * x[tok * s.k + i]);
+      for (int64_t i = 0; i < s.k; ++i) {
+        magnitude += (std::fabs(m.dense[r * s.k + i]) + m.min_bound[r]) * std::fabs(x[tok * s.k + i]);
+      }
       const size_t idx = static_cast<size_t>(tok * s.n_rows + r);
       ASSERT_NEAR(y[idx], ref[idx], 1e-5 * magnitude + 1e-6)
           << what << " n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens << " r=" << r
@@ -335,25 +342,34 @@ void ExpectWithinSummationBound(const Matrix& m, const Shape& s, const std::vect
   }
 }
 
-TEST(MatMulTest, PackedQ6_KMatchesScalar) {
+TEST(MatMulTest, PackedQ6_KAndQ5_KMatchScalar) {
   if (!PacksType(ActiveIsa(), DType::kQ6_K)) GTEST_SKIP() << "the active ISA does not pack Q6_K";
   std::mt19937 rng(9);
-  const Shape shapes[] = {{1, 256, 1},  {3, 256, 2},   {5, 512, 3},  {7, 768, 5},    {17, 768, 67},
-                          {4, 2048, 1}, {33, 2048, 4}, {9, 5632, 3}, {21, 1280, 16}, {2, 256, 7}};
+  const Shape shapes[] = {{1, 256, 1},    {3, 256, 2},  {5, 512, 3},   {7, 768, 5},
+                          {17, 768, 67},  {4, 2048, 1}, {33, 2048, 4}, {9, 5632, 3},
+                          {21, 1280, 16}, {2, 256, 7},  {37, 768, 35}, {16, 512, 16}};
   ThreadPool pool(2);
-  for (const Shape& s : shapes) {
-    const Matrix m = RandomMatrix(rng, DType::kQ6_K, s.n_rows, s.k);
-    const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
-    const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
-    const std::vector<float> ref = RunMatMul(Isa::kScalar, m, x, s.n_tokens, bias.data(), 1);
-    PackedWeights packer;
-    const PackedMatrix packed = packer.Pack(m.view);
-    ASSERT_NE(packed.layout, nullptr);
-    ASSERT_EQ(packed.layout->row_stride, (RowBytes(DType::kQ6_K, s.k) + 63) / 64 * 64);
-    std::vector<float> y(ref.size(), -1.0f);
-    MatMulWithIsa(ActiveIsa(), packed.view, packed.layout, x.data(), s.n_tokens, bias.data(), y.data(), pool);
-    ExpectWithinSummationBound(m, s, x, bias, y, ref, "q6_k");
-  }
+  WithAndWithoutAmx([&](const char* amx) {
+    for (DType t : {DType::kQ6_K, DType::kQ5_K}) {
+      ASSERT_TRUE(PacksType(ActiveIsa(), t)) << DTypeName(t);
+      for (const Shape& s : shapes) {
+        const Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);
+        const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
+        const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
+        const std::vector<float> ref = RunMatMul(Isa::kScalar, m, x, s.n_tokens, bias.data(), 1);
+        PackedWeights packer;
+        const PackedMatrix packed = packer.Pack(m.view);
+        ASSERT_NE(packed.layout, nullptr);
+        // The file's bytes (Q5_K: plus 4 per super-block, the unpacked scales), 64-byte rows.
+        const int64_t extra = t == DType::kQ5_K ? s.k / 256 * 4 : 0;
+        ASSERT_EQ(packed.layout->row_stride, (RowBytes(t, s.k) + extra + 63) / 64 * 64);
+        std::vector<float> y(ref.size(), -1.0f);
+        MatMulWithIsa(ActiveIsa(), packed.view, packed.layout, x.data(), s.n_tokens, bias.data(), y.data(),
+                      pool);
+        ExpectWithinSummationBound(m, s, x, bias, y, ref, std::string(DTypeName(t)) + ", " + amx);
+      }
+    }
+  });
 }
 
 // Shapes for the packed layouts: K / 32 = 1, 3, 5, 8 (one half group), 9
@@ -499,12 +515,12 @@ TEST(MatMulTest, PackedResultsAreBatchAndThreadInvariant) {
   std::mt19937 rng(6);
   int packed_types = 0;
   WithAndWithoutAmx([&](const char* amx) {
-    for (DType t :
-         {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K, DType::kBF16, DType::kF16, DType::kF32}) {
+    for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kBF16,
+                    DType::kF16, DType::kF32}) {
       if (!PacksType(ActiveIsa(), t)) continue;
       ++packed_types;
       std::vector<int64_t> ks = {96, 768, 800};
-      if (t == DType::kQ4_K) ks = {512, 768};
+      if (t == DType::kQ4_K || t == DType::kQ5_K) ks = {512, 768};
       if (t == DType::kQ6_K) ks = {256, 768, 2048};
       if (t == DType::kBF16) ks = {45, 1000, 4100};
       if (t == DType::kF16) ks = {45, 2049, 4100};  // 2049: K in 2 parts (F16Step::kPart), odd
@@ -538,7 +554,7 @@ TEST(MatMulTest, PackedResultsAreBatchAndThreadInvariant) {
 }
 
 // The AMX int8 kernel (packed_int8_amx.cc) against the AVX-512 one, bit
-// for bit, on the packed Q8_0 / Q4_0 / Q4_K / Q6_K layouts: K with full groups only
+// for bit, on the packed Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K layouts: K with full groups only
 // (2048), a half group (768 = 16 + 8 blocks, 160 = one half group of 5
 // blocks), a padded full group (288 = 9 blocks, 96 = 3 blocks, 5632 = 176
 // blocks), rows that leave a partial 16-row panel (37, 21), tokens that
@@ -557,8 +573,8 @@ TEST(MatMulTest, AmxMatchesAvx512BitForBit) {
   // one full and one half group (768), a half group only (256).
   const std::vector<Shape> kquant_shapes = {{48, 2048, 16}, {37, 768, 33}, {21, 256, 20}, {32, 5632, 48},
                                             {16, 1280, 64}, {37, 512, 17}, {37, 768, 31}, {21, 256, 25}};
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
-    const bool kquant = t == DType::kQ4_K || t == DType::kQ6_K;
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    const bool kquant = t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K;
     for (const Shape& s : kquant ? kquant_shapes : shapes) {
       Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);
       PackedWeights packer;

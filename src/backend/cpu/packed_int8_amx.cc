@@ -1,4 +1,4 @@
-// AMX int8 GEMM over the interleaved packed Q8_0 / Q4_0 / Q4_K / Q6_K layouts
+// AMX int8 GEMM over the interleaved packed Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K layouts
 // (packed_weights.h), bit-identical to the AVX-512 kernels of
 // interleaved_avx512.cc and kquant_avx512.cc.
 //
@@ -146,6 +146,20 @@ struct Q4_KPanel {
   }
 };
 
+// Q5_K (packed_weights.h): Q4_K's nibbles plus a fifth bit: q = 0..31. The
+// fifth-bit unit follows the group's four nibble units and is transposed
+// like them (a byte's 8 bits move together), then FifthBit gives step s's
+// bit as 16.
+struct Q5_KPanel : Q4_KPanel {
+  static constexpr DType kType = DType::kQ5_K;
+  // Bit s of each byte of f moved to bit 4 (a 16-bit shift right by s
+  // brings each byte's bit s to bit 0 of that byte), the rest cleared.
+  static __m512i FifthBit(__m512i f, int s) {
+    return _mm512_and_si512(_mm512_slli_epi16(_mm512_srl_epi16(f, _mm_cvtsi32_si128(s)), 4),
+                            _mm512_set1_epi8(0x10));
+  }
+};
+
 // Q6_K (packed_weights.h): q = low nibble | two high bits, then q - 32
 // (the signed weight). The high bits of step s sit at bits 2 (s % 4) of
 // high byte vector s / 4.
@@ -178,9 +192,9 @@ struct Q6_KPanel {
 // Per-thread scratch: the transposed panel and the epilogue's buffers.
 struct Scratch {
   AlignedBuffer<int8_t> w;       // [blocks][8][16][4]
-  AlignedBuffer<float> dw;       // [blocks][16] (Q4_K: d * sc)
-  AlignedBuffer<float> dm;       // Q4_K: [blocks][16] dmin * m
-  AlignedBuffer<float> dxsum;    // Q4_K: [tile_tokens / 16][blocks][16 tokens] d_x * sum(q_x)
+  AlignedBuffer<float> dw;       // [blocks][16] (Q4_K / Q5_K: d * sc)
+  AlignedBuffer<float> dm;       // Q4_K / Q5_K: [blocks][16] dmin * m
+  AlignedBuffer<float> dxsum;    // Q4_K / Q5_K: [tile_tokens / 16][blocks][16 tokens] d_x * sum(q_x)
   AlignedBuffer<float> sc;       // Q6_K: [blocks][2 halves][16] the sub-block scales
   AlignedBuffer<int32_t> c;      // 2 x [16 tokens][16 rows]
   AlignedBuffer<float> lane;     // [16 lanes][16 tokens][16 rows]
@@ -192,12 +206,13 @@ Scratch& ThreadScratch() {
   return scratch;
 }
 
-// Q4_K row `row`'s f32 d * sc (*dsc) and dmin * m (*dm) of the lanes of
-// group g (16, or 8 in the half group): the products the AVX-512 kernel
-// forms (kquant_avx512.cc), lane l = sub-block 16g + l.
-inline void Q4_KGroupScales(const uint8_t* row, BlockGroups groups, int64_t g, __m512* dsc, __m512* dm) {
-  const uint8_t* sc = row + Q4_KScalesOffset(groups) + g * 2 * kGroupBlocks;
-  const uint8_t* dd = row + Q4_KDOffset(groups) + g * 8;
+// Q4_K / Q5_K (t) row `row`'s f32 d * sc (*dsc) and dmin * m (*dm) of the
+// lanes of group g (16, or 8 in the half group): the products the AVX-512
+// kernel forms (kquant_avx512.cc), lane l = sub-block 16g + l.
+inline void MinKQuantGroupScales(DType t, const uint8_t* row, BlockGroups groups, int64_t g, __m512* dsc,
+                                 __m512* dm) {
+  const uint8_t* sc = row + KQuantScalesOffset(t, groups) + g * 2 * kGroupBlocks;
+  const uint8_t* dd = row + KQuantDOffset(t, groups) + g * 8;
   if (g < groups.full) {
     const __m512i even = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);
     const __m512i odd = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
@@ -222,18 +237,19 @@ inline void Q4_KGroupScales(const uint8_t* row, BlockGroups groups, int64_t g, _
   }
 }
 
-// Step 1: rows [r0, r0 + 16) into s.w / s.dw (Q4_K: and s.dm; real blocks only).
+// Step 1: rows [r0, r0 + 16) into s.w / s.dw (Q4_K / Q5_K: and s.dm; real blocks only).
 template <class Panel>
 void TransposePanel(const MatMulArgs& a, int64_t r0, Scratch& s) {
-  constexpr bool kQ4_K = Panel::kType == DType::kQ4_K, kQ6_K = Panel::kType == DType::kQ6_K;
+  constexpr DType kType = Panel::kType;
+  constexpr bool kMin = HasBlockMinimum(kType), kQ5_K = kType == DType::kQ5_K, kQ6_K = kType == DType::kQ6_K;
   const Int8Activations& xq = *a.xq;
   const BlockGroups groups = xq.groups;
   const int64_t blocks = xq.blocks;
-  const int64_t full_bytes = kQ4_K ? 256 : kQ6_K ? 384 : GroupValueBytes(Panel::kType, kGroupBlocks);
-  const int64_t scales_offset = kQ4_K || kQ6_K ? 0 : InterleavedScalesOffset(Panel::kType, groups);
+  const int64_t full_bytes = kMin || kQ6_K ? KQuantGroupBytes(kType) : GroupValueBytes(kType, kGroupBlocks);
+  const int64_t scales_offset = kMin || kQ6_K ? 0 : InterleavedScalesOffset(kType, groups);
   s.w.Resize(static_cast<size_t>(blocks * kBlockBytes));
   s.dw.Resize(static_cast<size_t>(blocks * 16));
-  if constexpr (kQ4_K) s.dm.Resize(static_cast<size_t>(blocks * 16));
+  if constexpr (kMin) s.dm.Resize(static_cast<size_t>(blocks * 16));
   if constexpr (kQ6_K) s.sc.Resize(static_cast<size_t>(blocks * 32));
   const int64_t n_groups = groups.full + groups.half;
   for (int64_t g = 0; g < n_groups; ++g) {
@@ -242,13 +258,25 @@ void TransposePanel(const MatMulArgs& a, int64_t r0, Scratch& s) {
     const int real = static_cast<int>(std::min<int64_t>(lanes, blocks - b0));
     __m512i v[16];
     if constexpr (Panel::kNibbles) {
+      [[maybe_unused]] __m512i fifth[16];
+      if constexpr (kQ5_K) {
+        for (int r = 0; r < 16; ++r) {
+          fifth[r] = RawUnit(a.w + (r0 + r) * a.row_bytes + g * full_bytes, kSteps / 2, lanes);
+        }
+        Transpose16x16(fifth);  // fifth[l] = the 16 rows' fifth-bit unit of block b0 + l
+      }
       for (int j = 0; j < kSteps / 2; ++j) {
         for (int r = 0; r < 16; ++r) v[r] = RawUnit(a.w + (r0 + r) * a.row_bytes + g * full_bytes, j, lanes);
         Transpose16x16(v);  // v[l] = the 16 rows' raw unit j of block b0 + l
         for (int l = 0; l < real; ++l) {
           int8_t* block = s.w.data() + (b0 + l) * kBlockBytes;
-          _mm512_store_si512(block + j * 64, Panel::Split(v[l], false));
-          _mm512_store_si512(block + (j + kSteps / 2) * 64, Panel::Split(v[l], true));
+          __m512i low = Panel::Split(v[l], false), high = Panel::Split(v[l], true);
+          if constexpr (kQ5_K) {
+            low = _mm512_or_si512(low, Q5_KPanel::FifthBit(fifth[l], j));
+            high = _mm512_or_si512(high, Q5_KPanel::FifthBit(fifth[l], j + kSteps / 2));
+          }
+          _mm512_store_si512(block + j * 64, low);
+          _mm512_store_si512(block + (j + kSteps / 2) * 64, high);
         }
       }
     } else {
@@ -261,11 +289,11 @@ void TransposePanel(const MatMulArgs& a, int64_t r0, Scratch& s) {
           _mm512_store_si512(s.w.data() + (b0 + l) * kBlockBytes + st * 64, v[l]);
       }
     }
-    if constexpr (kQ4_K) {
+    if constexpr (kMin) {
       __m512i m[16];
       for (int r = 0; r < 16; ++r) {
         __m512 dsc, dm;
-        Q4_KGroupScales(a.w + (r0 + r) * a.row_bytes, groups, g, &dsc, &dm);
+        MinKQuantGroupScales(kType, a.w + (r0 + r) * a.row_bytes, groups, g, &dsc, &dm);
         v[r] = _mm512_castps_si512(dsc);
         m[r] = _mm512_castps_si512(dm);
       }
@@ -284,8 +312,8 @@ void TransposePanel(const MatMulArgs& a, int64_t r0, Scratch& s) {
       __m512i lo[16], hi[16];
       for (int r = 0; r < 16; ++r) {
         const uint8_t* row = a.w + (r0 + r) * a.row_bytes;
-        const uint8_t* sc = row + Q6_KScalesOffset(groups) + g * 2 * kGroupBlocks;
-        const uint8_t* d = row + Q6_KDOffset(groups) + g * 4;
+        const uint8_t* sc = row + KQuantScalesOffset(kType, groups) + g * 2 * kGroupBlocks;
+        const uint8_t* d = row + KQuantDOffset(kType, groups) + g * 4;
         uint16_t h[2];
         __builtin_memcpy(h, d, lanes == 16 ? 4 : 2);
         if (lanes == 16) {
@@ -405,7 +433,7 @@ void LaneOrder(const Int8Activations& xq, AlignedBuffer<int32_t>& order,
 template <DType kType>
 void TokenTile(const MatMulArgs& a, int64_t r0, int64_t t0, Scratch& s,
                const int32_t lane_first[kGroupBlocks + 1]) {
-  constexpr bool kMin = kType == DType::kQ4_K, kHalves = kType == DType::kQ6_K;
+  constexpr bool kMin = HasBlockMinimum(kType), kHalves = kType == DType::kQ6_K;
   const Int8Activations& xq = *a.xq;
   const int32_t* order = s.order.data();
   const int8_t* q = xq.tile_q.data() + (t0 / 16) * xq.blocks * 512;  // [blocks][16 tokens][32]
@@ -522,7 +550,7 @@ void Panels(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   const Int8Activations& xq = *a.xq;
   int32_t lane_first[kGroupBlocks + 1];
   LaneOrder(xq, s.order, lane_first);
-  constexpr bool kMin = Panel::kType == DType::kQ4_K;
+  constexpr bool kMin = HasBlockMinimum(Panel::kType);
   if constexpr (kMin) {
     // d_x * float(sum q_x) per (sub-block, token), the product the AVX-512
     // kernel forms from group_d / group_bias (Prepare: bias = + sum(q)),
@@ -557,6 +585,8 @@ void PackedInt8PanelsAmx(const MatMulArgs& args, int64_t row_begin, int64_t row_
     Panels<Q8_0Panel>(args, row_begin, row_end);
   } else if (args.dtype == DType::kQ4_K) {
     Panels<Q4_KPanel>(args, row_begin, row_end);
+  } else if (args.dtype == DType::kQ5_K) {
+    Panels<Q5_KPanel>(args, row_begin, row_end);
   } else if (args.dtype == DType::kQ6_K) {
     Panels<Q6_KPanel>(args, row_begin, row_end);
   } else {

@@ -54,30 +54,43 @@ void PackInterleavedRow(DType t, const uint8_t* src, int64_t blocks, uint8_t* ds
   }
 }
 
-// Q4_K (packed_weights.h): group g covers sub-blocks [16g, 16g + lanes).
-void PackQ4_KRow(const uint8_t* src, int64_t blocks, uint8_t* dst) {
+// Q4_K / Q5_K (packed_weights.h): group g covers sub-blocks [16g, 16g + lanes).
+void PackQ4_KOrQ5_KRow(DType t, const uint8_t* src, int64_t blocks, uint8_t* dst) {
+  const bool five = t == DType::kQ5_K;
+  const int64_t sb_bytes = BlockBytes(t), scales_at = 4;
   const BlockGroups groups = GroupsFor(blocks);
-  uint8_t* scales = dst + Q4_KScalesOffset(groups);
-  uint8_t* ds = dst + Q4_KDOffset(groups);
-  for (int64_t sb = 0; sb < blocks / 8; ++sb) std::memcpy(ds + 4 * sb, src + sb * 144, 4);  // d, dmin
+  uint8_t* scales = dst + KQuantScalesOffset(t, groups);
+  uint8_t* ds = dst + KQuantDOffset(t, groups);
+  for (int64_t sb = 0; sb < blocks / 8; ++sb) std::memcpy(ds + 4 * sb, src + sb * sb_bytes, 4);  // d, dmin
   for (int64_t g = 0; g < groups.full + groups.half; ++g) {
     const int64_t lanes = g < groups.full ? kGroupBlocks : kGroupBlocks / 2;
-    uint8_t* values = dst + g * 256;
+    uint8_t* values = dst + g * KQuantGroupBytes(t);
+    uint8_t* fifth = values + 16 * lanes;
     for (int64_t b = 0; b < lanes; ++b) {
       const int64_t block = g * kGroupBlocks + b;
-      const uint8_t* sb = src + block / 8 * 144;
+      const uint8_t* sb = src + block / 8 * sb_bytes;
       const int s = static_cast<int>(block % 8);
       int sc, m;
-      Q4KScaleMin(s, sb + 4, &sc, &m);
+      Q4KScaleMin(s, sb + scales_at, &sc, &m);
       scales[b] = static_cast<uint8_t>(sc);
       scales[lanes + b] = static_cast<uint8_t>(m);
-      // Sub-block s: the low (s even) or high (s odd) nibbles of qs[32 (s / 2) ..].
+      // Sub-block s's q (Q4_K: the low (s even) or high (s odd) nibbles of qs[32 (s / 2) ..]).
       const uint8_t* qs = sb + 16 + 32 * (s / 2);
-      const auto q = [&](int e) { return s % 2 == 0 ? qs[e] & 0x0f : qs[e] >> 4; };
+      const auto q = [&](int e) {
+        if (five) return Q5_KValue(sb, s, e);
+        return s % 2 == 0 ? qs[e] & 0x0f : qs[e] >> 4;
+      };
       for (int j = 0; j < 4; ++j) {
         for (int i = 0; i < 4; ++i) {
-          values[(j * lanes + b) * 4 + i] = static_cast<uint8_t>(q(4 * j + i) | (q(4 * (j + 4) + i) << 4));
+          values[(j * lanes + b) * 4 + i] =
+              static_cast<uint8_t>((q(4 * j + i) & 0x0f) | ((q(4 * (j + 4) + i) & 0x0f) << 4));
         }
+      }
+      if (!five) continue;
+      for (int i = 0; i < 4; ++i) {
+        int bits = 0;
+        for (int step = 0; step < 8; ++step) bits |= (q(4 * step + i) >> 4) << step;
+        fifth[b * 4 + i] = static_cast<uint8_t>(bits);
       }
     }
     scales += 2 * lanes;
@@ -87,8 +100,8 @@ void PackQ4_KRow(const uint8_t* src, int64_t blocks, uint8_t* dst) {
 // Q6_K (packed_weights.h): group g covers blocks [16g, 16g + lanes).
 void PackQ6_KRow(const uint8_t* src, int64_t blocks, uint8_t* dst) {
   const BlockGroups groups = GroupsFor(blocks);
-  int8_t* scales = reinterpret_cast<int8_t*>(dst + Q6_KScalesOffset(groups));
-  uint8_t* ds = dst + Q6_KDOffset(groups);
+  int8_t* scales = reinterpret_cast<int8_t*>(dst + KQuantScalesOffset(DType::kQ6_K, groups));
+  uint8_t* ds = dst + KQuantDOffset(DType::kQ6_K, groups);
   for (int64_t sb = 0; sb < blocks / 8; ++sb) {
     ds[2 * sb] = src[sb * 210 + 208];
     ds[2 * sb + 1] = src[sb * 210 + 209];
@@ -160,8 +173,8 @@ void PackFloatPanels(const uint8_t* src, int64_t rows, int64_t k, int64_t size, 
 
 bool PacksType(Isa isa, DType t) {
   return isa == Isa::kAvx512 &&
-         (t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kQ6_K ||
-          t == DType::kBF16 || t == DType::kF16 || t == DType::kF32);
+         (t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kQ5_K ||
+          t == DType::kQ6_K || t == DType::kBF16 || t == DType::kF16 || t == DType::kF32);
 }
 
 PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k) {
@@ -180,10 +193,10 @@ PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k) {
     return layout;
   }
   int64_t bytes = 0;
-  if (t == DType::kQ4_K) {
-    bytes = Q4_KDOffset(GroupsFor(k / 32)) + k / 256 * 4;
+  if (t == DType::kQ4_K || t == DType::kQ5_K) {
+    bytes = KQuantDOffset(t, GroupsFor(k / 32)) + k / 256 * 4;
   } else if (t == DType::kQ6_K) {
-    bytes = Q6_KDOffset(GroupsFor(k / 32)) + k / 256 * 2;
+    bytes = KQuantDOffset(t, GroupsFor(k / 32)) + k / 256 * 2;
   } else {
     const BlockGroups groups = GroupsFor(k / 32);
     bytes = InterleavedScalesOffset(t, groups) +
@@ -216,8 +229,8 @@ void PackMatrix(const TensorView& w, const PackedLayout& layout, uint8_t* dst) {
     } else if (w.dtype == DType::kQ6_K) {
       PackQ6_KRow(src + r * row_bytes, blocks, out);
     } else {
-      DI_CHECK(w.dtype == DType::kQ4_K);
-      PackQ4_KRow(src + r * row_bytes, blocks, out);
+      DI_CHECK(w.dtype == DType::kQ4_K || w.dtype == DType::kQ5_K);
+      PackQ4_KOrQ5_KRow(w.dtype, src + r * row_bytes, blocks, out);
     }
   }
 }

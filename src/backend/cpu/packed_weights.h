@@ -1,7 +1,8 @@
 // Weight matrices repacked once at load into layouts the AVX-512 kernels read
 // with fewer instructions than GGML's file layout: 64-byte aligned rows,
 // values already in the form the VNNI instruction wants (unsigned: Q8_0
-// w + 128, Q4_0 nibbles w + 8, Q4_K nibbles, Q6_K q = w + 32).
+// w + 128, Q4_0 nibbles w + 8, Q4_K nibbles, Q5_K q = nibble + 16 * fifth
+// bit, Q6_K q = w + 32).
 //
 // Q8_0 / Q4_0: K-interleaved groups, so that one int32 lane of a vpdpbusd
 // accumulates one block's whole dot product and the f32 work (convert,
@@ -31,6 +32,13 @@
 // values: per group its lanes' 6-bit scales sc then minimums m (u8, 32 per
 // full group, 16 per half), then per super-block its f16 d and dmin. A row
 // is the file's 144 bytes per super-block plus 4 (the unpacked scales).
+//
+// Q5_K (K a multiple of 256): Q4_K's layout with each group's values
+// followed by one more [L x 4] bytes, the fifth bits: bit s of byte (b, i)
+// is the fifth bit of step s (element 4s + i of sub-block b), so one shift
+// and mask of that vector puts step s's fifth bit at bit 4 of its operand
+// (L = 16: 320 bytes). Scales, minimums and (d, dmin) as for Q4_K. A row is
+// the file's 176 bytes per super-block plus 4.
 //
 // Q6_K (K a multiple of 256): K-interleaved like Q8_0 / Q4_0, lane b of a
 // group = 32-block b, so full groups are 2 super-blocks and a half group (8
@@ -62,7 +70,7 @@
 // f32-activation arithmetic, and the reference tests' tolerance, stay).
 //
 // Row stride rounded up to 64 bytes (except BF16 / F16 / F32, above). Memory: +0% (Q8_0,
-// Q4_0 when K is a multiple of 512, Q6_K) / +3% (Q4_K) of the packed matrices
+// Q4_0 when K is a multiple of 512, Q6_K) / +3% (Q4_K) / +2% (Q5_K) of the packed matrices
 // (plus padding blocks when K / 32 is not a multiple of 8); the file's
 // pages are no longer read after packing.
 #pragma once
@@ -128,15 +136,19 @@ constexpr int64_t InterleavedScalesOffset(DType t, BlockGroups groups) {
   return groups.full * GroupValueBytes(t, kGroupBlocks) + groups.half * GroupValueBytes(t, kGroupBlocks / 2);
 }
 
-// Packed Q4_K rows: where the u8 scales / minimums and the f16 (d, dmin) start.
-constexpr int64_t Q4_KScalesOffset(BlockGroups groups) { return groups.full * 256 + groups.half * 128; }
-constexpr int64_t Q4_KDOffset(BlockGroups groups) {
-  return Q4_KScalesOffset(groups) + (groups.full * kGroupBlocks + groups.half * kGroupBlocks / 2) * 2;
+// Value bytes of a full group (16 lanes) of packed Q4_K / Q5_K / Q6_K; a
+// half group (8 lanes) has half as many.
+constexpr int64_t KQuantGroupBytes(DType t) {
+  return t == DType::kQ4_K ? 256 : t == DType::kQ5_K ? 320 : 384;
 }
-// Packed Q6_K rows: where the int8 scales and the f16 super-block scales start.
-constexpr int64_t Q6_KScalesOffset(BlockGroups groups) { return groups.full * 384 + groups.half * 192; }
-constexpr int64_t Q6_KDOffset(BlockGroups groups) {
-  return Q6_KScalesOffset(groups) + (groups.full * kGroupBlocks + groups.half * kGroupBlocks / 2) * 2;
+// Packed Q4_K / Q5_K / Q6_K rows: where the per-lane scales start (two bytes
+// per lane: Q4_K / Q5_K u8 scale and minimum, Q6_K the int8 scales of the
+// two halves) and where the f16 super-block scales start.
+constexpr int64_t KQuantScalesOffset(DType t, BlockGroups groups) {
+  return groups.full * KQuantGroupBytes(t) + groups.half * KQuantGroupBytes(t) / 2;
+}
+constexpr int64_t KQuantDOffset(DType t, BlockGroups groups) {
+  return KQuantScalesOffset(t, groups) + (groups.full * kGroupBlocks + groups.half * kGroupBlocks / 2) * 2;
 }
 
 }  // namespace deepinfer::cpu

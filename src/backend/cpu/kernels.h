@@ -38,10 +38,10 @@
 //     interleaved packed Q8_0 / Q4_0 layouts sum in a different order from
 //     the file-layout kernel of the same level (last-bit differences), still
 //     a function of K only.
-//   Q6_K: the same int8 activations; per 32-block b (two 16-element
+//   Q6_K / Q3_K: the same int8 activations; per 32-block b (two 16-element
 //     sub-blocks lo / hi with int8 scales sc_lo, sc_hi and the super-block's
-//     f16 d) an exact int32
-//       isum = sc_lo * sum_lo((q - 32) * x) + sc_hi * sum_hi((q - 32) * x)
+//     f16 d) an exact int32 (Q6_K: o = 32, Q3_K: o = 4, sc = the 6-bit scale - 32)
+//       isum = sc_lo * sum_lo((q - o) * x) + sc_hi * sum_hi((q - o) * x)
 //     (|isum| < 2^25), then acc += float(isum) * (d_w * d_x). The scales are
 //     folded in integers, so the only rounding is the f32 accumulation over
 //     blocks (order fixed per kernel and layout, as above).
@@ -90,10 +90,12 @@ using RowRangeKernel = void (*)(const MatMulArgs& args, int64_t row_begin, int64
 struct KernelSet {
   // Null when this set has no kernel for the type (the caller falls back).
   RowRangeKernel f32 = nullptr, f16 = nullptr, bf16 = nullptr;
-  RowRangeKernel q8_0 = nullptr, q4_0 = nullptr, q4_k = nullptr, q5_k = nullptr, q6_k = nullptr;
+  RowRangeKernel q8_0 = nullptr, q4_0 = nullptr, q3_k = nullptr, q4_k = nullptr, q5_k = nullptr,
+                 q6_k = nullptr;
   // Kernels for matrices in packed_weights.h's layouts (row_bytes = stride).
-  RowRangeKernel q8_0_packed = nullptr, q4_0_packed = nullptr, q4_k_packed = nullptr, q5_k_packed = nullptr,
-                 q6_k_packed = nullptr, bf16_packed = nullptr, f16_packed = nullptr, f32_packed = nullptr;
+  RowRangeKernel q8_0_packed = nullptr, q4_0_packed = nullptr, q3_k_packed = nullptr, q4_k_packed = nullptr,
+                 q5_k_packed = nullptr, q6_k_packed = nullptr, bf16_packed = nullptr, f16_packed = nullptr,
+                 f32_packed = nullptr;
   // Quantizes token t (activations.h); a SIMD version must give the same
   // bytes as the scalar QuantizeToken. Called concurrently for different tokens.
   void (*quantize_token)(const float* x_t, int64_t t, Int8Activations* out) = QuantizeToken;
@@ -117,6 +119,8 @@ struct KernelSet {
         return q8_0;
       case DType::kQ4_0:
         return q4_0;
+      case DType::kQ3_K:
+        return q3_k;
       case DType::kQ4_K:
         return q4_k;
       case DType::kQ5_K:
@@ -133,6 +137,8 @@ struct KernelSet {
         return q8_0_packed;
       case DType::kQ4_0:
         return q4_0_packed;
+      case DType::kQ3_K:
+        return q3_k_packed;
       case DType::kQ4_K:
         return q4_k_packed;
       case DType::kQ5_K:
@@ -188,11 +194,30 @@ inline int Q6_KValue(const uint8_t* sb, int i) {
   return lo_nibble | (((qh[l] >> (2 * j)) & 3) << 4);
 }
 
+// Q3_K element i of a super-block as its stored 3-bit value (0..7; w = q - 4):
+// 2 bits of qs plus the hmask bit as 4 (tensor/dequant.cc).
+inline int Q3_KValue(const uint8_t* sb, int i) {
+  const int half = i / 128, j = (i % 128) / 32, l = i % 32;
+  const int low = (sb[32 + 32 * half + l] >> (2 * j)) & 3;
+  return low | (((sb[l] >> (4 * half + j)) & 1) << 2);
+}
+// Q3_K's signed scale of 16-element sub-block j (0..15): the 6-bit value - 32.
+inline int Q3_KScale(const uint8_t* sb, int j) {
+  const uint8_t* scales = sb + 96;
+  const int low = j < 8 ? scales[j] & 0x0f : scales[j - 8] >> 4;
+  return (low | (((scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
+}
+
 // True for the weight types whose kernels read int8 activations (Int8Activations).
 inline bool UsesInt8Activations(DType t) {
-  return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kQ5_K ||
-         t == DType::kQ6_K;
+  return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ3_K || t == DType::kQ4_K ||
+         t == DType::kQ5_K || t == DType::kQ6_K;
 }
+
+// The K-quants with two 16-element sub-blocks per 32-block, each with its
+// own int8 scale, and an unsigned q with offset HalvesOffset (Q6_K, Q3_K).
+constexpr bool HasHalves(DType t) { return t == DType::kQ6_K || t == DType::kQ3_K; }
+constexpr int HalvesOffset(DType t) { return t == DType::kQ6_K ? 32 : 4; }
 
 // True for the K-quants with a per-sub-block minimum (Q4_K, Q5_K): their
 // activations also carry sum(q_x) per block.

@@ -261,11 +261,12 @@ void RowRange(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   }
 }
 
-// Q6_K's groups (activations.h): group_q and group_d as for Q8_0, and the
-// offset 32 of q removed per 16-element half: group_bias_lo = -32 * sum of
-// the first 16 values of the block, group_bias = -32 * sum of the last 16.
-void PrepareQ6_KGroups(Int8Activations* xq, int64_t t) {
-  PrepareGroupsAvx512(xq, 32, t);  // group_bias = -32 * sum of all 32
+// The groups of Q6_K / Q3_K (activations.h): group_q and group_d as for
+// Q8_0, and the offset o of q (32 / 4) removed per 16-element half:
+// group_bias_lo = -o * sum of the first 16 values of the block,
+// group_bias = -o * sum of the last 16.
+void PrepareHalvesGroups(Int8Activations* xq, int32_t offset, int64_t t) {
+  PrepareGroupsAvx512(xq, offset, t);  // group_bias = -o * sum of all 32
   const int8_t* q = xq->TokenQ(t);
   int32_t* lo = xq->group_bias_lo.data() + t * xq->GroupLaneStride();
   int32_t* hi = xq->group_bias.data() + t * xq->GroupLaneStride();
@@ -273,7 +274,7 @@ void PrepareQ6_KGroups(Int8Activations* xq, int64_t t) {
     const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(q + b * 32));
     // The block's first 16 values, sign-extended to int32 and summed.
     const __m512i wide = _mm512_cvtepi8_epi32(v);
-    lo[b] = -32 * _mm512_reduce_add_epi32(wide);
+    lo[b] = -offset * _mm512_reduce_add_epi32(wide);
     hi[b] -= lo[b];
   }
 }
@@ -313,8 +314,8 @@ void Prepare(Int8Activations* xq, DType dtype, int64_t t) {
   } else if (HasBlockMinimum(dtype)) {
     PrepareGroupsAvx512(xq, -1, t);  // group_bias = + sum(q): the minimum's term
     if (t < xq->tile_tokens) PrepareAmxTileToken(xq, t);
-  } else if (dtype == DType::kQ6_K) {
-    PrepareQ6_KGroups(xq, t);
+  } else if (HasHalves(dtype)) {
+    PrepareHalvesGroups(xq, HalvesOffset(dtype), t);
     if (t < xq->tile_tokens) PrepareAmxTileToken(xq, t);
   }
 }
@@ -333,6 +334,7 @@ const KernelSet& Avx512Kernels() {
     s.q8_0_packed = PackedQ8_0RowsAvx512;
     s.q4_0_packed = PackedQ4_0RowsAvx512;
     s.q4_k_packed = PackedQ4_KRowsAvx512;
+    s.q3_k_packed = PackedQ3_KRowsAvx512;
     s.q5_k_packed = PackedQ5_KRowsAvx512;
     s.q6_k_packed = PackedQ6_KRowsAvx512;
     s.bf16_packed = Bf16PanelsAvx512;

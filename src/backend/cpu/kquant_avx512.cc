@@ -1,4 +1,4 @@
-// AVX-512 VNNI kernels for packed Q6_K, Q4_K and Q5_K (packed_weights.h), on the
+// AVX-512 VNNI kernels for packed Q6_K, Q3_K, Q4_K and Q5_K (packed_weights.h), on the
 // same interleaved activation groups as packed Q8_0 / Q4_0 (activations.h).
 //
 // Q6_K: lane b of a zmm is 32-block b of a 16-block group (two super-blocks).
@@ -15,6 +15,10 @@
 //
 // Tile: R = 4 rows x T = 2 tokens: 2RT int32 sums + RT f32 accumulators + R
 // weight steps = 28 zmm (T = 3 would need 40 and spill).
+//
+// Q3_K: Q6_K's kernel with q = 0..7 (offset 4, so the sums start from -4 *
+// the halves' activation sums) decoded from two 2-bit-pair vectors and one
+// third-bit vector (packed_weights.h).
 //
 // Q4_K: lane b is 32-element sub-block b (8 lanes per super-block), its
 // nibbles (0..15, no offset) dotted in 8 steps from zero; once per group and
@@ -39,7 +43,6 @@ namespace deepinfer::cpu {
 namespace {
 
 constexpr int kSteps = 8;
-constexpr int64_t kFullBytes = 384;  // a full group's values
 
 // (a & c) | b: vpternlogd's truth table for inputs a = 0xf0, b = 0xcc, c = 0xaa.
 constexpr int kLowOrHigh = 0xec;
@@ -65,9 +68,9 @@ inline V HighBits(V h, V mask30) {
   }
 }
 
-// Step S's u8 operand (q = 0..63) of a full group (16 lanes).
+// Step S's u8 operand (q = 0..63) of a full Q6_K group (16 lanes).
 template <int S>
-inline __m512i FullStep(const uint8_t* v) {
+inline __m512i Q6FullStep(const uint8_t* v) {
   const __m512i raw = _mm512_load_si512(v + (S % 4) * 64);
   const __m512i nib = S < 4 ? raw : _mm512_srli_epi16(raw, 4);
   const __m512i high = HighBits<S>(_mm512_load_si512(v + 256 + (S / 4) * 64), _mm512_set1_epi8(0x30));
@@ -76,7 +79,7 @@ inline __m512i FullStep(const uint8_t* v) {
 
 // The same for a half group (8 lanes, 192 bytes).
 template <int S>
-inline __m256i HalfStep(const uint8_t* v) {
+inline __m256i Q6HalfStep(const uint8_t* v) {
   const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(v + (S % 4) * 32));
   const __m256i nib = S < 4 ? raw : _mm256_srli_epi16(raw, 4);
   const __m256i high = HighBits<S>(
@@ -84,13 +87,56 @@ inline __m256i HalfStep(const uint8_t* v) {
   return _mm256_ternarylogic_epi32(nib, high, _mm256_set1_epi8(0x0f), kLowOrHigh);
 }
 
-template <int S, int R, int T>
+// Q3_K: step S's q = 0..7 (packed_weights.h): its 2-bit pair moved from
+// bits 2 (S % 4) of pair vector S / 4 to bits 0-1, its third bit from bit S
+// of the third-bit vector to bit 2 (16-bit shifts; each byte's own bits
+// land there, the masks clear the rest).
+template <int S, class V>
+inline V Q3Step(V pairs, V third) {
+  constexpr int kPair = 2 * (S % 4);
+  if constexpr (sizeof(V) == 64) {
+    const __m512i p = kPair == 0 ? pairs : _mm512_srli_epi16(pairs, kPair);
+    const __m512i t = S < 2    ? _mm512_slli_epi16(third, 2 - S)
+                      : S == 2 ? third
+                               : _mm512_srli_epi16(third, S - 2);
+    return _mm512_ternarylogic_epi32(p, _mm512_and_si512(t, _mm512_set1_epi8(0x04)), _mm512_set1_epi8(0x03),
+                                     kLowOrHigh);
+  } else {
+    const __m256i p = kPair == 0 ? pairs : _mm256_srli_epi16(pairs, kPair);
+    const __m256i t = S < 2    ? _mm256_slli_epi16(third, 2 - S)
+                      : S == 2 ? third
+                               : _mm256_srli_epi16(third, S - 2);
+    return _mm256_ternarylogic_epi32(p, _mm256_and_si256(t, _mm256_set1_epi8(0x04)), _mm256_set1_epi8(0x03),
+                                     kLowOrHigh);
+  }
+}
+
+// The step decoders of the K-quants with halves, by type.
+template <DType kType, int S>
+inline __m512i HalvesFullStep(const uint8_t* v) {
+  if constexpr (kType == DType::kQ3_K) {
+    return Q3Step<S>(_mm512_load_si512(v + (S / 4) * 64), _mm512_load_si512(v + 128));
+  } else {
+    return Q6FullStep<S>(v);
+  }
+}
+template <DType kType, int S>
+inline __m256i HalvesHalfStep(const uint8_t* v) {
+  if constexpr (kType == DType::kQ3_K) {
+    return Q3Step<S>(_mm256_load_si256(reinterpret_cast<const __m256i*>(v + (S / 4) * 32)),
+                     _mm256_load_si256(reinterpret_cast<const __m256i*>(v + 64)));
+  } else {
+    return Q6HalfStep<S>(v);
+  }
+}
+
+template <DType kType, int S, int R, int T>
 inline void FullSteps(const uint8_t* const* wg, const int8_t* const* xg, __m512i (&lo)[R][T],
                       __m512i (&hi)[R][T]) {
   if constexpr (S < kSteps) {
     __m512i wv[R];
     for (int r = 0; r < R; ++r) {
-      wv[r] = FullStep<S>(wg[r]);
+      wv[r] = HalvesFullStep<kType, S>(wg[r]);
       // Keep the decoded step in a register for all T tokens (vpdpbusd
       // takes only the activations from memory; see interleaved_avx512.cc).
       if constexpr (T > 1) asm("" : "+v"(wv[r]));
@@ -105,16 +151,16 @@ inline void FullSteps(const uint8_t* const* wg, const int8_t* const* xg, __m512i
         }
       }
     }
-    FullSteps<S + 1, R, T>(wg, xg, lo, hi);
+    FullSteps<kType, S + 1, R, T>(wg, xg, lo, hi);
   }
 }
 
-template <int S, int R, int T>
+template <DType kType, int S, int R, int T>
 inline void HalfSteps(const uint8_t* const* wg, const int8_t* const* xg, __m256i (&lo)[R][T],
                       __m256i (&hi)[R][T]) {
   if constexpr (S < kSteps) {
     __m256i wv[R];
-    for (int r = 0; r < R; ++r) wv[r] = HalfStep<S>(wg[r]);
+    for (int r = 0; r < R; ++r) wv[r] = HalvesHalfStep<kType, S>(wg[r]);
     for (int t = 0; t < T; ++t) {
       const __m256i x = _mm256_load_si256(reinterpret_cast<const __m256i*>(xg[t] + S * 32));
       for (int r = 0; r < R; ++r) {
@@ -125,7 +171,7 @@ inline void HalfSteps(const uint8_t* const* wg, const int8_t* const* xg, __m256i
         }
       }
     }
-    HalfSteps<S + 1, R, T>(wg, xg, lo, hi);
+    HalfSteps<kType, S + 1, R, T>(wg, xg, lo, hi);
   }
 }
 
@@ -180,13 +226,15 @@ inline void PrefetchScalesAhead(const uint8_t* const* w, int64_t scales_offset, 
   }
 }
 
-template <int R, int T>
-void Q6_KTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
+// Q6_K and Q3_K (kType): the same tile but for the step decoder.
+template <DType kType, int R, int T>
+void HalvesTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
   const GemvPrefetch prefetch = GemvPrefetchPolicy();
+  constexpr int64_t kFullBytes = KQuantGroupBytes(kType);
   const Int8Activations& xq = *a.xq;
   const int64_t full = xq.groups.full;
-  const int64_t scales_offset = KQuantScalesOffset(DType::kQ6_K, xq.groups);
-  const int64_t d_offset = KQuantDOffset(DType::kQ6_K, xq.groups);
+  const int64_t scales_offset = KQuantScalesOffset(kType, xq.groups);
+  const int64_t d_offset = KQuantDOffset(kType, xq.groups);
   const uint8_t* w[R];
   for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.row_bytes;
   const int8_t* xs[T];
@@ -222,7 +270,7 @@ void Q6_KTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
         hi[r][t] = bias_hi;
       }
     }
-    FullSteps<0, R, T>(wg, xg, lo, hi);
+    FullSteps<kType, 0, R, T>(wg, xg, lo, hi);
     __m512 dx[T];
     for (int t = 0; t < T; ++t) dx[t] = _mm512_load_ps(xd[t] + g * kGroupBlocks);
     for (int r = 0; r < R; ++r) {
@@ -259,7 +307,7 @@ void Q6_KTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
         hi[r][t] = bias_hi;
       }
     }
-    HalfSteps<0, R, T>(wg, xg, lo, hi);
+    HalfSteps<kType, 0, R, T>(wg, xg, lo, hi);
     for (int r = 0; r < R; ++r) {
       const uint8_t* sc = w[r] + scales_offset + full * 2 * kGroupBlocks;
       const __m256i sc_lo = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc)));
@@ -497,9 +545,9 @@ void MinKQuantTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
 template <DType kType, int R, int T>
 void RowTiles(const MatMulArgs& a, int64_t b0, int64_t b1, int64_t t) {
   int64_t r = b0;
-  if constexpr (kType == DType::kQ6_K) {
-    for (; r + R <= b1; r += R) Q6_KTile<R, T>(a, r, t);
-    for (; r < b1; ++r) Q6_KTile<1, T>(a, r, t);
+  if constexpr (HasHalves(kType)) {
+    for (; r + R <= b1; r += R) HalvesTile<kType, R, T>(a, r, t);
+    for (; r < b1; ++r) HalvesTile<kType, 1, T>(a, r, t);
   } else {
     for (; r + R <= b1; r += R) MinKQuantTile<kType, R, T>(a, r, t);
     for (; r < b1; ++r) MinKQuantTile<kType, 1, T>(a, r, t);
@@ -536,6 +584,10 @@ void PackedRowsOrAmx(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 
 void PackedQ6_KRowsAvx512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   PackedRowsOrAmx<2, DType::kQ6_K>(a, row_begin, row_end);
+}
+
+void PackedQ3_KRowsAvx512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  PackedRowsOrAmx<2, DType::kQ3_K>(a, row_begin, row_end);
 }
 
 void PackedQ4_KRowsAvx512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {

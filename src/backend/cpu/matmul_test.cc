@@ -57,7 +57,7 @@ Matrix RandomMatrix(std::mt19937& rng, DType t, int64_t n_rows, int64_t k) {
   EXPECT_GT(row_bytes, 0);
   m.bytes.resize(static_cast<size_t>(row_bytes * n_rows));
   m.min_bound.assign(static_cast<size_t>(n_rows), 0.0f);
-  if (t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K) {
+  if (t == DType::kQ3_K || t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K) {
     // No quantizer for the k-quants: random bytes with finite, positive
     // f16 super-block scales.
     std::uniform_int_distribution<int> byte(0, 255);
@@ -72,7 +72,7 @@ Matrix RandomMatrix(std::mt19937& rng, DType t, int64_t n_rows, int64_t k) {
           StoreHalf(blk + 2, dmin);
           m.min_bound[r] = std::max(m.min_bound[r], F16ToF32(F32ToF16(dmin)) * 63.0f);
         } else {
-          StoreHalf(blk + 208, scale(rng));
+          StoreHalf(blk + (t == DType::kQ3_K ? 108 : 208), scale(rng));
         }
       }
     }
@@ -94,7 +94,7 @@ Matrix RandomMatrix(std::mt19937& rng, DType t, int64_t n_rows, int64_t k) {
 }
 
 std::vector<Shape> ShapesFor(DType t) {
-  if (t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K) {
+  if (t == DType::kQ3_K || t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K) {
     return {{1, 256, 1}, {7, 512, 3}, {33, 256, 67}, {18, 768, 5}};
   }
   if (IsQuantized(t)) {
@@ -179,7 +179,8 @@ void WithAndWithoutAmx(Body body) {
 TEST(MatMulTest, ScalarMatchesDequantizedReference) {
   std::mt19937 rng(1);
   std::vector<DType> types(std::begin(kKernelTypes), std::end(kKernelTypes));
-  types.push_back(DType::kQ5_K);  // a scalar kernel only; AVX-512 reads it packed
+  types.push_back(DType::kQ3_K);  // a scalar kernel only; AVX-512 reads it packed
+  types.push_back(DType::kQ5_K);  // likewise
   types.push_back(DType::kQ6_K);  // likewise
   for (DType t : types) {
     for (const Shape& s : ShapesFor(t)) {
@@ -263,9 +264,9 @@ TEST(MatMulTest, ResultsAreBatchAndThreadInvariant) {
   };
   // BF16 also at K = 1000 (31 full 32-element chunks and a masked tail) and
   // K = 4100 (the K-blocked GEMM against GEMV and the unblocked leftover tile).
-  const Case cases[] = {{DType::kF32, 45},    {DType::kF16, 45},  {DType::kBF16, 45}, {DType::kBF16, 1000},
-                        {DType::kBF16, 4100}, {DType::kQ8_0, 96}, {DType::kQ4_0, 96}, {DType::kQ4_K, 512},
-                        {DType::kQ5_K, 768},  {DType::kQ6_K, 512}};
+  const Case cases[] = {{DType::kF32, 45},    {DType::kF16, 45},   {DType::kBF16, 45}, {DType::kBF16, 1000},
+                        {DType::kBF16, 4100}, {DType::kQ8_0, 96},  {DType::kQ4_0, 96}, {DType::kQ4_K, 512},
+                        {DType::kQ5_K, 768},  {DType::kQ6_K, 512}, {DType::kQ3_K, 768}};
   for (Isa isa : SupportedIsas()) {
     for (const auto [t, k] : cases) {
       const int64_t n_rows = 37, n_tokens = 11;
@@ -312,7 +313,7 @@ TEST(MatMulTest, FallbackTypeIsCorrect) {
   if (fallbacks == 0) GTEST_SKIP() << "no ISA level here falls back for Q6_K";
 }
 
-// Packed Q6_K / Q5_K (interleaved, kquant_avx512.cc; with AMX from 16
+// Packed Q6_K / Q5_K / Q3_K (interleaved, kquant_avx512.cc; with AMX from 16
 // tokens, packed_int8_amx.cc) against the scalar kernel on the file layout:
 // the same int8 activations (the SIMD quantizer gives the scalar bytes),
 // the same exact int32 isum per block and the same f32 product
@@ -342,7 +343,7 @@ void ExpectWithinSummationBound(const Matrix& m, const Shape& s, const std::vect
   }
 }
 
-TEST(MatMulTest, PackedQ6_KAndQ5_KMatchScalar) {
+TEST(MatMulTest, PackedKQuantsMatchScalar) {
   if (!PacksType(ActiveIsa(), DType::kQ6_K)) GTEST_SKIP() << "the active ISA does not pack Q6_K";
   std::mt19937 rng(9);
   const Shape shapes[] = {{1, 256, 1},    {3, 256, 2},  {5, 512, 3},   {7, 768, 5},
@@ -350,7 +351,7 @@ TEST(MatMulTest, PackedQ6_KAndQ5_KMatchScalar) {
                           {21, 1280, 16}, {2, 256, 7},  {37, 768, 35}, {16, 512, 16}};
   ThreadPool pool(2);
   WithAndWithoutAmx([&](const char* amx) {
-    for (DType t : {DType::kQ6_K, DType::kQ5_K}) {
+    for (DType t : {DType::kQ6_K, DType::kQ5_K, DType::kQ3_K}) {
       ASSERT_TRUE(PacksType(ActiveIsa(), t)) << DTypeName(t);
       for (const Shape& s : shapes) {
         const Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);
@@ -360,8 +361,8 @@ TEST(MatMulTest, PackedQ6_KAndQ5_KMatchScalar) {
         PackedWeights packer;
         const PackedMatrix packed = packer.Pack(m.view);
         ASSERT_NE(packed.layout, nullptr);
-        // The file's bytes (Q5_K: plus 4 per super-block, the unpacked scales), 64-byte rows.
-        const int64_t extra = t == DType::kQ5_K ? s.k / 256 * 4 : 0;
+        // The file's bytes (Q5_K / Q3_K: plus 4 per super-block, the unpacked scales), 64-byte rows.
+        const int64_t extra = t == DType::kQ6_K ? 0 : s.k / 256 * 4;
         ASSERT_EQ(packed.layout->row_stride, (RowBytes(t, s.k) + extra + 63) / 64 * 64);
         std::vector<float> y(ref.size(), -1.0f);
         MatMulWithIsa(ActiveIsa(), packed.view, packed.layout, x.data(), s.n_tokens, bias.data(), y.data(),
@@ -515,13 +516,13 @@ TEST(MatMulTest, PackedResultsAreBatchAndThreadInvariant) {
   std::mt19937 rng(6);
   int packed_types = 0;
   WithAndWithoutAmx([&](const char* amx) {
-    for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kBF16,
-                    DType::kF16, DType::kF32}) {
+    for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K,
+                    DType::kBF16, DType::kF16, DType::kF32}) {
       if (!PacksType(ActiveIsa(), t)) continue;
       ++packed_types;
       std::vector<int64_t> ks = {96, 768, 800};
       if (t == DType::kQ4_K || t == DType::kQ5_K) ks = {512, 768};
-      if (t == DType::kQ6_K) ks = {256, 768, 2048};
+      if (t == DType::kQ6_K || t == DType::kQ3_K) ks = {256, 768, 2048};
       if (t == DType::kBF16) ks = {45, 1000, 4100};
       if (t == DType::kF16) ks = {45, 2049, 4100};  // 2049: K in 2 parts (F16Step::kPart), odd
       if (t == DType::kF32) ks = {45, 1000, 2500};
@@ -554,7 +555,7 @@ TEST(MatMulTest, PackedResultsAreBatchAndThreadInvariant) {
 }
 
 // The AMX int8 kernel (packed_int8_amx.cc) against the AVX-512 one, bit
-// for bit, on the packed Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K layouts: K with full groups only
+// for bit, on the packed Q8_0 / Q4_0 / Q3_K..Q6_K layouts: K with full groups only
 // (2048), a half group (768 = 16 + 8 blocks, 160 = one half group of 5
 // blocks), a padded full group (288 = 9 blocks, 96 = 3 blocks, 5632 = 176
 // blocks), rows that leave a partial 16-row panel (37, 21), tokens that
@@ -573,8 +574,9 @@ TEST(MatMulTest, AmxMatchesAvx512BitForBit) {
   // one full and one half group (768), a half group only (256).
   const std::vector<Shape> kquant_shapes = {{48, 2048, 16}, {37, 768, 33}, {21, 256, 20}, {32, 5632, 48},
                                             {16, 1280, 64}, {37, 512, 17}, {37, 768, 31}, {21, 256, 25}};
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
-    const bool kquant = t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K;
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    const bool kquant = BlockElems(t) == 256;
+
     for (const Shape& s : kquant ? kquant_shapes : shapes) {
       Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);
       PackedWeights packer;

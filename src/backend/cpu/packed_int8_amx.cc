@@ -1,4 +1,4 @@
-// AMX int8 GEMM over the interleaved packed Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K layouts
+// AMX int8 GEMM over the interleaved packed Q8_0 / Q4_0 / Q3_K..Q6_K layouts
 // (packed_weights.h), bit-identical to the AVX-512 kernels of
 // interleaved_avx512.cc and kquant_avx512.cc.
 //
@@ -63,7 +63,7 @@ constexpr TileConfig kTileConfig = {1,
                                     {64, 64, 32, 32, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
                                     {16, 16, 16, 16, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
 
-// Q6_K: its two 16-element halves have their own scales, so one product per
+// Q6_K / Q3_K: their two 16-element halves have their own scales, so one product per
 // half: 0, 1 = C of set 0 (low, high half), 2, 3 = C of set 1, 4 / 5 = A
 // (16 tokens x 16 bytes), 6 / 7 = B (4 steps x 64 bytes).
 constexpr TileConfig kHalvesConfig = {1,
@@ -189,13 +189,29 @@ struct Q6_KPanel {
   }
 };
 
+// Q3_K (packed_weights.h): q = the 2-bit pair at bits 2 (s % 4) of pair unit
+// s / 4 | the third bit (bit s of the third-bit unit) << 2, then q - 4.
+struct Q3_KPanel {
+  static constexpr DType kType = DType::kQ3_K;
+  static constexpr bool kNibbles = false;
+  static __m512i Step(const uint8_t* g, int s, int lanes) {
+    const __m512i pairs = RawUnit(g, s / 4, lanes), third = RawUnit(g, 2, lanes);
+    const __m512i low =
+        _mm512_and_si512(_mm512_srl_epi16(pairs, _mm_cvtsi32_si128(2 * (s % 4))), _mm512_set1_epi8(0x03));
+    // Bit s of each byte to bit 0 of that byte, then to bit 2.
+    const __m512i high = _mm512_and_si512(_mm512_slli_epi16(_mm512_srl_epi16(third, _mm_cvtsi32_si128(s)), 2),
+                                          _mm512_set1_epi8(0x04));
+    return _mm512_sub_epi8(_mm512_or_si512(low, high), _mm512_set1_epi8(4));
+  }
+};
+
 // Per-thread scratch: the transposed panel and the epilogue's buffers.
 struct Scratch {
   AlignedBuffer<int8_t> w;       // [blocks][8][16][4]
   AlignedBuffer<float> dw;       // [blocks][16] (Q4_K / Q5_K: d * sc)
   AlignedBuffer<float> dm;       // Q4_K / Q5_K: [blocks][16] dmin * m
   AlignedBuffer<float> dxsum;    // Q4_K / Q5_K: [tile_tokens / 16][blocks][16 tokens] d_x * sum(q_x)
-  AlignedBuffer<float> sc;       // Q6_K: [blocks][2 halves][16] the sub-block scales
+  AlignedBuffer<float> sc;       // Q6_K / Q3_K: [blocks][2 halves][16] the sub-block scales
   AlignedBuffer<int32_t> c;      // 2 x [16 tokens][16 rows]
   AlignedBuffer<float> lane;     // [16 lanes][16 tokens][16 rows]
   AlignedBuffer<int32_t> order;  // blocks in the order they are folded
@@ -241,16 +257,16 @@ inline void MinKQuantGroupScales(DType t, const uint8_t* row, BlockGroups groups
 template <class Panel>
 void TransposePanel(const MatMulArgs& a, int64_t r0, Scratch& s) {
   constexpr DType kType = Panel::kType;
-  constexpr bool kMin = HasBlockMinimum(kType), kQ5_K = kType == DType::kQ5_K, kQ6_K = kType == DType::kQ6_K;
+  constexpr bool kMin = HasBlockMinimum(kType), kQ5_K = kType == DType::kQ5_K, kHalves = HasHalves(kType);
   const Int8Activations& xq = *a.xq;
   const BlockGroups groups = xq.groups;
   const int64_t blocks = xq.blocks;
-  const int64_t full_bytes = kMin || kQ6_K ? KQuantGroupBytes(kType) : GroupValueBytes(kType, kGroupBlocks);
-  const int64_t scales_offset = kMin || kQ6_K ? 0 : InterleavedScalesOffset(kType, groups);
+  const int64_t full_bytes = kMin || kHalves ? KQuantGroupBytes(kType) : GroupValueBytes(kType, kGroupBlocks);
+  const int64_t scales_offset = kMin || kHalves ? 0 : InterleavedScalesOffset(kType, groups);
   s.w.Resize(static_cast<size_t>(blocks * kBlockBytes));
   s.dw.Resize(static_cast<size_t>(blocks * 16));
   if constexpr (kMin) s.dm.Resize(static_cast<size_t>(blocks * 16));
-  if constexpr (kQ6_K) s.sc.Resize(static_cast<size_t>(blocks * 32));
+  if constexpr (kHalves) s.sc.Resize(static_cast<size_t>(blocks * 32));
   const int64_t n_groups = groups.full + groups.half;
   for (int64_t g = 0; g < n_groups; ++g) {
     const int lanes = g < groups.full ? 16 : 8;
@@ -305,7 +321,7 @@ void TransposePanel(const MatMulArgs& a, int64_t r0, Scratch& s) {
       }
       continue;
     }
-    if constexpr (kQ6_K) {
+    if constexpr (kHalves) {
       // As kquant_avx512.cc: int8 scales of the low / high 16-element half
       // of each lane's block, the f32 d of its super-block.
       const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
@@ -392,7 +408,7 @@ inline void FoldBlockMin(const int32_t* c, const float* dsc, const float* dm, co
   }
 }
 
-// The Q6_K fold, as the AVX-512 kernel's per lane (kquant_avx512.cc), from
+// The Q6_K / Q3_K fold, as the AVX-512 kernel's per lane (kquant_avx512.cc), from
 // the two halves' products c_lo / c_hi:
 //   acc[t] += float(sc_lo * c_lo[t] + sc_hi * c_hi[t]) * (d_w * d_x[t])
 // The integer is formed in f32 (fewer uops than two vpmulld): |sc| <= 128
@@ -433,7 +449,7 @@ void LaneOrder(const Int8Activations& xq, AlignedBuffer<int32_t>& order,
 template <DType kType>
 void TokenTile(const MatMulArgs& a, int64_t r0, int64_t t0, Scratch& s,
                const int32_t lane_first[kGroupBlocks + 1]) {
-  constexpr bool kMin = HasBlockMinimum(kType), kHalves = kType == DType::kQ6_K;
+  constexpr bool kMin = HasBlockMinimum(kType), kHalves = HasHalves(kType);
   const Int8Activations& xq = *a.xq;
   const int32_t* order = s.order.data();
   const int8_t* q = xq.tile_q.data() + (t0 / 16) * xq.blocks * 512;  // [blocks][16 tokens][32]
@@ -445,7 +461,7 @@ void TokenTile(const MatMulArgs& a, int64_t r0, int64_t t0, Scratch& s,
   // folded one iteration after that, from buffer j % kBuffers.
   const auto multiply = [&](int64_t j) {
     const int64_t b = order[j];
-    if constexpr (kHalves) {  // Q6_K: C = tiles 0..3 (set, half), A 4 / 5, B 6 / 7 (kHalvesConfig)
+    if constexpr (kHalves) {  // Q6_K / Q3_K: C = tiles 0..3 (set, half), A 4 / 5, B 6 / 7 (kHalvesConfig)
       const int8_t* qb = q + b * 512;
       const int8_t* wb = s.w.data() + b * kBlockBytes;
       if (j % 2 == 0) {
@@ -543,7 +559,7 @@ void TokenTile(const MatMulArgs& a, int64_t r0, int64_t t0, Scratch& s,
 
 template <class Panel>
 void Panels(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
-  UseTileConfig(Panel::kType == DType::kQ6_K ? kHalvesConfig : kTileConfig);
+  UseTileConfig(HasHalves(Panel::kType) ? kHalvesConfig : kTileConfig);
   Scratch& s = ThreadScratch();
   s.c.Resize(4 * 512);
   s.lane.Resize(16 * 256);
@@ -585,6 +601,8 @@ void PackedInt8PanelsAmx(const MatMulArgs& args, int64_t row_begin, int64_t row_
     Panels<Q8_0Panel>(args, row_begin, row_end);
   } else if (args.dtype == DType::kQ4_K) {
     Panels<Q4_KPanel>(args, row_begin, row_end);
+  } else if (args.dtype == DType::kQ3_K) {
+    Panels<Q3_KPanel>(args, row_begin, row_end);
   } else if (args.dtype == DType::kQ5_K) {
     Panels<Q5_KPanel>(args, row_begin, row_end);
   } else if (args.dtype == DType::kQ6_K) {

@@ -97,38 +97,40 @@ void PackQ4_KOrQ5_KRow(DType t, const uint8_t* src, int64_t blocks, uint8_t* dst
   }
 }
 
-// Q6_K (packed_weights.h): group g covers blocks [16g, 16g + lanes).
-void PackQ6_KRow(const uint8_t* src, int64_t blocks, uint8_t* dst) {
+// Q6_K / Q3_K (packed_weights.h): group g covers blocks [16g, 16g + lanes).
+void PackHalvesRow(DType t, const uint8_t* src, int64_t blocks, uint8_t* dst) {
+  const bool q6 = t == DType::kQ6_K;
+  const int64_t sb_bytes = BlockBytes(t), d_at = q6 ? 208 : 108;
   const BlockGroups groups = GroupsFor(blocks);
-  int8_t* scales = reinterpret_cast<int8_t*>(dst + KQuantScalesOffset(DType::kQ6_K, groups));
-  uint8_t* ds = dst + KQuantDOffset(DType::kQ6_K, groups);
-  for (int64_t sb = 0; sb < blocks / 8; ++sb) {
-    ds[2 * sb] = src[sb * 210 + 208];
-    ds[2 * sb + 1] = src[sb * 210 + 209];
-  }
+  int8_t* scales = reinterpret_cast<int8_t*>(dst + KQuantScalesOffset(t, groups));
+  uint8_t* ds = dst + KQuantDOffset(t, groups);
+  for (int64_t sb = 0; sb < blocks / 8; ++sb) std::memcpy(ds + 2 * sb, src + sb * sb_bytes + d_at, 2);
   for (int64_t g = 0; g < groups.full + groups.half; ++g) {
     const int64_t lanes = g < groups.full ? kGroupBlocks : kGroupBlocks / 2;
-    uint8_t* nib = dst + g * 384;
-    uint8_t* high = nib + 4 * lanes * 4;
+    uint8_t* values = dst + g * KQuantGroupBytes(t);
     for (int64_t b = 0; b < lanes; ++b) {
       const int64_t block = g * kGroupBlocks + b;
-      const uint8_t* sb = src + block / 8 * 210;
+      const uint8_t* sb = src + block / 8 * sb_bytes;
       const int e0 = static_cast<int>(block % 8) * 32;  // the block's first element in its super-block
-      scales[b] = static_cast<int8_t>(sb[192 + e0 / 16]);
-      scales[lanes + b] = static_cast<int8_t>(sb[192 + e0 / 16 + 1]);
+      for (int half = 0; half < 2; ++half) {
+        const int j = e0 / 16 + half;
+        scales[half * lanes + b] =
+            static_cast<int8_t>(q6 ? static_cast<int8_t>(sb[192 + j]) : Q3_KScale(sb, j));
+      }
       for (int i = 0; i < 4; ++i) {
-        int h[2] = {0, 0};
         for (int step = 0; step < 8; ++step) {
-          const int q = Q6_KValue(sb, e0 + 4 * step + i);
-          if (step < 4) {
-            nib[(step * lanes + b) * 4 + i] = static_cast<uint8_t>(q & 0x0f);
-          } else {
-            nib[((step - 4) * lanes + b) * 4 + i] |= static_cast<uint8_t>((q & 0x0f) << 4);
+          const int e = e0 + 4 * step + i;
+          if (q6) {  // 4 nibble units (steps s and s + 4), then 2 units of 2-bit pairs (steps 4h..4h+3)
+            const int q = Q6_KValue(sb, e);
+            values[((step % 4) * lanes + b) * 4 + i] |= static_cast<uint8_t>((q & 0x0f) << (4 * (step / 4)));
+            values[((4 + step / 4) * lanes + b) * 4 + i] |=
+                static_cast<uint8_t>((q >> 4) << (2 * (step % 4)));
+          } else {  // 2 units of 2-bit pairs (steps 4h..4h+3), then 1 unit of third bits (bit s: step s)
+            const int q = Q3_KValue(sb, e);
+            values[((step / 4) * lanes + b) * 4 + i] |= static_cast<uint8_t>((q & 3) << (2 * (step % 4)));
+            values[(2 * lanes + b) * 4 + i] |= static_cast<uint8_t>((q >> 2) << step);
           }
-          h[step / 4] |= (q >> 4) << (2 * (step % 4));
         }
-        high[(0 * lanes + b) * 4 + i] = static_cast<uint8_t>(h[0]);
-        high[(1 * lanes + b) * 4 + i] = static_cast<uint8_t>(h[1]);
       }
     }
     scales += 2 * lanes;
@@ -172,9 +174,9 @@ void PackFloatPanels(const uint8_t* src, int64_t rows, int64_t k, int64_t size, 
 }  // namespace
 
 bool PacksType(Isa isa, DType t) {
-  return isa == Isa::kAvx512 &&
-         (t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kQ5_K ||
-          t == DType::kQ6_K || t == DType::kBF16 || t == DType::kF16 || t == DType::kF32);
+  return isa == Isa::kAvx512 && (t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ3_K ||
+                                 t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K ||
+                                 t == DType::kBF16 || t == DType::kF16 || t == DType::kF32);
 }
 
 PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k) {
@@ -195,7 +197,7 @@ PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k) {
   int64_t bytes = 0;
   if (t == DType::kQ4_K || t == DType::kQ5_K) {
     bytes = KQuantDOffset(t, GroupsFor(k / 32)) + k / 256 * 4;
-  } else if (t == DType::kQ6_K) {
+  } else if (HasHalves(t)) {
     bytes = KQuantDOffset(t, GroupsFor(k / 32)) + k / 256 * 2;
   } else {
     const BlockGroups groups = GroupsFor(k / 32);
@@ -226,8 +228,8 @@ void PackMatrix(const TensorView& w, const PackedLayout& layout, uint8_t* dst) {
     std::memset(out, 0, static_cast<size_t>(layout.row_stride));
     if (w.dtype == DType::kQ8_0 || w.dtype == DType::kQ4_0) {
       PackInterleavedRow(w.dtype, src + r * row_bytes, blocks, out);
-    } else if (w.dtype == DType::kQ6_K) {
-      PackQ6_KRow(src + r * row_bytes, blocks, out);
+    } else if (HasHalves(w.dtype)) {
+      PackHalvesRow(w.dtype, src + r * row_bytes, blocks, out);
     } else {
       DI_CHECK(w.dtype == DType::kQ4_K || w.dtype == DType::kQ5_K);
       PackQ4_KOrQ5_KRow(w.dtype, src + r * row_bytes, blocks, out);

@@ -45,6 +45,12 @@
 //     (|isum| < 2^25), then acc += float(isum) * (d_w * d_x). The scales are
 //     folded in integers, so the only rounding is the f32 accumulation over
 //     blocks (order fixed per kernel and layout, as above).
+//   Q2_K: halves as Q3_K with q = 0..3 (no offset), 4-bit scales sc and
+//     minimums m, and the super-block's f16 d and dmin; per 32-block two
+//     exact int32 and two f32 operations:
+//       isum = sc_lo * sum_lo(q * x) + sc_hi * sum_hi(q * x)
+//       msum = m_lo * sum_lo(x) + m_hi * sum_hi(x)        (x: the int8 activations)
+//       acc += float(isum) * (d_w * d_x);  acc -= float(msum) * (dmin_w * d_x)
 #pragma once
 
 #include <bit>
@@ -90,12 +96,12 @@ using RowRangeKernel = void (*)(const MatMulArgs& args, int64_t row_begin, int64
 struct KernelSet {
   // Null when this set has no kernel for the type (the caller falls back).
   RowRangeKernel f32 = nullptr, f16 = nullptr, bf16 = nullptr;
-  RowRangeKernel q8_0 = nullptr, q4_0 = nullptr, q3_k = nullptr, q4_k = nullptr, q5_k = nullptr,
-                 q6_k = nullptr;
+  RowRangeKernel q8_0 = nullptr, q4_0 = nullptr, q2_k = nullptr, q3_k = nullptr, q4_k = nullptr,
+                 q5_k = nullptr, q6_k = nullptr;
   // Kernels for matrices in packed_weights.h's layouts (row_bytes = stride).
-  RowRangeKernel q8_0_packed = nullptr, q4_0_packed = nullptr, q3_k_packed = nullptr, q4_k_packed = nullptr,
-                 q5_k_packed = nullptr, q6_k_packed = nullptr, bf16_packed = nullptr, f16_packed = nullptr,
-                 f32_packed = nullptr;
+  RowRangeKernel q8_0_packed = nullptr, q4_0_packed = nullptr, q2_k_packed = nullptr, q3_k_packed = nullptr,
+                 q4_k_packed = nullptr, q5_k_packed = nullptr, q6_k_packed = nullptr, bf16_packed = nullptr,
+                 f16_packed = nullptr, f32_packed = nullptr;
   // Quantizes token t (activations.h); a SIMD version must give the same
   // bytes as the scalar QuantizeToken. Called concurrently for different tokens.
   void (*quantize_token)(const float* x_t, int64_t t, Int8Activations* out) = QuantizeToken;
@@ -119,6 +125,8 @@ struct KernelSet {
         return q8_0;
       case DType::kQ4_0:
         return q4_0;
+      case DType::kQ2_K:
+        return q2_k;
       case DType::kQ3_K:
         return q3_k;
       case DType::kQ4_K:
@@ -137,6 +145,8 @@ struct KernelSet {
         return q8_0_packed;
       case DType::kQ4_0:
         return q4_0_packed;
+      case DType::kQ2_K:
+        return q2_k_packed;
       case DType::kQ3_K:
         return q3_k_packed;
       case DType::kQ4_K:
@@ -208,16 +218,25 @@ inline int Q3_KScale(const uint8_t* sb, int j) {
   return (low | (((scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
 }
 
+// Q2_K element i of a super-block as its 2-bit q (0..3), from qs (tensor/dequant.cc).
+inline int Q2_KValue(const uint8_t* sb, int i) {
+  const int half = i / 128, j = (i % 128) / 32, l = i % 32;
+  return (sb[16 + 32 * half + l] >> (2 * j)) & 3;
+}
+
 // True for the weight types whose kernels read int8 activations (Int8Activations).
 inline bool UsesInt8Activations(DType t) {
-  return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ3_K || t == DType::kQ4_K ||
-         t == DType::kQ5_K || t == DType::kQ6_K;
+  return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ2_K || t == DType::kQ3_K ||
+         t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K;
 }
 
 // The K-quants with two 16-element sub-blocks per 32-block, each with its
-// own int8 scale, and an unsigned q with offset HalvesOffset (Q6_K, Q3_K).
-constexpr bool HasHalves(DType t) { return t == DType::kQ6_K || t == DType::kQ3_K; }
-constexpr int HalvesOffset(DType t) { return t == DType::kQ6_K ? 32 : 4; }
+// own scale (Q6_K, Q3_K, Q2_K). Their activation groups carry per half
+// -HalvesOffset * the half's sum of x: the unsigned q's offset (Q6_K 32,
+// Q3_K 4) removed from the integer sums; Q2_K (no offset, a minimum
+// instead) gets + the sums, for its minimum term.
+constexpr bool HasHalves(DType t) { return t == DType::kQ6_K || t == DType::kQ3_K || t == DType::kQ2_K; }
+constexpr int HalvesOffset(DType t) { return t == DType::kQ6_K ? 32 : t == DType::kQ3_K ? 4 : -1; }
 
 // True for the K-quants with a per-sub-block minimum (Q4_K, Q5_K): their
 // activations also carry sum(q_x) per block.

@@ -334,7 +334,9 @@ const KernelSet& Avx512Kernels() {
     s.q8_0_packed = PackedQ8_0RowsAvx512;
     s.q4_0_packed = PackedQ4_0RowsAvx512;
     s.q4_k_packed = PackedQ4_KRowsAvx512;
+    s.q2_k_packed = PackedQ2_KRowsAvx512;
     s.q3_k_packed = PackedQ3_KRowsAvx512;
+
     s.q5_k_packed = PackedQ5_KRowsAvx512;
     s.q6_k_packed = PackedQ6_KRowsAvx512;
     s.bf16_packed = Bf16PanelsAvx512;

@@ -40,6 +40,7 @@ void PackedQ4_KRowsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row
 void PackedQ6_KRowsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);  // kquant_avx512.cc
 void PackedQ5_KRowsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);  // kquant_avx512.cc
 void PackedQ3_KRowsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);  // kquant_avx512.cc
+void PackedQ2_KRowsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);  // kquant_avx512.cc
 
 // BF16 weights (file layout) with bf16 activations args.xb: vdpbf16ps,
 // register-tiled (bf16_avx512.cc).

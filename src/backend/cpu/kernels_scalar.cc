@@ -152,35 +152,52 @@ void QuantRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   }
 }
 
-// Q6_K / Q3_K (kernels.h): per 32-block the two 16-element sub-block dots,
-// exact in int32, scaled by their int8 scales in int32, then one f32
-// multiply-add.
+// Q6_K / Q3_K / Q2_K (kernels.h): per 32-block the two 16-element sub-block
+// dots, exact in int32, scaled by their scales in int32, then one f32
+// multiply-add (Q2_K: and the minimums' term, from the halves' sums of x).
 void HalvesRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   const Int8Activations& xq = *a.xq;
-  const bool q6 = a.dtype == DType::kQ6_K;
-  const int64_t sb_bytes = BlockBytes(a.dtype), d_at = q6 ? 208 : 108;
-  thread_local std::vector<int8_t> w;       // q - offset
-  thread_local std::vector<int32_t> scale;  // per 16-element sub-block
+  const DType type = a.dtype;
+  const int64_t sb_bytes = BlockBytes(type);
+  const int64_t d_at = type == DType::kQ6_K ? 208 : type == DType::kQ3_K ? 108 : 80;
+  thread_local std::vector<int8_t> w;                // q - offset
+  thread_local std::vector<int32_t> scale, minimum;  // per 16-element sub-block (minimum: Q2_K)
   w.resize(static_cast<size_t>(a.k));
   scale.resize(static_cast<size_t>(a.k / 16));
+  minimum.assign(static_cast<size_t>(a.k / 16), 0);
   for (int64_t r = row_begin; r < row_end; ++r) {
     const uint8_t* row = a.w + r * a.row_bytes;
     for (int64_t i = 0; i < a.k; ++i) {
       const uint8_t* sb = row + i / 256 * sb_bytes;
-      const int e = static_cast<int>(i % 256);
-      w[i] = static_cast<int8_t>(q6 ? Q6_KValue(sb, e) - 32 : Q3_KValue(sb, e) - 4);
-      if (e % 16 == 0) scale[i / 16] = q6 ? static_cast<int8_t>(sb[192 + e / 16]) : Q3_KScale(sb, e / 16);
+      const int e = static_cast<int>(i % 256), j = e / 16;
+      if (type == DType::kQ6_K) {
+        w[i] = static_cast<int8_t>(Q6_KValue(sb, e) - 32);
+        scale[i / 16] = static_cast<int8_t>(sb[192 + j]);
+      } else if (type == DType::kQ3_K) {
+        w[i] = static_cast<int8_t>(Q3_KValue(sb, e) - 4);
+        scale[i / 16] = Q3_KScale(sb, j);
+      } else {
+        w[i] = static_cast<int8_t>(Q2_KValue(sb, e));
+        scale[i / 16] = sb[j] & 0x0f;
+        minimum[i / 16] = sb[j] >> 4;
+      }
     }
     for (int64_t t = 0; t < a.n_tokens; ++t) {
       const int8_t* xqt = xq.TokenQ(t);
       const float* dx = xq.TokenD(t);
       float acc = 0.0f;
       for (int64_t b = 0; b < xq.blocks; ++b) {
-        int32_t lo = 0, hi = 0;
+        int32_t lo = 0, hi = 0, x_lo = 0, x_hi = 0;
         for (int i = 0; i < 16; ++i) lo += w[b * 32 + i] * xqt[b * 32 + i];
         for (int i = 16; i < 32; ++i) hi += w[b * 32 + i] * xqt[b * 32 + i];
         const int32_t isum = scale[2 * b] * lo + scale[2 * b + 1] * hi;
-        acc += static_cast<float>(isum) * (LoadF16(row + b / 8 * sb_bytes + d_at) * dx[b]);
+        const uint8_t* ds = row + b / 8 * sb_bytes + d_at;
+        acc += static_cast<float>(isum) * (LoadF16(ds) * dx[b]);
+        if (type != DType::kQ2_K) continue;
+        for (int i = 0; i < 16; ++i) x_lo += xqt[b * 32 + i];
+        for (int i = 16; i < 32; ++i) x_hi += xqt[b * 32 + i];
+        const int32_t msum = minimum[2 * b] * x_lo + minimum[2 * b + 1] * x_hi;
+        acc -= static_cast<float>(msum) * (LoadF16(ds + 2) * dx[b]);
       }
       a.y[t * a.n_rows + r] = a.bias ? acc + a.bias[r] : acc;
     }
@@ -202,7 +219,8 @@ const KernelSet& ScalarKernels() {
     s.f32 = s.f16 = FloatRows;
     s.bf16 = Bf16Rows;
     s.q8_0 = s.q4_0 = s.q4_k = s.q5_k = QuantRows;
-    s.q6_k = s.q3_k = HalvesRows;
+    s.q6_k = s.q3_k = s.q2_k = HalvesRows;
+
     return s;
   }();
   return set;

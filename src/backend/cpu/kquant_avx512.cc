@@ -111,11 +111,24 @@ inline V Q3Step(V pairs, V third) {
   }
 }
 
+// Q2_K: step S's q = 0..3, the 2-bit pair at bits 2 (S % 4) of pair vector S / 4.
+template <int S, class V>
+inline V Q2Step(V pairs) {
+  constexpr int kPair = 2 * (S % 4);
+  if constexpr (sizeof(V) == 64) {
+    return _mm512_and_si512(kPair == 0 ? pairs : _mm512_srli_epi16(pairs, kPair), _mm512_set1_epi8(0x03));
+  } else {
+    return _mm256_and_si256(kPair == 0 ? pairs : _mm256_srli_epi16(pairs, kPair), _mm256_set1_epi8(0x03));
+  }
+}
+
 // The step decoders of the K-quants with halves, by type.
 template <DType kType, int S>
 inline __m512i HalvesFullStep(const uint8_t* v) {
   if constexpr (kType == DType::kQ3_K) {
     return Q3Step<S>(_mm512_load_si512(v + (S / 4) * 64), _mm512_load_si512(v + 128));
+  } else if constexpr (kType == DType::kQ2_K) {
+    return Q2Step<S>(_mm512_load_si512(v + (S / 4) * 64));
   } else {
     return Q6FullStep<S>(v);
   }
@@ -125,6 +138,8 @@ inline __m256i HalvesHalfStep(const uint8_t* v) {
   if constexpr (kType == DType::kQ3_K) {
     return Q3Step<S>(_mm256_load_si256(reinterpret_cast<const __m256i*>(v + (S / 4) * 32)),
                      _mm256_load_si256(reinterpret_cast<const __m256i*>(v + 64)));
+  } else if constexpr (kType == DType::kQ2_K) {
+    return Q2Step<S>(_mm256_load_si256(reinterpret_cast<const __m256i*>(v + (S / 4) * 32)));
   } else {
     return Q6HalfStep<S>(v);
   }
@@ -226,9 +241,16 @@ inline void PrefetchScalesAhead(const uint8_t* const* w, int64_t scales_offset, 
   }
 }
 
-// Q6_K and Q3_K (kType): the same tile but for the step decoder.
+// Q6_K, Q3_K and Q2_K (kType): the same tile but for the step decoder and,
+// for Q2_K, the minimums' term (kernels.h), from the halves' activation
+// sums that Prepare leaves in the bias arrays (whose integer sums then
+// start from zero). msum = m_lo * sx_lo + m_hi * sx_hi is formed in f32,
+// exactly: |m| <= 15, |sx| <= 16 * 127, so every product and the sum are
+// integers below 2^24.
 template <DType kType, int R, int T>
 void HalvesTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
+  constexpr bool kMins = kType == DType::kQ2_K;
+  constexpr int64_t kSuperBlockD = kMins ? 4 : 2;  // bytes: f16 d (Q2_K: and dmin)
   const GemvPrefetch prefetch = GemvPrefetchPolicy();
   constexpr int64_t kFullBytes = KQuantGroupBytes(kType);
   const Int8Activations& xq = *a.xq;
@@ -252,6 +274,8 @@ void HalvesTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
   }
   const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i odd_halves = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+  const __m512i even_halves = _mm512_slli_epi32(halves, 1);
   [[maybe_unused]] const int64_t ahead = prefetch.tiles_ahead * R * a.row_bytes;
   if constexpr (T == 1) PrefetchScalesAhead<R>(w, scales_offset, a.row_bytes, ahead);
 
@@ -261,13 +285,18 @@ void HalvesTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
     if constexpr (T == 1) PrefetchGroupAhead<R, kFullBytes>(wg, ahead, prefetch.into_l2);
     const int8_t* xg[T];
     __m512i lo[R][T], hi[R][T];
+    [[maybe_unused]] __m512 sx_lo[T], sx_hi[T];
     for (int t = 0; t < T; ++t) {
       xg[t] = xs[t] + g * 512;
       const __m512i bias_lo = _mm512_load_si512(xb_lo[t] + g * kGroupBlocks);
       const __m512i bias_hi = _mm512_load_si512(xb_hi[t] + g * kGroupBlocks);
+      if constexpr (kMins) {
+        sx_lo[t] = _mm512_cvtepi32_ps(bias_lo);
+        sx_hi[t] = _mm512_cvtepi32_ps(bias_hi);
+      }
       for (int r = 0; r < R; ++r) {
-        lo[r][t] = bias_lo;
-        hi[r][t] = bias_hi;
+        lo[r][t] = kMins ? _mm512_setzero_si512() : bias_lo;
+        hi[r][t] = kMins ? _mm512_setzero_si512() : bias_hi;
       }
     }
     FullSteps<kType, 0, R, T>(wg, xg, lo, hi);
@@ -275,19 +304,42 @@ void HalvesTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
     for (int t = 0; t < T; ++t) dx[t] = _mm512_load_ps(xd[t] + g * kGroupBlocks);
     for (int r = 0; r < R; ++r) {
       const uint8_t* sc = w[r] + scales_offset + g * 2 * kGroupBlocks;
-      const __m512i sc_lo = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
-      const __m512i sc_hi = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16)));
-      const uint8_t* d = w[r] + d_offset + g * 4;
-      // The group's two f16 d in one 4-byte load and one convert (two
-      // scalar converts and an insert were 3 more uops per row and group).
-      int32_t d_bits;
-      __builtin_memcpy(&d_bits, d, 4);
-      const __m128i d2 = _mm_cvtsi32_si128(d_bits);
-      const __m512 dw = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_cvtph_ps(d2)));
+      __m512i sc_lo, sc_hi;
+      [[maybe_unused]] __m512 m_lo, m_hi;
+      if constexpr (kMins) {  // (scale | minimum << 4) bytes
+        const __m512i lo_bytes = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
+        const __m512i hi_bytes =
+            _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16)));
+        sc_lo = _mm512_and_si512(lo_bytes, _mm512_set1_epi32(0x0f));
+        sc_hi = _mm512_and_si512(hi_bytes, _mm512_set1_epi32(0x0f));
+        m_lo = _mm512_cvtepi32_ps(_mm512_srli_epi32(lo_bytes, 4));
+        m_hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(hi_bytes, 4));
+      } else {
+        sc_lo = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
+        sc_hi = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16)));
+      }
+      const uint8_t* d = w[r] + d_offset + g * 2 * kSuperBlockD;
+      __m512 dw, dmw;
+      if constexpr (kMins) {  // the two super-blocks' (d, dmin) in one load and one convert
+        const __m128 dd = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(d)));
+        dw = _mm512_permutexvar_ps(even_halves, _mm512_castps128_ps512(dd));
+        dmw = _mm512_permutexvar_ps(odd_halves, _mm512_castps128_ps512(dd));
+      } else {
+        // The group's two f16 d in one 4-byte load and one convert (two
+        // scalar converts and an insert were 3 more uops per row and group).
+        int32_t d_bits;
+        __builtin_memcpy(&d_bits, d, 4);
+        const __m128i d2 = _mm_cvtsi32_si128(d_bits);
+        dw = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_cvtph_ps(d2)));
+      }
       for (int t = 0; t < T; ++t) {
         const __m512i isum =
             _mm512_add_epi32(_mm512_mullo_epi32(lo[r][t], sc_lo), _mm512_mullo_epi32(hi[r][t], sc_hi));
         acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, dx[t]), acc[r][t]);
+        if constexpr (kMins) {
+          const __m512 msum = _mm512_fmadd_ps(m_lo, sx_lo[t], _mm512_mul_ps(m_hi, sx_hi[t]));
+          acc[r][t] = _mm512_fnmadd_ps(msum, _mm512_mul_ps(dmw, dx[t]), acc[r][t]);
+        }
       }
     }
   }
@@ -296,29 +348,54 @@ void HalvesTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
     for (int r = 0; r < R; ++r) wg[r] = w[r] + full * kFullBytes;
     const int8_t* xg[T];
     __m256i lo[R][T], hi[R][T];
+    [[maybe_unused]] __m256 sx_lo[T], sx_hi[T];
     for (int t = 0; t < T; ++t) {
       xg[t] = xs[t] + full * 512;
       const __m256i bias_lo =
           _mm256_load_si256(reinterpret_cast<const __m256i*>(xb_lo[t] + full * kGroupBlocks));
       const __m256i bias_hi =
           _mm256_load_si256(reinterpret_cast<const __m256i*>(xb_hi[t] + full * kGroupBlocks));
+      if constexpr (kMins) {
+        sx_lo[t] = _mm256_cvtepi32_ps(bias_lo);
+        sx_hi[t] = _mm256_cvtepi32_ps(bias_hi);
+      }
       for (int r = 0; r < R; ++r) {
-        lo[r][t] = bias_lo;
-        hi[r][t] = bias_hi;
+        lo[r][t] = kMins ? _mm256_setzero_si256() : bias_lo;
+        hi[r][t] = kMins ? _mm256_setzero_si256() : bias_hi;
       }
     }
     HalfSteps<kType, 0, R, T>(wg, xg, lo, hi);
     for (int r = 0; r < R; ++r) {
       const uint8_t* sc = w[r] + scales_offset + full * 2 * kGroupBlocks;
-      const __m256i sc_lo = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc)));
-      const __m256i sc_hi = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8)));
-      const __m256 dw = _mm256_set1_ps(F16At(w[r] + d_offset + full * 4));
+      __m256i sc_lo, sc_hi;
+      [[maybe_unused]] __m256 m_lo, m_hi;
+      if constexpr (kMins) {  // (scale | minimum << 4) bytes
+        const __m256i lo_bytes = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc)));
+        const __m256i hi_bytes =
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8)));
+        sc_lo = _mm256_and_si256(lo_bytes, _mm256_set1_epi32(0x0f));
+        sc_hi = _mm256_and_si256(hi_bytes, _mm256_set1_epi32(0x0f));
+        m_lo = _mm256_cvtepi32_ps(_mm256_srli_epi32(lo_bytes, 4));
+        m_hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(hi_bytes, 4));
+      } else {
+        sc_lo = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc)));
+        sc_hi = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8)));
+      }
+      const uint8_t* d = w[r] + d_offset + full * 2 * kSuperBlockD;
+      const __m256 dw = _mm256_set1_ps(F16At(d));
       for (int t = 0; t < T; ++t) {
         const __m256i isum =
             _mm256_add_epi32(_mm256_mullo_epi32(lo[r][t], sc_lo), _mm256_mullo_epi32(hi[r][t], sc_hi));
-        const __m256 scale = _mm256_mul_ps(dw, _mm256_load_ps(xd[t] + full * kGroupBlocks));
+        const __m256 dx = _mm256_load_ps(xd[t] + full * kGroupBlocks);
+        const __m256 scale = _mm256_mul_ps(dw, dx);
         acc[r][t] = _mm512_mask3_fmadd_ps(_mm512_castps256_ps512(_mm256_cvtepi32_ps(isum)),
                                           _mm512_castps256_ps512(scale), acc[r][t], 0x00ff);
+        if constexpr (kMins) {
+          const __m256 msum = _mm256_fmadd_ps(m_lo, sx_lo[t], _mm256_mul_ps(m_hi, sx_hi[t]));
+          const __m256 dm_scale = _mm256_mul_ps(_mm256_set1_ps(F16At(d + 2)), dx);
+          acc[r][t] = _mm512_mask3_fnmadd_ps(_mm512_castps256_ps512(msum), _mm512_castps256_ps512(dm_scale),
+                                             acc[r][t], 0x00ff);
+        }
       }
     }
   }
@@ -584,6 +661,10 @@ void PackedRowsOrAmx(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 
 void PackedQ6_KRowsAvx512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   PackedRowsOrAmx<2, DType::kQ6_K>(a, row_begin, row_end);
+}
+
+void PackedQ2_KRowsAvx512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  PackedRowsOrAmx<2, DType::kQ2_K>(a, row_begin, row_end);
 }
 
 void PackedQ3_KRowsAvx512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {

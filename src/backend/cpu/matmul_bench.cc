@@ -34,14 +34,18 @@ std::vector<uint8_t> RandomWeights(DType t, int64_t rows, int64_t k, std::mt1993
   const int64_t row_bytes = deepinfer::RowBytes(t, k);
   std::vector<uint8_t> bytes(static_cast<size_t>(row_bytes * rows));
   std::uniform_int_distribution<int> byte(0, 255);
-  if (t == DType::kQ3_K || t == DType::kQ4_K || t == DType::kQ5_K ||
+  if (t == DType::kQ2_K || t == DType::kQ3_K || t == DType::kQ4_K || t == DType::kQ5_K ||
       t == DType::kQ6_K) {  // random bytes, finite f16 scales
     for (auto& b : bytes) b = static_cast<uint8_t>(byte(rng));
     const uint16_t h = deepinfer::F32ToF16(0.01f);
     const int64_t block = deepinfer::BlockBytes(t);
     for (int64_t off = 0; off < static_cast<int64_t>(bytes.size()); off += block) {
-      if (t == DType::kQ4_K || t == DType::kQ5_K) {
+      if (t == DType::kQ2_K) {  // d, dmin
+        std::memcpy(&bytes[off + 80], &h, 2);
+        std::memcpy(&bytes[off + 82], &h, 2);
+      } else if (t == DType::kQ4_K || t == DType::kQ5_K) {
         std::memcpy(&bytes[off], &h, 2);
+
         std::memcpy(&bytes[off + 2], &h, 2);
       } else {
         std::memcpy(&bytes[off + (t == DType::kQ3_K ? 108 : 208)], &h, 2);

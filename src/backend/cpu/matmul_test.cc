@@ -57,7 +57,7 @@ Matrix RandomMatrix(std::mt19937& rng, DType t, int64_t n_rows, int64_t k) {
   EXPECT_GT(row_bytes, 0);
   m.bytes.resize(static_cast<size_t>(row_bytes * n_rows));
   m.min_bound.assign(static_cast<size_t>(n_rows), 0.0f);
-  if (t == DType::kQ3_K || t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K) {
+  if (BlockElems(t) == 256) {
     // No quantizer for the k-quants: random bytes with finite, positive
     // f16 super-block scales.
     std::uniform_int_distribution<int> byte(0, 255);
@@ -66,11 +66,13 @@ Matrix RandomMatrix(std::mt19937& rng, DType t, int64_t n_rows, int64_t k) {
     for (int64_t r = 0; r < n_rows; ++r) {
       for (int64_t sb = 0; sb < k / 256; ++sb) {
         uint8_t* blk = m.bytes.data() + r * row_bytes + sb * BlockBytes(t);
-        if (t == DType::kQ4_K || t == DType::kQ5_K) {
+        if (t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ2_K) {
+          const int64_t at = t == DType::kQ2_K ? 80 : 0;  // d, then dmin
           const float dmin = scale(rng);
-          StoreHalf(blk, scale(rng));
-          StoreHalf(blk + 2, dmin);
-          m.min_bound[r] = std::max(m.min_bound[r], F16ToF32(F32ToF16(dmin)) * 63.0f);
+          StoreHalf(blk + at, scale(rng));
+          StoreHalf(blk + at + 2, dmin);
+          const float max_m = t == DType::kQ2_K ? 15.0f : 63.0f;
+          m.min_bound[r] = std::max(m.min_bound[r], F16ToF32(F32ToF16(dmin)) * max_m);
         } else {
           StoreHalf(blk + (t == DType::kQ3_K ? 108 : 208), scale(rng));
         }
@@ -94,7 +96,7 @@ Matrix RandomMatrix(std::mt19937& rng, DType t, int64_t n_rows, int64_t k) {
 }
 
 std::vector<Shape> ShapesFor(DType t) {
-  if (t == DType::kQ3_K || t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K) {
+  if (BlockElems(t) == 256) {
     return {{1, 256, 1}, {7, 512, 3}, {33, 256, 67}, {18, 768, 5}};
   }
   if (IsQuantized(t)) {
@@ -179,7 +181,8 @@ void WithAndWithoutAmx(Body body) {
 TEST(MatMulTest, ScalarMatchesDequantizedReference) {
   std::mt19937 rng(1);
   std::vector<DType> types(std::begin(kKernelTypes), std::end(kKernelTypes));
-  types.push_back(DType::kQ3_K);  // a scalar kernel only; AVX-512 reads it packed
+  types.push_back(DType::kQ2_K);  // a scalar kernel only; AVX-512 reads it packed
+  types.push_back(DType::kQ3_K);  // likewise
   types.push_back(DType::kQ5_K);  // likewise
   types.push_back(DType::kQ6_K);  // likewise
   for (DType t : types) {
@@ -264,9 +267,9 @@ TEST(MatMulTest, ResultsAreBatchAndThreadInvariant) {
   };
   // BF16 also at K = 1000 (31 full 32-element chunks and a masked tail) and
   // K = 4100 (the K-blocked GEMM against GEMV and the unblocked leftover tile).
-  const Case cases[] = {{DType::kF32, 45},    {DType::kF16, 45},   {DType::kBF16, 45}, {DType::kBF16, 1000},
-                        {DType::kBF16, 4100}, {DType::kQ8_0, 96},  {DType::kQ4_0, 96}, {DType::kQ4_K, 512},
-                        {DType::kQ5_K, 768},  {DType::kQ6_K, 512}, {DType::kQ3_K, 768}};
+  const Case cases[] = {{DType::kF32, 45},    {DType::kF16, 45},   {DType::kBF16, 45},  {DType::kBF16, 1000},
+                        {DType::kBF16, 4100}, {DType::kQ8_0, 96},  {DType::kQ4_0, 96},  {DType::kQ4_K, 512},
+                        {DType::kQ5_K, 768},  {DType::kQ6_K, 512}, {DType::kQ3_K, 768}, {DType::kQ2_K, 768}};
   for (Isa isa : SupportedIsas()) {
     for (const auto [t, k] : cases) {
       const int64_t n_rows = 37, n_tokens = 11;
@@ -351,7 +354,7 @@ TEST(MatMulTest, PackedKQuantsMatchScalar) {
                           {21, 1280, 16}, {2, 256, 7},  {37, 768, 35}, {16, 512, 16}};
   ThreadPool pool(2);
   WithAndWithoutAmx([&](const char* amx) {
-    for (DType t : {DType::kQ6_K, DType::kQ5_K, DType::kQ3_K}) {
+    for (DType t : {DType::kQ6_K, DType::kQ5_K, DType::kQ3_K, DType::kQ2_K}) {
       ASSERT_TRUE(PacksType(ActiveIsa(), t)) << DTypeName(t);
       for (const Shape& s : shapes) {
         const Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);
@@ -362,7 +365,7 @@ TEST(MatMulTest, PackedKQuantsMatchScalar) {
         const PackedMatrix packed = packer.Pack(m.view);
         ASSERT_NE(packed.layout, nullptr);
         // The file's bytes (Q5_K / Q3_K: plus 4 per super-block, the unpacked scales), 64-byte rows.
-        const int64_t extra = t == DType::kQ6_K ? 0 : s.k / 256 * 4;
+        const int64_t extra = t == DType::kQ6_K || t == DType::kQ2_K ? 0 : s.k / 256 * 4;
         ASSERT_EQ(packed.layout->row_stride, (RowBytes(t, s.k) + extra + 63) / 64 * 64);
         std::vector<float> y(ref.size(), -1.0f);
         MatMulWithIsa(ActiveIsa(), packed.view, packed.layout, x.data(), s.n_tokens, bias.data(), y.data(),
@@ -516,13 +519,13 @@ TEST(MatMulTest, PackedResultsAreBatchAndThreadInvariant) {
   std::mt19937 rng(6);
   int packed_types = 0;
   WithAndWithoutAmx([&](const char* amx) {
-    for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K,
-                    DType::kBF16, DType::kF16, DType::kF32}) {
+    for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K,
+                    DType::kQ6_K, DType::kBF16, DType::kF16, DType::kF32}) {
       if (!PacksType(ActiveIsa(), t)) continue;
       ++packed_types;
       std::vector<int64_t> ks = {96, 768, 800};
       if (t == DType::kQ4_K || t == DType::kQ5_K) ks = {512, 768};
-      if (t == DType::kQ6_K || t == DType::kQ3_K) ks = {256, 768, 2048};
+      if (t == DType::kQ6_K || t == DType::kQ3_K || t == DType::kQ2_K) ks = {256, 768, 2048};
       if (t == DType::kBF16) ks = {45, 1000, 4100};
       if (t == DType::kF16) ks = {45, 2049, 4100};  // 2049: K in 2 parts (F16Step::kPart), odd
       if (t == DType::kF32) ks = {45, 1000, 2500};
@@ -574,7 +577,8 @@ TEST(MatMulTest, AmxMatchesAvx512BitForBit) {
   // one full and one half group (768), a half group only (256).
   const std::vector<Shape> kquant_shapes = {{48, 2048, 16}, {37, 768, 33}, {21, 256, 20}, {32, 5632, 48},
                                             {16, 1280, 64}, {37, 512, 17}, {37, 768, 31}, {21, 256, 25}};
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+  for (DType t :
+       {DType::kQ8_0, DType::kQ4_0, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
     const bool kquant = BlockElems(t) == 256;
 
     for (const Shape& s : kquant ? kquant_shapes : shapes) {

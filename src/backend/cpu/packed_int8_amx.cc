@@ -205,13 +205,26 @@ struct Q3_KPanel {
   }
 };
 
+// Q2_K (packed_weights.h): q = the 2-bit pair at bits 2 (s % 4) of pair unit
+// s / 4 (0..3, no offset: the minimum is a separate term).
+struct Q2_KPanel {
+  static constexpr DType kType = DType::kQ2_K;
+  static constexpr bool kNibbles = false;
+  static __m512i Step(const uint8_t* g, int s, int lanes) {
+    return _mm512_and_si512(_mm512_srl_epi16(RawUnit(g, s / 4, lanes), _mm_cvtsi32_si128(2 * (s % 4))),
+                            _mm512_set1_epi8(0x03));
+  }
+};
+
 // Per-thread scratch: the transposed panel and the epilogue's buffers.
 struct Scratch {
   AlignedBuffer<int8_t> w;       // [blocks][8][16][4]
   AlignedBuffer<float> dw;       // [blocks][16] (Q4_K / Q5_K: d * sc)
   AlignedBuffer<float> dm;       // Q4_K / Q5_K: [blocks][16] dmin * m
   AlignedBuffer<float> dxsum;    // Q4_K / Q5_K: [tile_tokens / 16][blocks][16 tokens] d_x * sum(q_x)
-  AlignedBuffer<float> sc;       // Q6_K / Q3_K: [blocks][2 halves][16] the sub-block scales
+  AlignedBuffer<float> sc;       // Q6_K / Q3_K / Q2_K: [blocks][2 halves][16] the sub-block scales
+  AlignedBuffer<float> mins;     // Q2_K: [blocks][2 halves][16] the sub-block minimums
+  AlignedBuffer<float> sx;       // Q2_K: [tile_tokens / 16][blocks][2 halves][16 tokens] sum(q_x) per half
   AlignedBuffer<int32_t> c;      // 2 x [16 tokens][16 rows]
   AlignedBuffer<float> lane;     // [16 lanes][16 tokens][16 rows]
   AlignedBuffer<int32_t> order;  // blocks in the order they are folded
@@ -265,8 +278,9 @@ void TransposePanel(const MatMulArgs& a, int64_t r0, Scratch& s) {
   const int64_t scales_offset = kMin || kHalves ? 0 : InterleavedScalesOffset(kType, groups);
   s.w.Resize(static_cast<size_t>(blocks * kBlockBytes));
   s.dw.Resize(static_cast<size_t>(blocks * 16));
-  if constexpr (kMin) s.dm.Resize(static_cast<size_t>(blocks * 16));
+  if constexpr (kMin || kType == DType::kQ2_K) s.dm.Resize(static_cast<size_t>(blocks * 16));
   if constexpr (kHalves) s.sc.Resize(static_cast<size_t>(blocks * 32));
+  if constexpr (kType == DType::kQ2_K) s.mins.Resize(static_cast<size_t>(blocks * 32));
   const int64_t n_groups = groups.full + groups.half;
   for (int64_t g = 0; g < n_groups; ++g) {
     const int lanes = g < groups.full ? 16 : 8;
@@ -322,39 +336,67 @@ void TransposePanel(const MatMulArgs& a, int64_t r0, Scratch& s) {
       continue;
     }
     if constexpr (kHalves) {
-      // As kquant_avx512.cc: int8 scales of the low / high 16-element half
-      // of each lane's block, the f32 d of its super-block.
-      const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+      // As kquant_avx512.cc: the scales of the low / high 16-element half
+      // of each lane's block (int8; Q2_K: the low nibble of a u8, the high
+      // nibble its minimum), the f32 d (Q2_K: and dmin) of its super-block.
+      constexpr bool kMins = kType == DType::kQ2_K;
+      constexpr int kSuperBlockD = kMins ? 2 : 1;  // f16 values per super-block
+      // The group's lanes' bytes of half i (0: low, 1: high), widened (Q2_K unsigned).
+      const auto lane_bytes = [&](const uint8_t* sc, int i) {
+        if (lanes == 16) {
+          const __m128i bytes = _mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16 * i));
+          return kMins ? _mm512_cvtepu8_epi32(bytes) : _mm512_cvtepi8_epi32(bytes);
+        }
+        const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8 * i));
+        return _mm512_zextsi256_si512(kMins ? _mm256_cvtepu8_epi32(bytes) : _mm256_cvtepi8_epi32(bytes));
+      };
+      // Each lane's super-block value j (0: d, 1: dmin) of the group's ds (16 lanes: two super-blocks).
+      const auto super_block = [&](const uint8_t* ds, int j) {
+        uint16_t h[4] = {};
+        __builtin_memcpy(h, ds, static_cast<size_t>(2 * kSuperBlockD * (lanes == 16 ? 2 : 1)));
+        const float first = _cvtsh_ss(h[j]), second = _cvtsh_ss(h[kSuperBlockD + j]);
+        if (lanes != 16) return _mm512_castps_si512(_mm512_set1_ps(first));
+        return _mm512_castps_si512(
+            _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(first), _mm512_set1_ps(second)));
+      };
       __m512i lo[16], hi[16];
+      [[maybe_unused]] __m512i m_lo[16], m_hi[16], dmin[16];
       for (int r = 0; r < 16; ++r) {
         const uint8_t* row = a.w + (r0 + r) * a.row_bytes;
         const uint8_t* sc = row + KQuantScalesOffset(kType, groups) + g * 2 * kGroupBlocks;
-        const uint8_t* d = row + KQuantDOffset(kType, groups) + g * 4;
-        uint16_t h[2];
-        __builtin_memcpy(h, d, lanes == 16 ? 4 : 2);
-        if (lanes == 16) {
-          lo[r] = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
-          hi[r] = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16)));
-          v[r] = _mm512_castps_si512(_mm512_permutexvar_ps(
-              halves, _mm512_castps128_ps512(_mm_set_ps(0, 0, _cvtsh_ss(h[1]), _cvtsh_ss(h[0])))));
-        } else {
-          lo[r] = _mm512_zextsi256_si512(
-              _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc))));
-          hi[r] = _mm512_zextsi256_si512(
-              _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8))));
-          v[r] = _mm512_castps_si512(_mm512_set1_ps(_cvtsh_ss(h[0])));
+        const uint8_t* ds = row + KQuantDOffset(kType, groups) + g * 2 * 2 * kSuperBlockD;
+        lo[r] = lane_bytes(sc, 0);
+        hi[r] = lane_bytes(sc, 1);
+        v[r] = super_block(ds, 0);
+        if constexpr (kMins) {
+          m_lo[r] = _mm512_srli_epi32(lo[r], 4);
+          m_hi[r] = _mm512_srli_epi32(hi[r], 4);
+          lo[r] = _mm512_and_si512(lo[r], _mm512_set1_epi32(0x0f));
+          hi[r] = _mm512_and_si512(hi[r], _mm512_set1_epi32(0x0f));
+          dmin[r] = super_block(ds, 1);
         }
       }
       Transpose16x16(v);
       Transpose16x16(lo);
       Transpose16x16(hi);
+      if constexpr (kMins) {
+        Transpose16x16(m_lo);
+        Transpose16x16(m_hi);
+        Transpose16x16(dmin);
+      }
       for (int l = 0; l < real; ++l) {
         _mm512_store_si512(s.dw.data() + (b0 + l) * 16, v[l]);
         _mm512_store_ps(s.sc.data() + (b0 + l) * 32, _mm512_cvtepi32_ps(lo[l]));
         _mm512_store_ps(s.sc.data() + (b0 + l) * 32 + 16, _mm512_cvtepi32_ps(hi[l]));
+        if constexpr (kMins) {
+          _mm512_store_si512(s.dm.data() + (b0 + l) * 16, dmin[l]);
+          _mm512_store_ps(s.mins.data() + (b0 + l) * 32, _mm512_cvtepi32_ps(m_lo[l]));
+          _mm512_store_ps(s.mins.data() + (b0 + l) * 32 + 16, _mm512_cvtepi32_ps(m_hi[l]));
+        }
       }
       continue;
     }
+
     for (int r = 0; r < 16; ++r) {
       const auto* ws = reinterpret_cast<const uint16_t*>(a.w + (r0 + r) * a.row_bytes + scales_offset) + b0;
       const __m512 d =
@@ -424,6 +466,29 @@ inline void FoldBlockHalves(const int32_t* c_lo, const int32_t* c_hi, const floa
     const __m512 hi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c_hi + t * 16)), sc_hi);
     const __m512 isum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c_lo + t * 16)), sc_lo, hi);
     acc[t] = _mm512_fmadd_ps(isum, _mm512_mul_ps(dwv, _mm512_set1_ps(dx[t])), acc[t]);
+  }
+}
+
+// The Q2_K fold, as the AVX-512 kernel's per lane (kquant_avx512.cc): the
+// Q6_K / Q3_K fold, then the minimums' term from the halves' activation
+// sums sx (the 16 tokens' low-half sums, then their high-half sums):
+//   acc[t] -= float(m_lo * sx_lo[t] + m_hi * sx_hi[t]) * (dmin_w * d_x[t])
+// (the integer formed exactly in f32, as there).
+inline void FoldBlockHalvesMin(const int32_t* c_lo, const int32_t* c_hi, const float* sc, const float* mins,
+                               const float* dw, const float* dm, const float* dx, const float* sx,
+                               __m512 acc[16]) {
+  const __m512 dwv = _mm512_load_ps(dw), dmv = _mm512_load_ps(dm);
+  const __m512 sc_lo = _mm512_load_ps(sc), sc_hi = _mm512_load_ps(sc + 16);
+  const __m512 m_lo = _mm512_load_ps(mins), m_hi = _mm512_load_ps(mins + 16);
+#pragma GCC unroll 16
+  for (int t = 0; t < 16; ++t) {
+    const __m512 hi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c_hi + t * 16)), sc_hi);
+    const __m512 isum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c_lo + t * 16)), sc_lo, hi);
+    const __m512 dxt = _mm512_set1_ps(dx[t]);
+    acc[t] = _mm512_fmadd_ps(isum, _mm512_mul_ps(dwv, dxt), acc[t]);
+    const __m512 msum =
+        _mm512_fmadd_ps(m_lo, _mm512_set1_ps(sx[t]), _mm512_mul_ps(m_hi, _mm512_set1_ps(sx[16 + t])));
+    acc[t] = _mm512_fnmadd_ps(msum, _mm512_mul_ps(dmv, dxt), acc[t]);
   }
 }
 
@@ -533,6 +598,10 @@ void TokenTile(const MatMulArgs& a, int64_t r0, int64_t t0, Scratch& s,
       if constexpr (kMin) {
         const float* dxsum = s.dxsum.data() + (t0 / 16) * xq.blocks * 16;
         FoldBlockMin(c, dw + b * 16, s.dm.data() + b * 16, dx + b * 16, dxsum + b * 16, acc);
+      } else if constexpr (kType == DType::kQ2_K) {
+        const float* sx = s.sx.data() + (t0 / 16) * xq.blocks * 32;
+        FoldBlockHalvesMin(c, c + 256, s.sc.data() + b * 32, s.mins.data() + b * 32, dw + b * 16,
+                           s.dm.data() + b * 16, dx + b * 16, sx + b * 32, acc);
       } else if constexpr (kHalves) {
         FoldBlockHalves(c, c + 256, s.sc.data() + b * 32, dw + b * 16, dx + b * 16, acc);
       } else {
@@ -583,6 +652,23 @@ void Panels(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
       for (int64_t b = 0; b < xq.blocks; ++b) out[b * 16] = gd[b] * static_cast<float>(gs[b]);
     }
   }
+  if constexpr (Panel::kType == DType::kQ2_K) {
+    // The halves' sums of q_x per (block, token) (Prepare: group_bias_lo /
+    // group_bias = + the low / high half's sum) in the tile order
+    // [tile][blocks][2 halves][16 tokens]; padding tokens 0.
+    s.sx.Resize(static_cast<size_t>(xq.tile_tokens * xq.blocks * 2));
+    for (int64_t t = 0; t < xq.tile_tokens; ++t) {
+      const bool real = t < xq.n_tokens;
+      const int32_t* lo = xq.group_bias_lo.data() + t * xq.GroupLaneStride();
+      const int32_t* hi = xq.group_bias.data() + t * xq.GroupLaneStride();
+      float* out = s.sx.data() + (t / 16) * xq.blocks * 32 + t % 16;
+      for (int64_t b = 0; b < xq.blocks; ++b) {
+        out[b * 32] = real ? static_cast<float>(lo[b]) : 0.0f;
+        out[b * 32 + 16] = real ? static_cast<float>(hi[b]) : 0.0f;
+      }
+    }
+  }
+
   for (int64_t r0 = row_begin; r0 < row_end; r0 += 16) {
     TransposePanel<Panel>(a, r0, s);
     for (int64_t t0 = 0; t0 < xq.tile_tokens; t0 += 16) TokenTile<Panel::kType>(a, r0, t0, s, lane_first);
@@ -601,6 +687,8 @@ void PackedInt8PanelsAmx(const MatMulArgs& args, int64_t row_begin, int64_t row_
     Panels<Q8_0Panel>(args, row_begin, row_end);
   } else if (args.dtype == DType::kQ4_K) {
     Panels<Q4_KPanel>(args, row_begin, row_end);
+  } else if (args.dtype == DType::kQ2_K) {
+    Panels<Q2_KPanel>(args, row_begin, row_end);
   } else if (args.dtype == DType::kQ3_K) {
     Panels<Q3_KPanel>(args, row_begin, row_end);
   } else if (args.dtype == DType::kQ5_K) {

@@ -97,14 +97,16 @@ void PackQ4_KOrQ5_KRow(DType t, const uint8_t* src, int64_t blocks, uint8_t* dst
   }
 }
 
-// Q6_K / Q3_K (packed_weights.h): group g covers blocks [16g, 16g + lanes).
+// Q6_K / Q3_K / Q2_K (packed_weights.h): group g covers blocks [16g, 16g + lanes).
 void PackHalvesRow(DType t, const uint8_t* src, int64_t blocks, uint8_t* dst) {
-  const bool q6 = t == DType::kQ6_K;
-  const int64_t sb_bytes = BlockBytes(t), d_at = q6 ? 208 : 108;
+  const bool q6 = t == DType::kQ6_K, q2 = t == DType::kQ2_K;
+  const int64_t sb_bytes = BlockBytes(t), d_at = q6 ? 208 : q2 ? 80 : 108, d_bytes = q2 ? 4 : 2;
   const BlockGroups groups = GroupsFor(blocks);
-  int8_t* scales = reinterpret_cast<int8_t*>(dst + KQuantScalesOffset(t, groups));
+  uint8_t* scales = dst + KQuantScalesOffset(t, groups);
   uint8_t* ds = dst + KQuantDOffset(t, groups);
-  for (int64_t sb = 0; sb < blocks / 8; ++sb) std::memcpy(ds + 2 * sb, src + sb * sb_bytes + d_at, 2);
+  for (int64_t sb = 0; sb < blocks / 8; ++sb) {
+    std::memcpy(ds + d_bytes * sb, src + sb * sb_bytes + d_at, static_cast<size_t>(d_bytes));  // d (, dmin)
+  }
   for (int64_t g = 0; g < groups.full + groups.half; ++g) {
     const int64_t lanes = g < groups.full ? kGroupBlocks : kGroupBlocks / 2;
     uint8_t* values = dst + g * KQuantGroupBytes(t);
@@ -114,8 +116,9 @@ void PackHalvesRow(DType t, const uint8_t* src, int64_t blocks, uint8_t* dst) {
       const int e0 = static_cast<int>(block % 8) * 32;  // the block's first element in its super-block
       for (int half = 0; half < 2; ++half) {
         const int j = e0 / 16 + half;
-        scales[half * lanes + b] =
-            static_cast<int8_t>(q6 ? static_cast<int8_t>(sb[192 + j]) : Q3_KScale(sb, j));
+        // Q2_K: the file's (scale | minimum << 4) byte; Q6_K / Q3_K: the int8 scale.
+        const int scale = q2 ? sb[j] : q6 ? sb[192 + j] : Q3_KScale(sb, j);
+        scales[half * lanes + b] = static_cast<uint8_t>(scale);
       }
       for (int i = 0; i < 4; ++i) {
         for (int step = 0; step < 8; ++step) {
@@ -125,10 +128,11 @@ void PackHalvesRow(DType t, const uint8_t* src, int64_t blocks, uint8_t* dst) {
             values[((step % 4) * lanes + b) * 4 + i] |= static_cast<uint8_t>((q & 0x0f) << (4 * (step / 4)));
             values[((4 + step / 4) * lanes + b) * 4 + i] |=
                 static_cast<uint8_t>((q >> 4) << (2 * (step % 4)));
-          } else {  // 2 units of 2-bit pairs (steps 4h..4h+3), then 1 unit of third bits (bit s: step s)
-            const int q = Q3_KValue(sb, e);
+          } else {  // 2 units of 2-bit pairs (steps 4h..4h+3), then (Q3_K) 1 unit of third bits (bit s: step
+                    // s)
+            const int q = q2 ? Q2_KValue(sb, e) : Q3_KValue(sb, e);
             values[((step / 4) * lanes + b) * 4 + i] |= static_cast<uint8_t>((q & 3) << (2 * (step % 4)));
-            values[(2 * lanes + b) * 4 + i] |= static_cast<uint8_t>((q >> 2) << step);
+            if (!q2) values[(2 * lanes + b) * 4 + i] |= static_cast<uint8_t>((q >> 2) << step);
           }
         }
       }
@@ -174,9 +178,10 @@ void PackFloatPanels(const uint8_t* src, int64_t rows, int64_t k, int64_t size, 
 }  // namespace
 
 bool PacksType(Isa isa, DType t) {
-  return isa == Isa::kAvx512 && (t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ3_K ||
-                                 t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K ||
-                                 t == DType::kBF16 || t == DType::kF16 || t == DType::kF32);
+  return isa == Isa::kAvx512 &&
+         (t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ2_K || t == DType::kQ3_K ||
+          t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K || t == DType::kBF16 ||
+          t == DType::kF16 || t == DType::kF32);
 }
 
 PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k) {
@@ -198,7 +203,8 @@ PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k) {
   if (t == DType::kQ4_K || t == DType::kQ5_K) {
     bytes = KQuantDOffset(t, GroupsFor(k / 32)) + k / 256 * 4;
   } else if (HasHalves(t)) {
-    bytes = KQuantDOffset(t, GroupsFor(k / 32)) + k / 256 * 2;
+    bytes = KQuantDOffset(t, GroupsFor(k / 32)) + k / 256 * (t == DType::kQ2_K ? 4 : 2);
+
   } else {
     const BlockGroups groups = GroupsFor(k / 32);
     bytes = InterleavedScalesOffset(t, groups) +

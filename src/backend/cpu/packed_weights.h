@@ -58,6 +58,13 @@
 //   1 x [L x 4] third bytes: bit s of byte (b, i) = bit 2 of step s's q
 // (L = 16: 192 bytes). A row is the file's 110 bytes per super-block plus 4.
 //
+// Q2_K (K a multiple of 256): Q3_K's two pair units without the third-bit
+// unit (q = 0..3; L = 16: 128 bytes); per group its lanes' low-half then
+// high-half scale bytes (the file's: 4-bit scale | 4-bit minimum << 4; 32
+// per full group), then the f16 d and dmin of every super-block. A row is
+// the file's 84 bytes per super-block, in another order.
+
+//
 // BF16: panels of 16 rows for an outer-product kernel (panels_avx512.cc).
 // Panel p holds rows [16p, 16p + 16) as [K/2 pairs][16 rows][2 bf16]: the 64
 // bytes at pair i are (w[16p + r][2i], w[16p + r][2i + 1]) for r = 0..15,
@@ -76,7 +83,8 @@
 // f32-activation arithmetic, and the reference tests' tolerance, stay).
 //
 // Row stride rounded up to 64 bytes (except BF16 / F16 / F32, above). Memory: +0% (Q8_0,
-// Q4_0 when K is a multiple of 512, Q6_K) / +3% (Q4_K, Q3_K) / +2% (Q5_K) of the packed matrices
+// Q4_0 when K is a multiple of 512, Q6_K, Q2_K) / +3% (Q4_K, Q3_K) / +2% (Q5_K) of the packed matrices
+
 // (plus padding blocks when K / 32 is not a multiple of 8); the file's
 // pages are no longer read after packing.
 #pragma once
@@ -142,14 +150,19 @@ constexpr int64_t InterleavedScalesOffset(DType t, BlockGroups groups) {
   return groups.full * GroupValueBytes(t, kGroupBlocks) + groups.half * GroupValueBytes(t, kGroupBlocks / 2);
 }
 
-// Value bytes of a full group (16 lanes) of packed Q3_K / Q4_K / Q5_K / Q6_K;
-// a half group (8 lanes) has half as many.
+// Value bytes of a full group (16 lanes) of a packed K-quant; a half group
+// (8 lanes) has half as many.
 constexpr int64_t KQuantGroupBytes(DType t) {
-  return t == DType::kQ3_K ? 192 : t == DType::kQ4_K ? 256 : t == DType::kQ5_K ? 320 : 384;
+  return t == DType::kQ2_K   ? 128
+         : t == DType::kQ3_K ? 192
+         : t == DType::kQ4_K ? 256
+         : t == DType::kQ5_K ? 320
+                             : 384;
 }
 // Packed K-quant rows: where the per-lane scales start (two bytes per lane:
 // Q4_K / Q5_K u8 scale and minimum, Q6_K / Q3_K the int8 scales of the two
-// halves) and where the f16 super-block scales start.
+// halves, Q2_K the halves' (scale | minimum << 4) bytes) and where the f16
+// super-block scales start.
 constexpr int64_t KQuantScalesOffset(DType t, BlockGroups groups) {
   return groups.full * KQuantGroupBytes(t) + groups.half * KQuantGroupBytes(t) / 2;
 }

@@ -46,11 +46,13 @@
 //     folded in integers, so the only rounding is the f32 accumulation over
 //     blocks (order fixed per kernel and layout, as above).
 //   Q2_K: halves as Q3_K with q = 0..3 (no offset), 4-bit scales sc and
-//     minimums m, and the super-block's f16 d and dmin; per 32-block two
-//     exact int32 and two f32 operations:
+//     minimums m, and the super-block's f16 d and dmin; per 32-block an
+//     exact int32 and three f32 operations (s_lo / s_hi: the halves' sums of
+//     the int8 activations, as Q4_K's sum_x per half):
 //       isum = sc_lo * sum_lo(q * x) + sc_hi * sum_hi(q * x)
-//       msum = m_lo * sum_lo(x) + m_hi * sum_hi(x)        (x: the int8 activations)
-//       acc += float(isum) * (d_w * d_x);  acc -= float(msum) * (dmin_w * d_x)
+//       acc += float(isum) * (d_w * d_x)
+//       acc -= (dmin_w * m_lo) * (d_x * s_lo);  acc -= (dmin_w * m_hi) * (d_x * s_hi)
+
 #pragma once
 
 #include <bit>

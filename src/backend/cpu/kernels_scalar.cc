@@ -196,8 +196,9 @@ void HalvesRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
         if (type != DType::kQ2_K) continue;
         for (int i = 0; i < 16; ++i) x_lo += xqt[b * 32 + i];
         for (int i = 16; i < 32; ++i) x_hi += xqt[b * 32 + i];
-        const int32_t msum = minimum[2 * b] * x_lo + minimum[2 * b + 1] * x_hi;
-        acc -= static_cast<float>(msum) * (LoadF16(ds + 2) * dx[b]);
+        const float dmin = LoadF16(ds + 2);
+        acc -= (dmin * static_cast<float>(minimum[2 * b])) * (dx[b] * static_cast<float>(x_lo));
+        acc -= (dmin * static_cast<float>(minimum[2 * b + 1])) * (dx[b] * static_cast<float>(x_hi));
       }
       a.y[t * a.n_rows + r] = a.bias ? acc + a.bias[r] : acc;
     }

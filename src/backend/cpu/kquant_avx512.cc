@@ -242,11 +242,11 @@ inline void PrefetchScalesAhead(const uint8_t* const* w, int64_t scales_offset, 
 }
 
 // Q6_K, Q3_K and Q2_K (kType): the same tile but for the step decoder and,
-// for Q2_K, the minimums' term (kernels.h), from the halves' activation
-// sums that Prepare leaves in the bias arrays (whose integer sums then
-// start from zero). msum = m_lo * sx_lo + m_hi * sx_hi is formed in f32,
-// exactly: |m| <= 15, |sx| <= 16 * 127, so every product and the sum are
-// integers below 2^24.
+// for Q2_K, the minimums' two terms (kernels.h), from the halves'
+// activation sums that Prepare leaves in the bias arrays (whose integer
+// sums then start from zero): per (row, token)
+//   acc -= (dmin * m_lo) * (d_x * sx_lo);  acc -= (dmin * m_hi) * (d_x * sx_hi)
+// with the products formed once per row and group / token and group.
 template <DType kType, int R, int T>
 void HalvesTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
   constexpr bool kMins = kType == DType::kQ2_K;
@@ -301,7 +301,13 @@ void HalvesTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
     }
     FullSteps<kType, 0, R, T>(wg, xg, lo, hi);
     __m512 dx[T];
-    for (int t = 0; t < T; ++t) dx[t] = _mm512_load_ps(xd[t] + g * kGroupBlocks);
+    for (int t = 0; t < T; ++t) {
+      dx[t] = _mm512_load_ps(xd[t] + g * kGroupBlocks);
+      if constexpr (kMins) {  // d_x * sx
+        sx_lo[t] = _mm512_mul_ps(dx[t], sx_lo[t]);
+        sx_hi[t] = _mm512_mul_ps(dx[t], sx_hi[t]);
+      }
+    }
     for (int r = 0; r < R; ++r) {
       const uint8_t* sc = w[r] + scales_offset + g * 2 * kGroupBlocks;
       __m512i sc_lo, sc_hi;
@@ -332,13 +338,18 @@ void HalvesTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
         const __m128i d2 = _mm_cvtsi32_si128(d_bits);
         dw = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_cvtph_ps(d2)));
       }
+      [[maybe_unused]] __m512 dm_lo, dm_hi;
+      if constexpr (kMins) {
+        dm_lo = _mm512_mul_ps(dmw, m_lo);
+        dm_hi = _mm512_mul_ps(dmw, m_hi);
+      }
       for (int t = 0; t < T; ++t) {
         const __m512i isum =
             _mm512_add_epi32(_mm512_mullo_epi32(lo[r][t], sc_lo), _mm512_mullo_epi32(hi[r][t], sc_hi));
         acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, dx[t]), acc[r][t]);
         if constexpr (kMins) {
-          const __m512 msum = _mm512_fmadd_ps(m_lo, sx_lo[t], _mm512_mul_ps(m_hi, sx_hi[t]));
-          acc[r][t] = _mm512_fnmadd_ps(msum, _mm512_mul_ps(dmw, dx[t]), acc[r][t]);
+          acc[r][t] = _mm512_fnmadd_ps(dm_lo, sx_lo[t], acc[r][t]);
+          acc[r][t] = _mm512_fnmadd_ps(dm_hi, sx_hi[t], acc[r][t]);
         }
       }
     }
@@ -391,9 +402,12 @@ void HalvesTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
         acc[r][t] = _mm512_mask3_fmadd_ps(_mm512_castps256_ps512(_mm256_cvtepi32_ps(isum)),
                                           _mm512_castps256_ps512(scale), acc[r][t], 0x00ff);
         if constexpr (kMins) {
-          const __m256 msum = _mm256_fmadd_ps(m_lo, sx_lo[t], _mm256_mul_ps(m_hi, sx_hi[t]));
-          const __m256 dm_scale = _mm256_mul_ps(_mm256_set1_ps(F16At(d + 2)), dx);
-          acc[r][t] = _mm512_mask3_fnmadd_ps(_mm512_castps256_ps512(msum), _mm512_castps256_ps512(dm_scale),
+          const __m256 dmw = _mm256_set1_ps(F16At(d + 2));
+          const __m256 dm_lo = _mm256_mul_ps(dmw, m_lo), dm_hi = _mm256_mul_ps(dmw, m_hi);
+          const __m256 dxsx_lo = _mm256_mul_ps(dx, sx_lo[t]), dxsx_hi = _mm256_mul_ps(dx, sx_hi[t]);
+          acc[r][t] = _mm512_mask3_fnmadd_ps(_mm512_castps256_ps512(dm_lo), _mm512_castps256_ps512(dxsx_lo),
+                                             acc[r][t], 0x00ff);
+          acc[r][t] = _mm512_mask3_fnmadd_ps(_mm512_castps256_ps512(dm_hi), _mm512_castps256_ps512(dxsx_hi),
                                              acc[r][t], 0x00ff);
         }
       }

@@ -218,13 +218,13 @@ struct Q2_KPanel {
 
 // Per-thread scratch: the transposed panel and the epilogue's buffers.
 struct Scratch {
-  AlignedBuffer<int8_t> w;       // [blocks][8][16][4]
-  AlignedBuffer<float> dw;       // [blocks][16] (Q4_K / Q5_K: d * sc)
-  AlignedBuffer<float> dm;       // Q4_K / Q5_K: [blocks][16] dmin * m
-  AlignedBuffer<float> dxsum;    // Q4_K / Q5_K: [tile_tokens / 16][blocks][16 tokens] d_x * sum(q_x)
+  AlignedBuffer<int8_t> w;  // [blocks][8][16][4]
+  AlignedBuffer<float> dw;  // [blocks][16] (Q4_K / Q5_K: d * sc)
+  AlignedBuffer<float> dm;  // Q4_K / Q5_K: [blocks][16] dmin * m; Q2_K [blocks][2 halves][16]
+  // Q4_K / Q5_K: [tile_tokens / 16][blocks][16 tokens] d_x * sum(q_x);
+  // Q2_K: [tile_tokens / 16][blocks][2 halves][16 tokens], per half.
+  AlignedBuffer<float> dxsum;
   AlignedBuffer<float> sc;       // Q6_K / Q3_K / Q2_K: [blocks][2 halves][16] the sub-block scales
-  AlignedBuffer<float> mins;     // Q2_K: [blocks][2 halves][16] the sub-block minimums
-  AlignedBuffer<float> sx;       // Q2_K: [tile_tokens / 16][blocks][2 halves][16 tokens] sum(q_x) per half
   AlignedBuffer<int32_t> c;      // 2 x [16 tokens][16 rows]
   AlignedBuffer<float> lane;     // [16 lanes][16 tokens][16 rows]
   AlignedBuffer<int32_t> order;  // blocks in the order they are folded
@@ -278,9 +278,9 @@ void TransposePanel(const MatMulArgs& a, int64_t r0, Scratch& s) {
   const int64_t scales_offset = kMin || kHalves ? 0 : InterleavedScalesOffset(kType, groups);
   s.w.Resize(static_cast<size_t>(blocks * kBlockBytes));
   s.dw.Resize(static_cast<size_t>(blocks * 16));
-  if constexpr (kMin || kType == DType::kQ2_K) s.dm.Resize(static_cast<size_t>(blocks * 16));
+  if constexpr (kMin) s.dm.Resize(static_cast<size_t>(blocks * 16));
+  if constexpr (kType == DType::kQ2_K) s.dm.Resize(static_cast<size_t>(blocks * 32));
   if constexpr (kHalves) s.sc.Resize(static_cast<size_t>(blocks * 32));
-  if constexpr (kType == DType::kQ2_K) s.mins.Resize(static_cast<size_t>(blocks * 32));
   const int64_t n_groups = groups.full + groups.half;
   for (int64_t g = 0; g < n_groups; ++g) {
     const int lanes = g < groups.full ? 16 : 8;
@@ -360,7 +360,7 @@ void TransposePanel(const MatMulArgs& a, int64_t r0, Scratch& s) {
             _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(first), _mm512_set1_ps(second)));
       };
       __m512i lo[16], hi[16];
-      [[maybe_unused]] __m512i m_lo[16], m_hi[16], dmin[16];
+      [[maybe_unused]] __m512i m_lo[16], m_hi[16];  // Q2_K: dmin * m (f32 bits)
       for (int r = 0; r < 16; ++r) {
         const uint8_t* row = a.w + (r0 + r) * a.row_bytes;
         const uint8_t* sc = row + KQuantScalesOffset(kType, groups) + g * 2 * kGroupBlocks;
@@ -368,12 +368,12 @@ void TransposePanel(const MatMulArgs& a, int64_t r0, Scratch& s) {
         lo[r] = lane_bytes(sc, 0);
         hi[r] = lane_bytes(sc, 1);
         v[r] = super_block(ds, 0);
-        if constexpr (kMins) {
-          m_lo[r] = _mm512_srli_epi32(lo[r], 4);
-          m_hi[r] = _mm512_srli_epi32(hi[r], 4);
+        if constexpr (kMins) {  // dmin * m per half, the AVX-512 kernel's products
+          const __m512 dmin = _mm512_castsi512_ps(super_block(ds, 1));
+          m_lo[r] = _mm512_castps_si512(_mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_srli_epi32(lo[r], 4))));
+          m_hi[r] = _mm512_castps_si512(_mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_srli_epi32(hi[r], 4))));
           lo[r] = _mm512_and_si512(lo[r], _mm512_set1_epi32(0x0f));
           hi[r] = _mm512_and_si512(hi[r], _mm512_set1_epi32(0x0f));
-          dmin[r] = super_block(ds, 1);
         }
       }
       Transpose16x16(v);
@@ -382,16 +382,14 @@ void TransposePanel(const MatMulArgs& a, int64_t r0, Scratch& s) {
       if constexpr (kMins) {
         Transpose16x16(m_lo);
         Transpose16x16(m_hi);
-        Transpose16x16(dmin);
       }
       for (int l = 0; l < real; ++l) {
         _mm512_store_si512(s.dw.data() + (b0 + l) * 16, v[l]);
         _mm512_store_ps(s.sc.data() + (b0 + l) * 32, _mm512_cvtepi32_ps(lo[l]));
         _mm512_store_ps(s.sc.data() + (b0 + l) * 32 + 16, _mm512_cvtepi32_ps(hi[l]));
         if constexpr (kMins) {
-          _mm512_store_si512(s.dm.data() + (b0 + l) * 16, dmin[l]);
-          _mm512_store_ps(s.mins.data() + (b0 + l) * 32, _mm512_cvtepi32_ps(m_lo[l]));
-          _mm512_store_ps(s.mins.data() + (b0 + l) * 32 + 16, _mm512_cvtepi32_ps(m_hi[l]));
+          _mm512_store_si512(s.dm.data() + (b0 + l) * 32, m_lo[l]);
+          _mm512_store_si512(s.dm.data() + (b0 + l) * 32 + 16, m_hi[l]);
         }
       }
       continue;
@@ -470,25 +468,23 @@ inline void FoldBlockHalves(const int32_t* c_lo, const int32_t* c_hi, const floa
 }
 
 // The Q2_K fold, as the AVX-512 kernel's per lane (kquant_avx512.cc): the
-// Q6_K / Q3_K fold, then the minimums' term from the halves' activation
-// sums sx (the 16 tokens' low-half sums, then their high-half sums):
-//   acc[t] -= float(m_lo * sx_lo[t] + m_hi * sx_hi[t]) * (dmin_w * d_x[t])
-// (the integer formed exactly in f32, as there).
-inline void FoldBlockHalvesMin(const int32_t* c_lo, const int32_t* c_hi, const float* sc, const float* mins,
-                               const float* dw, const float* dm, const float* dx, const float* sx,
-                               __m512 acc[16]) {
-  const __m512 dwv = _mm512_load_ps(dw), dmv = _mm512_load_ps(dm);
+// Q6_K / Q3_K fold, then the minimums' two terms from dm = dmin * m per
+// row and half (the 16 rows' low-half products, then their high-half
+// ones) and dxsx = d_x * sum(q_x) per token and half (the 16 tokens'
+// low-half products, then their high-half ones):
+//   acc[t] -= dm_lo * dxsx_lo[t];  acc[t] -= dm_hi * dxsx_hi[t]
+inline void FoldBlockHalvesMin(const int32_t* c_lo, const int32_t* c_hi, const float* sc, const float* dm,
+                               const float* dw, const float* dx, const float* dxsx, __m512 acc[16]) {
+  const __m512 dwv = _mm512_load_ps(dw);
   const __m512 sc_lo = _mm512_load_ps(sc), sc_hi = _mm512_load_ps(sc + 16);
-  const __m512 m_lo = _mm512_load_ps(mins), m_hi = _mm512_load_ps(mins + 16);
+  const __m512 dm_lo = _mm512_load_ps(dm), dm_hi = _mm512_load_ps(dm + 16);
 #pragma GCC unroll 16
   for (int t = 0; t < 16; ++t) {
     const __m512 hi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c_hi + t * 16)), sc_hi);
     const __m512 isum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c_lo + t * 16)), sc_lo, hi);
-    const __m512 dxt = _mm512_set1_ps(dx[t]);
-    acc[t] = _mm512_fmadd_ps(isum, _mm512_mul_ps(dwv, dxt), acc[t]);
-    const __m512 msum =
-        _mm512_fmadd_ps(m_lo, _mm512_set1_ps(sx[t]), _mm512_mul_ps(m_hi, _mm512_set1_ps(sx[16 + t])));
-    acc[t] = _mm512_fnmadd_ps(msum, _mm512_mul_ps(dmv, dxt), acc[t]);
+    acc[t] = _mm512_fmadd_ps(isum, _mm512_mul_ps(dwv, _mm512_set1_ps(dx[t])), acc[t]);
+    acc[t] = _mm512_fnmadd_ps(dm_lo, _mm512_set1_ps(dxsx[t]), acc[t]);
+    acc[t] = _mm512_fnmadd_ps(dm_hi, _mm512_set1_ps(dxsx[16 + t]), acc[t]);
   }
 }
 
@@ -599,9 +595,9 @@ void TokenTile(const MatMulArgs& a, int64_t r0, int64_t t0, Scratch& s,
         const float* dxsum = s.dxsum.data() + (t0 / 16) * xq.blocks * 16;
         FoldBlockMin(c, dw + b * 16, s.dm.data() + b * 16, dx + b * 16, dxsum + b * 16, acc);
       } else if constexpr (kType == DType::kQ2_K) {
-        const float* sx = s.sx.data() + (t0 / 16) * xq.blocks * 32;
-        FoldBlockHalvesMin(c, c + 256, s.sc.data() + b * 32, s.mins.data() + b * 32, dw + b * 16,
-                           s.dm.data() + b * 16, dx + b * 16, sx + b * 32, acc);
+        const float* dxsx = s.dxsum.data() + (t0 / 16) * xq.blocks * 32;
+        FoldBlockHalvesMin(c, c + 256, s.sc.data() + b * 32, s.dm.data() + b * 32, dw + b * 16, dx + b * 16,
+                           dxsx + b * 32, acc);
       } else if constexpr (kHalves) {
         FoldBlockHalves(c, c + 256, s.sc.data() + b * 32, dw + b * 16, dx + b * 16, acc);
       } else {
@@ -653,18 +649,20 @@ void Panels(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
     }
   }
   if constexpr (Panel::kType == DType::kQ2_K) {
-    // The halves' sums of q_x per (block, token) (Prepare: group_bias_lo /
-    // group_bias = + the low / high half's sum) in the tile order
-    // [tile][blocks][2 halves][16 tokens]; padding tokens 0.
-    s.sx.Resize(static_cast<size_t>(xq.tile_tokens * xq.blocks * 2));
+    // d_x * float(sum q_x) per (block, half, token), the products the
+    // AVX-512 kernel forms (Prepare: group_bias_lo / group_bias = + the low
+    // / high half's sum), in the tile order [tile][blocks][2 halves][16
+    // tokens]; padding tokens 0.
+    s.dxsum.Resize(static_cast<size_t>(xq.tile_tokens * xq.blocks * 2));
     for (int64_t t = 0; t < xq.tile_tokens; ++t) {
       const bool real = t < xq.n_tokens;
+      const float* gd = xq.group_d.data() + t * xq.GroupLaneStride();
       const int32_t* lo = xq.group_bias_lo.data() + t * xq.GroupLaneStride();
       const int32_t* hi = xq.group_bias.data() + t * xq.GroupLaneStride();
-      float* out = s.sx.data() + (t / 16) * xq.blocks * 32 + t % 16;
+      float* out = s.dxsum.data() + (t / 16) * xq.blocks * 32 + t % 16;
       for (int64_t b = 0; b < xq.blocks; ++b) {
-        out[b * 32] = real ? static_cast<float>(lo[b]) : 0.0f;
-        out[b * 32 + 16] = real ? static_cast<float>(hi[b]) : 0.0f;
+        out[b * 32] = real ? gd[b] * static_cast<float>(lo[b]) : 0.0f;
+        out[b * 32 + 16] = real ? gd[b] * static_cast<float>(hi[b]) : 0.0f;
       }
     }
   }

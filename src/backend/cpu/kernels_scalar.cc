@@ -172,7 +172,8 @@ void HalvesRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
       const int e = static_cast<int>(i % 256), j = e / 16;
       if (type == DType::kQ6_K) {
         w[i] = static_cast<int8_t>(Q6_KValue(sb, e) - 32);
-        scale[i / 16] = static_cast<int8_t>(sb[192 + j]);
+        scale[i / 16] = sb[192 + j] < 128 ? sb[192 + j] : sb[192 + j] - 256;  // the int8 byte
+
       } else if (type == DType::kQ3_K) {
         w[i] = static_cast<int8_t>(Q3_KValue(sb, e) - 4);
         scale[i / 16] = Q3_KScale(sb, j);

@@ -353,7 +353,9 @@ void TransposePanel(const MatMulArgs& a, int64_t r0, Scratch& s) {
       // Each lane's super-block value j (0: d, 1: dmin) of the group's ds (16 lanes: two super-blocks).
       const auto super_block = [&](const uint8_t* ds, int j) {
         uint16_t h[4] = {};
-        __builtin_memcpy(h, ds, static_cast<size_t>(2 * kSuperBlockD * (lanes == 16 ? 2 : 1)));
+        const size_t bytes = lanes == 16 ? 4 * kSuperBlockD : 2 * kSuperBlockD;
+        __builtin_memcpy(h, ds, bytes);
+
         const float first = _cvtsh_ss(h[j]), second = _cvtsh_ss(h[kSuperBlockD + j]);
         if (lanes != 16) return _mm512_castps_si512(_mm512_set1_ps(first));
         return _mm512_castps_si512(

@@ -152,20 +152,26 @@ TEST(Dequantize, Q4_0) {
   for (int e = 0; e < 32; ++e) EXPECT_EQ(out[e], 1.5 * (q[e] - 8)) << e;
 }
 
+// Q4_K's (and Q5_K's) 12 scale bytes at b[at..at+12) from 6-bit scales sc
+// and minimums mn (per ggml-common.h): bytes 0-3 = sc[0..3] | top2(sc[4..7])<<6,
+// bytes 4-7 = m[0..3] | top2(m[4..7])<<6, bytes 8-11 = low4(sc[4+i]) | low4(m[4+i])<<4.
+void PutScalesK4(std::vector<uint8_t>& b, size_t at, const int sc[8], const int mn[8]) {
+  for (int i = 0; i < 4; ++i) {
+    b[at + i] = static_cast<uint8_t>(sc[i] | ((sc[4 + i] >> 4) << 6));
+    b[at + 4 + i] = static_cast<uint8_t>(mn[i] | ((mn[4 + i] >> 4) << 6));
+    b[at + 8 + i] = static_cast<uint8_t>((sc[4 + i] & 15) | ((mn[4 + i] & 15) << 4));
+  }
+}
+
 TEST(Dequantize, Q4_K) {
   // d = 1 (0x3c00), dmin = 0.5 (0x3800); 8 sub-blocks of 32 with 6-bit scale
-  // and min. Packing (per ggml-common.h): bytes 0-3 = sc[0..3] | top2(sc[4..7])<<6,
-  // bytes 4-7 = m[0..3] | top2(m[4..7])<<6, bytes 8-11 = low4(sc[4+i]) | low4(m[4+i])<<4.
+  // and min (PutScalesK4).
   const int sc[8] = {1, 2, 3, 4, 33, 45, 63, 17};
   const int mn[8] = {0, 1, 2, 3, 60, 5, 32, 7};
   std::vector<uint8_t> b(144);
   PutU16(b, 0, 0x3c00);
   PutU16(b, 2, 0x3800);
-  for (int i = 0; i < 4; ++i) {
-    b[4 + i] = static_cast<uint8_t>(sc[i] | ((sc[4 + i] >> 4) << 6));
-    b[8 + i] = static_cast<uint8_t>(mn[i] | ((mn[4 + i] >> 4) << 6));
-    b[12 + i] = static_cast<uint8_t>((sc[4 + i] & 15) | ((mn[4 + i] & 15) << 4));
-  }
+  PutScalesK4(b, 4, sc, mn);
   // Element e: 64-element group g = e/64 uses qs[32g..32g+32); first 32 in the
   // low nibbles, next 32 in the high nibbles.
   int q[256];
@@ -221,11 +227,7 @@ TEST(Dequantize, Q5_K) {
   std::vector<uint8_t> b(176);
   PutU16(b, 0, 0x3800);
   PutU16(b, 2, 0x3400);
-  for (int i = 0; i < 4; ++i) {
-    b[4 + i] = static_cast<uint8_t>(sc[i] | ((sc[4 + i] >> 4) << 6));
-    b[8 + i] = static_cast<uint8_t>(mn[i] | ((mn[4 + i] >> 4) << 6));
-    b[12 + i] = static_cast<uint8_t>((sc[4 + i] & 15) | ((mn[4 + i] & 15) << 4));
-  }
+  PutScalesK4(b, 4, sc, mn);
   int q[256];
   for (int e = 0; e < 256; ++e) {
     q[e] = (e * 13 + e / 32 + 3) % 32;

@@ -99,7 +99,8 @@ void DecodeRow(DType t, const uint8_t* src, int64_t k, DecodedRow* out) {
       }
       break;
     case DType::kQ4_K:
-      for (int64_t sb = 0; sb < blocks / 8; ++sb, src += 144) {
+    case DType::kQ5_K:  // Q4_K's header and sub-blocks, q with a fifth bit
+      for (int64_t sb = 0; sb < blocks / 8; ++sb, src += BlockBytes(t)) {
         const float d = LoadF16(src), dmin = LoadF16(src + 2);
         for (int s = 0; s < 8; ++s) {
           int sc, m;
@@ -108,23 +109,15 @@ void DecodeRow(DType t, const uint8_t* src, int64_t k, DecodedRow* out) {
           out->min[sb * 8 + s] = dmin * static_cast<float>(m);
           const uint8_t* qs = src + 16 + 32 * (s / 2);
           for (int l = 0; l < 32; ++l) {
-            q[(sb * 8 + s) * 32 + l] = static_cast<int8_t>(s % 2 == 0 ? qs[l] & 0x0f : qs[l] >> 4);
+            const int value = t == DType::kQ5_K ? Q5_KValue(src, s, l)
+                              : s % 2 == 0      ? qs[l] & 0x0f
+                                                : qs[l] >> 4;
+            q[(sb * 8 + s) * 32 + l] = static_cast<int8_t>(value);
           }
         }
       }
       break;
-    case DType::kQ5_K:
-      for (int64_t sb = 0; sb < blocks / 8; ++sb, src += 176) {
-        const float d = LoadF16(src), dmin = LoadF16(src + 2);
-        for (int s = 0; s < 8; ++s) {
-          int sc, m;
-          Q4KScaleMin(s, src + 4, &sc, &m);
-          out->scale[sb * 8 + s] = d * static_cast<float>(sc);
-          out->min[sb * 8 + s] = dmin * static_cast<float>(m);
-          for (int l = 0; l < 32; ++l) q[(sb * 8 + s) * 32 + l] = static_cast<int8_t>(Q5_KValue(src, s, l));
-        }
-      }
-      break;
+
     default:
       DI_CHECK_MSG(false, "not a quantized type with int8 kernels");
   }

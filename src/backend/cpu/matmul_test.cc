@@ -346,6 +346,28 @@ void ExpectWithinSummationBound(const Matrix& m, const Shape& s, const std::vect
   }
 }
 
+// A random type-t matrix of shape s, packed, against the scalar kernel on
+// its file layout (ExpectWithinSummationBound); returns the packed row
+// stride (0 when the type was not packed, which fails the test).
+int64_t ExpectPackedMatchesScalar(std::mt19937& rng, DType t, const Shape& s, ThreadPool& pool,
+                                  const std::string& what) {
+  const Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);
+  const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
+  const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
+  const std::vector<float> ref = RunMatMul(Isa::kScalar, m, x, s.n_tokens, bias.data(), 1);
+  PackedWeights packer;
+  const PackedMatrix packed = packer.Pack(m.view);
+  EXPECT_NE(packed.view.data, m.view.data) << what;
+  if (packed.layout == nullptr) {
+    ADD_FAILURE() << what << ": not packed";
+    return 0;
+  }
+  std::vector<float> y(ref.size(), -1.0f);
+  MatMulWithIsa(ActiveIsa(), packed.view, packed.layout, x.data(), s.n_tokens, bias.data(), y.data(), pool);
+  ExpectWithinSummationBound(m, s, x, bias, y, ref, what);
+  return packed.layout->row_stride;
+}
+
 TEST(MatMulTest, PackedKQuantsMatchScalar) {
   if (!PacksType(ActiveIsa(), DType::kQ6_K)) GTEST_SKIP() << "the active ISA does not pack Q6_K";
   std::mt19937 rng(9);
@@ -357,20 +379,11 @@ TEST(MatMulTest, PackedKQuantsMatchScalar) {
     for (DType t : {DType::kQ6_K, DType::kQ5_K, DType::kQ3_K, DType::kQ2_K}) {
       ASSERT_TRUE(PacksType(ActiveIsa(), t)) << DTypeName(t);
       for (const Shape& s : shapes) {
-        const Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);
-        const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
-        const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
-        const std::vector<float> ref = RunMatMul(Isa::kScalar, m, x, s.n_tokens, bias.data(), 1);
-        PackedWeights packer;
-        const PackedMatrix packed = packer.Pack(m.view);
-        ASSERT_NE(packed.layout, nullptr);
+        const int64_t stride =
+            ExpectPackedMatchesScalar(rng, t, s, pool, std::string(DTypeName(t)) + ", " + amx);
         // The file's bytes (Q5_K / Q3_K: plus 4 per super-block, the unpacked scales), 64-byte rows.
         const int64_t extra = t == DType::kQ6_K || t == DType::kQ2_K ? 0 : s.k / 256 * 4;
-        ASSERT_EQ(packed.layout->row_stride, (RowBytes(t, s.k) + extra + 63) / 64 * 64);
-        std::vector<float> y(ref.size(), -1.0f);
-        MatMulWithIsa(ActiveIsa(), packed.view, packed.layout, x.data(), s.n_tokens, bias.data(), y.data(),
-                      pool);
-        ExpectWithinSummationBound(m, s, x, bias, y, ref, std::string(DTypeName(t)) + ", " + amx);
+        ASSERT_EQ(stride, (RowBytes(t, s.k) + extra + 63) / 64 * 64) << DTypeName(t);
       }
     }
   });
@@ -494,18 +507,7 @@ TEST(MatMulTest, PackedPanelsMatchScalar) {
     for (DType t : {DType::kBF16, DType::kF16, DType::kF32}) {
       ASSERT_TRUE(PacksType(ActiveIsa(), t)) << DTypeName(t);
       for (const Shape& s : shapes) {
-        const Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);
-        const std::vector<float> x = RandomFloats(rng, s.n_tokens * s.k, 1.0f);
-        const std::vector<float> bias = RandomFloats(rng, s.n_rows, 1.0f);
-        const std::vector<float> ref = RunMatMul(Isa::kScalar, m, x, s.n_tokens, bias.data(), 1);
-        PackedWeights packer;
-        const PackedMatrix packed = packer.Pack(m.view);
-        ASSERT_NE(packed.view.data, m.view.data);
-        ASSERT_NE(packed.layout, nullptr);
-        std::vector<float> y(ref.size(), -1.0f);
-        MatMulWithIsa(ActiveIsa(), packed.view, packed.layout, x.data(), s.n_tokens, bias.data(), y.data(),
-                      pool);
-        ExpectWithinSummationBound(m, s, x, bias, y, ref, std::string(DTypeName(t)) + ", " + amx);
+        ExpectPackedMatchesScalar(rng, t, s, pool, std::string(DTypeName(t)) + ", " + amx);
       }
     }
   });

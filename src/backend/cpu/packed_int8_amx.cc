@@ -457,36 +457,30 @@ inline void FoldBlockMin(const int32_t* c, const float* dsc, const float* dm, co
 // and |c| <= 16 * 32 * 127, so both products and their sum are integers
 // below 2^24, each exact in f32 - the same float as converting the int32
 // sum, bit for bit.
-inline void FoldBlockHalves(const int32_t* c_lo, const int32_t* c_hi, const float* sc, const float* dw,
-                            const float* dx, __m512 acc[16]) {
-  const __m512 dwv = _mm512_load_ps(dw);
-  const __m512 sc_lo = _mm512_load_ps(sc), sc_hi = _mm512_load_ps(sc + 16);
-#pragma GCC unroll 16
-  for (int t = 0; t < 16; ++t) {
-    const __m512 hi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c_hi + t * 16)), sc_hi);
-    const __m512 isum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c_lo + t * 16)), sc_lo, hi);
-    acc[t] = _mm512_fmadd_ps(isum, _mm512_mul_ps(dwv, _mm512_set1_ps(dx[t])), acc[t]);
-  }
-}
-
-// The Q2_K fold, as the AVX-512 kernel's per lane (kquant_avx512.cc): the
-// Q6_K / Q3_K fold, then the minimums' two terms from dm = dmin * m per
-// row and half (the 16 rows' low-half products, then their high-half
+// Q2_K (kMins) then subtracts the minimums' two terms, from dm = dmin * m
+// per row and half (the 16 rows' low-half products, then their high-half
 // ones) and dxsx = d_x * sum(q_x) per token and half (the 16 tokens'
-// low-half products, then their high-half ones):
+// low-half products, then their high-half ones), as the AVX-512 kernel:
 //   acc[t] -= dm_lo * dxsx_lo[t];  acc[t] -= dm_hi * dxsx_hi[t]
-inline void FoldBlockHalvesMin(const int32_t* c_lo, const int32_t* c_hi, const float* sc, const float* dm,
-                               const float* dw, const float* dx, const float* dxsx, __m512 acc[16]) {
+template <bool kMins>
+inline void FoldBlockHalves(const int32_t* c_lo, const int32_t* c_hi, const float* sc, const float* dw,
+                            const float* dx, const float* dm, const float* dxsx, __m512 acc[16]) {
   const __m512 dwv = _mm512_load_ps(dw);
   const __m512 sc_lo = _mm512_load_ps(sc), sc_hi = _mm512_load_ps(sc + 16);
-  const __m512 dm_lo = _mm512_load_ps(dm), dm_hi = _mm512_load_ps(dm + 16);
+  [[maybe_unused]] __m512 dm_lo, dm_hi;
+  if constexpr (kMins) {
+    dm_lo = _mm512_load_ps(dm);
+    dm_hi = _mm512_load_ps(dm + 16);
+  }
 #pragma GCC unroll 16
   for (int t = 0; t < 16; ++t) {
     const __m512 hi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c_hi + t * 16)), sc_hi);
     const __m512 isum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c_lo + t * 16)), sc_lo, hi);
     acc[t] = _mm512_fmadd_ps(isum, _mm512_mul_ps(dwv, _mm512_set1_ps(dx[t])), acc[t]);
-    acc[t] = _mm512_fnmadd_ps(dm_lo, _mm512_set1_ps(dxsx[t]), acc[t]);
-    acc[t] = _mm512_fnmadd_ps(dm_hi, _mm512_set1_ps(dxsx[16 + t]), acc[t]);
+    if constexpr (kMins) {
+      acc[t] = _mm512_fnmadd_ps(dm_lo, _mm512_set1_ps(dxsx[t]), acc[t]);
+      acc[t] = _mm512_fnmadd_ps(dm_hi, _mm512_set1_ps(dxsx[16 + t]), acc[t]);
+    }
   }
 }
 
@@ -596,12 +590,12 @@ void TokenTile(const MatMulArgs& a, int64_t r0, int64_t t0, Scratch& s,
       if constexpr (kMin) {
         const float* dxsum = s.dxsum.data() + (t0 / 16) * xq.blocks * 16;
         FoldBlockMin(c, dw + b * 16, s.dm.data() + b * 16, dx + b * 16, dxsum + b * 16, acc);
-      } else if constexpr (kType == DType::kQ2_K) {
-        const float* dxsx = s.dxsum.data() + (t0 / 16) * xq.blocks * 32;
-        FoldBlockHalvesMin(c, c + 256, s.sc.data() + b * 32, s.dm.data() + b * 32, dw + b * 16, dx + b * 16,
-                           dxsx + b * 32, acc);
       } else if constexpr (kHalves) {
-        FoldBlockHalves(c, c + 256, s.sc.data() + b * 32, dw + b * 16, dx + b * 16, acc);
+        constexpr bool kMins = kType == DType::kQ2_K;
+        const float* dm = kMins ? s.dm.data() + b * 32 : nullptr;
+        const float* dxsx = kMins ? s.dxsum.data() + ((t0 / 16) * xq.blocks + b) * 32 : nullptr;
+        FoldBlockHalves<kMins>(c, c + 256, s.sc.data() + b * 32, dw + b * 16, dx + b * 16, dm, dxsx, acc);
+
       } else {
         FoldBlock(c, dw + b * 16, dx + b * 16, acc);
       }

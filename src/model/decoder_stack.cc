@@ -39,12 +39,21 @@ class DecoderStackModel : public Model {
 
   // Repacks every layer's matrices and an untied LM head once into the
   // kernels' layout (a no-op where the ISA has none; docs/kernels.md). The
-  // embedding is read row-wise and never packed.
+  // embedding is read row-wise and never packed; a tied head gets a packed
+  // copy of it only where its file layout has no fast kernel
+  // (PrepareIfFallback: a Q6_K tied head, as llama-quantize's K-quant mixes
+  // write for tied models, ran the dequantize-a-row fallback: 8 instead of
+  // 36 tok/s decode on a tinyllama-shaped Q4_K_M).
   void PackWeights() {
     const MatrixVisitor pack = [this](ops::Matrix& m) { backend_weights_.Prepare(m); };
     for (auto& layer : parts_.layers) layer->VisitMatrices(pack);
-    if (output.data != embedding.data) backend_weights_.Prepare(output);
+    if (output.data != embedding.data) {
+      backend_weights_.Prepare(output);
+    } else {
+      backend_weights_.PrepareIfFallback(output);
+    }
   }
+
 
  private:
   ModelConfig config_;

@@ -55,6 +55,11 @@ void BackendWeights::Prepare(Matrix& m) {
   m.packed = packed.layout;
 }
 
+void BackendWeights::PrepareIfFallback(Matrix& m) {
+  if (!cpu::HasFastKernel(cpu::ActiveIsa(), m.dtype)) Prepare(m);
+}
+
+
 float Dot(const float* a, const float* b, int64_t n) { return cpu::Dot(a, b, n); }
 
 void RmsNorm(const float* x, const float* weight, int64_t n, double eps, float* out) {

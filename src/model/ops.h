@@ -62,6 +62,13 @@ class BackendWeights {
   // Replaces m with the backend's copy when it has a faster layout for
   // m.dtype at the active ISA level; otherwise leaves m as it is.
   void Prepare(Matrix& m);
+  // Prepare for a matrix whose file bytes stay in use beside the copy (a
+  // tied LM head: the embedding's rows are still looked up by token), so
+  // the copy costs a second one: made only where the file layout would run
+  // the dequantize-a-row fallback (e.g. a Q6_K embedding, which
+  // llama-quantize gives tied models), which is many times slower.
+  void PrepareIfFallback(Matrix& m);
+
 
  private:
   std::unique_ptr<cpu::PackedWeights> packed_;

@@ -5,10 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
+
+#include "tensor/dequant.h"
 
 namespace deepinfer {
 namespace {
@@ -52,6 +55,72 @@ TEST(BackendWeightsTest, PreparedMatrixMultipliesLikeTheFileLayout) {
       ASSERT_EQ(got[i], want[i]) << i;
     } else {  // another kernel (summation order): f32 rounding apart
       ASSERT_NEAR(got[i], want[i], 1e-4f * (1.0f + std::fabs(want[i]))) << i;
+    }
+  }
+}
+
+// PrepareIfFallback (the tied LM head): no copy where the file layout has a
+// fast kernel at every level (F32), and for Q6_K - which has no file-layout
+// kernel at the SIMD levels, only the dequantize-a-row fallback - the same
+// copy Prepare makes, multiplying like the file layout.
+TEST(BackendWeightsTest, PrepareIfFallbackCopiesOnlyWhatWouldFallBack) {
+  constexpr int64_t kRows = 21, kCols = 512, kTokens = 2;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> f32(kRows * kCols), x(kTokens * kCols);
+  for (float& v : f32) v = dist(rng);
+  for (float& v : x) v = dist(rng);
+  TensorView f32_view;
+  f32_view.name = "f32";
+  f32_view.dtype = DType::kF32;
+  f32_view.shape = {kRows, kCols};
+  f32_view.data = f32.data();
+  f32_view.nbytes = static_cast<int64_t>(f32.size() * 4);
+  ops::BackendWeights backend;
+  ops::Matrix tied_f32(f32_view);
+  backend.PrepareIfFallback(tied_f32);
+  EXPECT_EQ(tied_f32.packed, nullptr);
+  EXPECT_EQ(tied_f32.data, f32_view.data);
+
+  // Q6_K super-blocks of random bytes with a small finite f16 d (0.01: 0x211f).
+  std::vector<uint8_t> q6(static_cast<size_t>(kRows * kCols / 256 * 210));
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (uint8_t& b : q6) b = static_cast<uint8_t>(byte(rng));
+  for (size_t sb = 0; sb < q6.size(); sb += 210) {
+    q6[sb + 208] = 0x1f;
+    q6[sb + 209] = 0x21;
+  }
+  TensorView q6_view = f32_view;
+  q6_view.name = "q6_k";
+  q6_view.dtype = DType::kQ6_K;
+  q6_view.data = q6.data();
+  q6_view.nbytes = static_cast<int64_t>(q6.size());
+  ops::Matrix tied(q6_view), untied(q6_view);
+  backend.PrepareIfFallback(tied);
+  backend.Prepare(untied);
+  EXPECT_EQ(tied.packed != nullptr, untied.packed != nullptr);
+  ThreadPool pool(2);
+  std::vector<float> want(kTokens * kRows), got(kTokens * kRows);
+  ops::MatMul(ops::Matrix(q6_view), x.data(), kTokens, nullptr, want.data(), pool);
+  ops::MatMul(tied, x.data(), kTokens, nullptr, got.data(), pool);
+  // int8 activations in the packed kernel (per 32-block d = max|x| / 127,
+  // an error of at most d / 2 per element), f32 in the fallback: |err| <=
+  // sum_i |w_i| * d_block(i) / 2, plus f32 rounding.
+  std::vector<float> w(static_cast<size_t>(kCols));
+  for (int64_t r = 0; r < kRows; ++r) {
+    DequantizeRow(DType::kQ6_K, q6.data() + r * (kCols / 256 * 210), w.data(), kCols);
+    for (int64_t t = 0; t < kTokens; ++t) {
+      double bound = 0.0;
+      for (int64_t b = 0; b < kCols / 32; ++b) {
+        double amax = 0.0;
+        for (int i = 0; i < 32; ++i)
+          amax = std::max(amax, std::fabs(static_cast<double>(x[t * kCols + b * 32 + i])));
+        for (int i = 0; i < 32; ++i) {
+          const double wx = std::fabs(static_cast<double>(w[b * 32 + i]));
+          bound += wx * amax / 254.0 + 1e-5 * wx * std::fabs(x[t * kCols + b * 32 + i]);
+        }
+      }
+      ASSERT_NEAR(got[t * kRows + r], want[t * kRows + r], bound) << "row " << r << " token " << t;
     }
   }
 }

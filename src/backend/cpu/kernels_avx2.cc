@@ -44,6 +44,23 @@ inline __m256i SplitNibbles(__m128i v) {  // [low nibbles (16 B), high nibbles (
   return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), mask), _mm_and_si128(v, mask));
 }
 
+inline __m256i LoadBytes(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+
+// (v >> shift) & mask per byte (a 16-bit shift: the mask drops what came
+// from the neighbouring byte, as long as mask >> (8 - shift) is 0).
+inline __m256i BitsAt(__m256i v, int shift, int mask) {
+  return _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(shift)),
+                          _mm256_set1_epi8(static_cast<char>(mask)));
+}
+
+inline int32_t SumLanes(__m128i v) {  // 4 int32 lanes, fixed order
+  v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0x4e));
+  return _mm_cvtsi128_si32(_mm_add_epi32(v, _mm_shuffle_epi32(v, 0xb1)));
+}
+
+// One (row, token) dot of the quantized types (kernels.h's arithmetic per
+// block; the K-quants with halves multiply each half's 4 int32 lanes by its
+// scale before the f32 fold).
 float DotQuant(DType dtype, const uint8_t* row, const Int8Activations& xq, int64_t t) {
   const int8_t* xs = xq.TokenQ(t);
   const float* dx = xq.TokenD(t);
@@ -69,12 +86,15 @@ float DotQuant(DType dtype, const uint8_t* row, const Int8Activations& xq, int64
         scale = Half(blk);
         break;
       }
-      default: {  // Q4_K
-        const uint8_t* sb = row + (b / 8) * 144;
+      case DType::kQ4_K:
+      case DType::kQ5_K: {  // Q5_K: Q4_K's nibbles plus bit s of qh[l] as 16
+        const bool five = dtype == DType::kQ5_K;
+        const uint8_t* sb = row + (b / 8) * (five ? 176 : 144);
         const int s = static_cast<int>(b % 8);
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 16 + 32 * (s / 2)));
-        const __m256i w = s % 2 == 0 ? _mm256_and_si256(v, _mm256_set1_epi8(0x0f))
-                                     : _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f));
+        const __m256i v = LoadBytes(sb + (five ? 48 : 16) + 32 * (s / 2));
+        __m256i w = s % 2 == 0 ? _mm256_and_si256(v, _mm256_set1_epi8(0x0f))
+                               : _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f));
+        if (five) w = _mm256_or_si256(w, _mm256_slli_epi16(BitsAt(LoadBytes(sb + 16), s, 1), 4));
         dot = UnsignedDot(w, x);
         int sc, m;
         Q4KScaleMin(s, sb + 4, &sc, &m);
@@ -82,7 +102,49 @@ float DotQuant(DType dtype, const uint8_t* row, const Int8Activations& xq, int64
         mins += (Half(sb + 2) * static_cast<float>(m)) * (dx[b] * static_cast<float>(sx[b]));
         break;
       }
+      default: {  // Q6_K / Q3_K / Q2_K: two 16-element halves, each with its scale
+        const int j = static_cast<int>(b % 8), half = j / 4, quarter = j % 4;
+        int sc[2];
+        if (dtype == DType::kQ6_K) {
+          const uint8_t* sb = row + (b / 8) * 210;
+          const __m256i v = LoadBytes(sb + 64 * half + 32 * (quarter & 1));
+          const __m256i nib = quarter < 2 ? _mm256_and_si256(v, _mm256_set1_epi8(0x0f))
+                                          : _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f));
+          const __m256i q = _mm256_or_si256(
+              nib, _mm256_slli_epi16(BitsAt(LoadBytes(sb + 128 + 32 * half), 2 * quarter, 3), 4));
+          dot = SignedDot(_mm256_sub_epi8(q, _mm256_set1_epi8(32)), x);
+          for (int i = 0; i < 2; ++i) {
+            const int byte = sb[192 + 2 * j + i];
+            sc[i] = byte < 128 ? byte : byte - 256;  // the int8 scale
+          }
+
+          scale = Half(sb + 208);
+        } else if (dtype == DType::kQ3_K) {
+          const uint8_t* sb = row + (b / 8) * 110;
+          const __m256i low = BitsAt(LoadBytes(sb + 32 + 32 * half), 2 * quarter, 3);
+          const __m256i high = BitsAt(LoadBytes(sb), 4 * half + quarter, 1);
+          const __m256i q = _mm256_or_si256(low, _mm256_slli_epi16(high, 2));
+          dot = SignedDot(_mm256_sub_epi8(q, _mm256_set1_epi8(4)), x);
+          for (int i = 0; i < 2; ++i) sc[i] = Q3_KScale(sb, 2 * j + i);
+          scale = Half(sb + 108);
+        } else {  // Q2_K: q = 0..3 and a 4-bit minimum per half
+          const uint8_t* sb = row + (b / 8) * 84;
+          dot = UnsignedDot(BitsAt(LoadBytes(sb + 16 + 32 * half), 2 * quarter, 3), x);
+          // The halves' sums of x: 4-element sums in lanes 0-3 (low half), 4-7 (high).
+          const __m256i sums = UnsignedDot(_mm256_set1_epi8(1), x);
+          const int32_t s_lo = SumLanes(_mm256_castsi256_si128(sums)),
+                        s_hi = SumLanes(_mm256_extracti128_si256(sums, 1));
+          const float dmin = Half(sb + 82);
+          for (int i = 0; i < 2; ++i) sc[i] = sb[2 * j + i] & 0x0f;
+          mins += (dmin * static_cast<float>(sb[2 * j] >> 4)) * (dx[b] * static_cast<float>(s_lo));
+          mins += (dmin * static_cast<float>(sb[2 * j + 1] >> 4)) * (dx[b] * static_cast<float>(s_hi));
+          scale = Half(sb + 80);
+        }
+        dot = _mm256_mullo_epi32(dot, _mm256_set_m128i(_mm_set1_epi32(sc[1]), _mm_set1_epi32(sc[0])));
+        break;
+      }
     }
+
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(scale * dx[b]), acc);
   }
   return HorizontalSum(acc) - mins;
@@ -174,6 +236,8 @@ const KernelSet& Avx2Kernels() {
     s.f32 = s.f16 = FloatRows;
     s.bf16 = Bf16Rows;
     s.q8_0 = s.q4_0 = s.q4_k = QuantRows;
+    s.q2_k = s.q3_k = s.q5_k = s.q6_k = QuantRows;
+
     return s;
   }();
   return set;

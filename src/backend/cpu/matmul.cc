@@ -149,15 +149,12 @@ const char* MatMulKernelName(Isa isa, DType t) {
       return AmxBf16Enabled() ? "bf16-panels-amx" : "bf16-panels-vdpbf16ps";
     case DType::kQ8_0:
     case DType::kQ4_0:
-    case DType::kQ4_K:
-      if (!packed) return avx512 ? "int8-vnni" : "int8-avx2";
-      return AmxInt8Enabled() ? "packed-int8-vnni+amx" : "packed-int8-vnni";
     case DType::kQ2_K:
     case DType::kQ3_K:
+    case DType::kQ4_K:
     case DType::kQ5_K:
-
     case DType::kQ6_K:
-      if (!packed) return "int8";
+      if (!packed) return avx512 ? "int8-vnni" : "int8-avx2";
       return AmxInt8Enabled() ? "packed-int8-vnni+amx" : "packed-int8-vnni";
     default:
       return "fallback";

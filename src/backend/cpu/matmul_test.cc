@@ -228,11 +228,16 @@ TEST(MatMulTest, ScalarMatchesDequantizedReference) {
 // values; for BF16 the same bf16-rounded values, exact products), so only
 // the f32 summation order differs:
 // |err| <= 1e-5 * sum|w x| (+ the Q4_K minimum terms) + 1e-6.
+// The K-quants beyond Q4_K have file-layout kernels at the AVX2 level (the
+// AVX-512 level reads them packed: PackedKQuantsMatchScalar).
 TEST(MatMulTest, SimdLevelsMatchScalar) {
   std::mt19937 rng(2);
   for (Isa isa : SupportedIsas()) {
     if (isa == Isa::kScalar) continue;
-    for (DType t : kKernelTypes) {
+    std::vector<DType> types(std::begin(kKernelTypes), std::end(kKernelTypes));
+    if (isa == Isa::kAvx2)
+      types.insert(types.end(), {DType::kQ2_K, DType::kQ3_K, DType::kQ5_K, DType::kQ6_K});
+    for (DType t : types) {
       ASSERT_TRUE(HasFastKernel(isa, t)) << IsaName(isa) << " " << DTypeName(t);
       for (const Shape& s : ShapesFor(t)) {
         const Matrix m = RandomMatrix(rng, t, s.n_rows, s.k);

@@ -1,4 +1,4 @@
-// AVX-512 VNNI kernels for packed Q6_K, Q3_K, Q4_K and Q5_K (packed_weights.h), on the
+// AVX-512 VNNI kernels for the packed K-quants (packed_weights.h), on the
 // same interleaved activation groups as packed Q8_0 / Q4_0 (activations.h).
 //
 // Q6_K: lane b of a zmm is 32-block b of a 16-block group (two super-blocks).
@@ -18,8 +18,11 @@
 //
 // Q3_K: Q6_K's kernel with q = 0..7 (offset 4, so the sums start from -4 *
 // the halves' activation sums) decoded from two 2-bit-pair vectors and one
-// third-bit vector (packed_weights.h).
+// third-bit vector (packed_weights.h). Q2_K: the same with q = 0..3 from the
+// pair vectors alone, sums from zero, and the minimums' two terms per lane
+// (HalvesTile).
 //
+
 // Q4_K: lane b is 32-element sub-block b (8 lanes per super-block), its
 // nibbles (0..15, no offset) dotted in 8 steps from zero; once per group and
 // (row, token), with d_sc = d * sc and d_m = dmin * m widened per row:

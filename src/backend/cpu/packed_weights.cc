@@ -57,7 +57,7 @@ void PackInterleavedRow(DType t, const uint8_t* src, int64_t blocks, uint8_t* ds
 // Q4_K / Q5_K (packed_weights.h): group g covers sub-blocks [16g, 16g + lanes).
 void PackQ4_KOrQ5_KRow(DType t, const uint8_t* src, int64_t blocks, uint8_t* dst) {
   const bool five = t == DType::kQ5_K;
-  const int64_t sb_bytes = BlockBytes(t), scales_at = 4;
+  const int64_t sb_bytes = BlockBytes(t);
   const BlockGroups groups = GroupsFor(blocks);
   uint8_t* scales = dst + KQuantScalesOffset(t, groups);
   uint8_t* ds = dst + KQuantDOffset(t, groups);
@@ -71,7 +71,8 @@ void PackQ4_KOrQ5_KRow(DType t, const uint8_t* src, int64_t blocks, uint8_t* dst
       const uint8_t* sb = src + block / 8 * sb_bytes;
       const int s = static_cast<int>(block % 8);
       int sc, m;
-      Q4KScaleMin(s, sb + scales_at, &sc, &m);
+      Q4KScaleMin(s, sb + 4, &sc, &m);
+
       scales[b] = static_cast<uint8_t>(sc);
       scales[lanes + b] = static_cast<uint8_t>(m);
       // Sub-block s's q (Q4_K: the low (s even) or high (s odd) nibbles of qs[32 (s / 2) ..]).
@@ -128,8 +129,7 @@ void PackHalvesRow(DType t, const uint8_t* src, int64_t blocks, uint8_t* dst) {
             values[((step % 4) * lanes + b) * 4 + i] |= static_cast<uint8_t>((q & 0x0f) << (4 * (step / 4)));
             values[((4 + step / 4) * lanes + b) * 4 + i] |=
                 static_cast<uint8_t>((q >> 4) << (2 * (step % 4)));
-          } else {  // 2 units of 2-bit pairs (steps 4h..4h+3), then (Q3_K) 1 unit of third bits (bit s: step
-                    // s)
+          } else {  // 2 units of 2-bit pairs (steps 4h..4h+3), then (Q3_K) 1 unit of third bits
             const int q = q2 ? Q2_KValue(sb, e) : Q3_KValue(sb, e);
             values[((step / 4) * lanes + b) * 4 + i] |= static_cast<uint8_t>((q & 3) << (2 * (step % 4)));
             if (!q2) values[(2 * lanes + b) * 4 + i] |= static_cast<uint8_t>((q >> 2) << step);
@@ -204,7 +204,6 @@ PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k) {
     bytes = KQuantDOffset(t, GroupsFor(k / 32)) + k / 256 * 4;
   } else if (HasHalves(t)) {
     bytes = KQuantDOffset(t, GroupsFor(k / 32)) + k / 256 * (t == DType::kQ2_K ? 4 : 2);
-
   } else {
     const BlockGroups groups = GroupsFor(k / 32);
     bytes = InterleavedScalesOffset(t, groups) +

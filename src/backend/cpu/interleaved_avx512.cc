@@ -91,8 +91,9 @@ void GroupTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
   for (int64_t g = 0; g < full; ++g) {
     const uint8_t* wg[R];
     for (int r = 0; r < R; ++r) wg[r] = w[r] + g * kFullBytes;
-    if constexpr (T == 1) {
+    if (Streams<T>(a)) {
       // GEMV streams the weights from DRAM once. Ask for the same group of
+
       // a later R-row tile (the rows that follow in memory) while this one
       // computes (GemvPrefetch: how far ahead, into which cache). Prefetches
       // never fault, so running past the matrix is harmless.

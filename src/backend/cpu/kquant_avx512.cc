@@ -280,12 +280,12 @@ void HalvesTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
   const __m512i odd_halves = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
   const __m512i even_halves = _mm512_slli_epi32(halves, 1);
   [[maybe_unused]] const int64_t ahead = prefetch.tiles_ahead * R * a.row_bytes;
-  if constexpr (T == 1) PrefetchScalesAhead<R>(w, scales_offset, a.row_bytes, ahead);
+  if (Streams<T>(a)) PrefetchScalesAhead<R>(w, scales_offset, a.row_bytes, ahead);
 
   for (int64_t g = 0; g < full; ++g) {
     const uint8_t* wg[R];
     for (int r = 0; r < R; ++r) wg[r] = w[r] + g * kFullBytes;
-    if constexpr (T == 1) PrefetchGroupAhead<R, kFullBytes>(wg, ahead, prefetch.into_l2);
+    if (Streams<T>(a)) PrefetchGroupAhead<R, kFullBytes>(wg, ahead, prefetch.into_l2);
     const int8_t* xg[T];
     __m512i lo[R][T], hi[R][T];
     [[maybe_unused]] __m512 sx_lo[T], sx_hi[T];
@@ -558,12 +558,12 @@ void MinKQuantTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
   const __m512i even = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i odd = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
   [[maybe_unused]] const int64_t ahead = prefetch.tiles_ahead * R * a.row_bytes;
-  if constexpr (T == 1) PrefetchScalesAhead<R>(w, scales_offset, a.row_bytes, ahead);
+  if (Streams<T>(a)) PrefetchScalesAhead<R>(w, scales_offset, a.row_bytes, ahead);
 
   for (int64_t g = 0; g < full; ++g) {
     const uint8_t* wg[R];
     for (int r = 0; r < R; ++r) wg[r] = w[r] + g * kGroupBytes;
-    if constexpr (T == 1) PrefetchGroupAhead<R, kGroupBytes>(wg, ahead, prefetch.into_l2);
+    if (Streams<T>(a)) PrefetchGroupAhead<R, kGroupBytes>(wg, ahead, prefetch.into_l2);
     const int8_t* xg[T];
     __m512i isum[R][T];
     for (int t = 0; t < T; ++t) {

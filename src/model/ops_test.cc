@@ -16,6 +16,17 @@
 namespace deepinfer {
 namespace {
 
+// A [rows, cols] view of `bytes` bytes at data.
+TensorView ViewOf(const char* name, DType dtype, int64_t rows, int64_t cols, void* data, size_t bytes) {
+  TensorView view;
+  view.name = name;
+  view.dtype = dtype;
+  view.shape = {rows, cols};
+  view.data = data;
+  view.nbytes = static_cast<int64_t>(bytes);
+  return view;
+}
+
 TEST(BackendWeightsTest, PreparedMatrixMultipliesLikeTheFileLayout) {
   constexpr int64_t kRows = 37, kCols = 96, kTokens = 3;
   std::mt19937 rng(3);
@@ -30,12 +41,7 @@ TEST(BackendWeightsTest, PreparedMatrixMultipliesLikeTheFileLayout) {
   std::vector<float> x(kTokens * kCols);
   for (float& v : x) v = dist(rng);
 
-  TensorView view;
-  view.name = "w";
-  view.dtype = DType::kBF16;
-  view.shape = {kRows, kCols};
-  view.data = bf16.data();
-  view.nbytes = static_cast<int64_t>(bf16.size() * 2);
+  const TensorView view = ViewOf("w", DType::kBF16, kRows, kCols, bf16.data(), bf16.size() * 2);
   const ops::Matrix file(view);
   ops::Matrix prepared(view);
   ops::BackendWeights backend;
@@ -70,12 +76,7 @@ TEST(BackendWeightsTest, PrepareIfFallbackCopiesOnlyWhatWouldFallBack) {
   std::vector<float> f32(kRows * kCols), x(kTokens * kCols);
   for (float& v : f32) v = dist(rng);
   for (float& v : x) v = dist(rng);
-  TensorView f32_view;
-  f32_view.name = "f32";
-  f32_view.dtype = DType::kF32;
-  f32_view.shape = {kRows, kCols};
-  f32_view.data = f32.data();
-  f32_view.nbytes = static_cast<int64_t>(f32.size() * 4);
+  const TensorView f32_view = ViewOf("f32", DType::kF32, kRows, kCols, f32.data(), f32.size() * 4);
   ops::BackendWeights backend;
   ops::Matrix tied_f32(f32_view);
   backend.PrepareIfFallback(tied_f32);
@@ -90,11 +91,8 @@ TEST(BackendWeightsTest, PrepareIfFallbackCopiesOnlyWhatWouldFallBack) {
     q6[sb + 208] = 0x1f;
     q6[sb + 209] = 0x21;
   }
-  TensorView q6_view = f32_view;
-  q6_view.name = "q6_k";
-  q6_view.dtype = DType::kQ6_K;
-  q6_view.data = q6.data();
-  q6_view.nbytes = static_cast<int64_t>(q6.size());
+  const TensorView q6_view = ViewOf("q6_k", DType::kQ6_K, kRows, kCols, q6.data(), q6.size());
+
   ops::Matrix tied(q6_view), untied(q6_view);
   backend.PrepareIfFallback(tied);
   backend.Prepare(untied);

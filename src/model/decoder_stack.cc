@@ -54,7 +54,6 @@ class DecoderStackModel : public Model {
     }
   }
 
-
  private:
   ModelConfig config_;
   std::shared_ptr<const WeightStore> store_;  // keeps the tensors' bytes alive

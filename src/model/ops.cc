@@ -59,7 +59,6 @@ void BackendWeights::PrepareIfFallback(Matrix& m) {
   if (!cpu::HasFastKernel(cpu::ActiveIsa(), m.dtype)) Prepare(m);
 }
 
-
 float Dot(const float* a, const float* b, int64_t n) { return cpu::Dot(a, b, n); }
 
 void RmsNorm(const float* x, const float* weight, int64_t n, double eps, float* out) {

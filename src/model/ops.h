@@ -69,7 +69,6 @@ class BackendWeights {
   // llama-quantize gives tied models), which is many times slower.
   void PrepareIfFallback(Matrix& m);
 
-
  private:
   std::unique_ptr<cpu::PackedWeights> packed_;
 };

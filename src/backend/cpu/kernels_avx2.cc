@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <vector>
 
 #include "backend/cpu/kernels.h"
 
@@ -60,8 +61,10 @@ inline int32_t SumLanes(__m128i v) {  // 4 int32 lanes, fixed order
 
 // One (row, token) dot of the quantized types (kernels.h's arithmetic per
 // block; the K-quants with halves multiply each half's 4 int32 lanes by its
-// scale before the f32 fold).
-float DotQuant(DType dtype, const uint8_t* row, const Int8Activations& xq, int64_t t) {
+// scale before the f32 fold). low_sums: Q2_K only, token t's sum of the
+// first 16 q of each block (LowHalfSums).
+float DotQuant(DType dtype, const uint8_t* row, const Int8Activations& xq, int64_t t,
+               const int32_t* low_sums) {
   const int8_t* xs = xq.TokenQ(t);
   const float* dx = xq.TokenD(t);
   const int32_t* sx = xq.TokenSum(t);
@@ -130,10 +133,7 @@ float DotQuant(DType dtype, const uint8_t* row, const Int8Activations& xq, int64
         } else {  // Q2_K: q = 0..3 and a 4-bit minimum per half
           const uint8_t* sb = row + (b / 8) * 84;
           dot = UnsignedDot(BitsAt(LoadBytes(sb + 16 + 32 * half), 2 * quarter, 3), x);
-          // The halves' sums of x: 4-element sums in lanes 0-3 (low half), 4-7 (high).
-          const __m256i sums = UnsignedDot(_mm256_set1_epi8(1), x);
-          const int32_t s_lo = SumLanes(_mm256_castsi256_si128(sums)),
-                        s_hi = SumLanes(_mm256_extracti128_si256(sums, 1));
+          const int32_t s_lo = low_sums[b], s_hi = sx[b] - s_lo;  // the halves' sums of x
           const float dmin = Half(sb + 82);
           for (int i = 0; i < 2; ++i) sc[i] = sb[2 * j + i] & 0x0f;
           mins += (dmin * static_cast<float>(sb[2 * j] >> 4)) * (dx[b] * static_cast<float>(s_lo));
@@ -150,11 +150,31 @@ float DotQuant(DType dtype, const uint8_t* row, const Int8Activations& xq, int64
   return HorizontalSum(acc) - mins;
 }
 
+// Every token's sum of the first 16 q of each block ([n_tokens][blocks]):
+// Q2_K's minimum terms need the halves' sums, and the activations carry
+// only the whole block's.
+void LowHalfSums(const Int8Activations& xq, int64_t n_tokens, std::vector<int32_t>& out) {
+  out.resize(static_cast<size_t>(n_tokens * xq.blocks));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const int8_t* q = xq.TokenQ(t);
+    for (int64_t b = 0; b < xq.blocks; ++b) {
+      const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(q + b * 32));
+      out[static_cast<size_t>(t * xq.blocks + b)] =
+          SumLanes(_mm_madd_epi16(_mm_maddubs_epi16(_mm_set1_epi8(1), v), _mm_set1_epi16(1)));
+    }
+  }
+}
+
 void QuantRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  thread_local std::vector<int32_t> low_sums;
+  const bool q2_k = a.dtype == DType::kQ2_K;
+  if (q2_k) LowHalfSums(*a.xq, a.n_tokens, low_sums);
   for (int64_t r = row_begin; r < row_end; ++r) {
     const uint8_t* row = a.w + r * a.row_bytes;
     for (int64_t t = 0; t < a.n_tokens; ++t) {
-      const float v = DotQuant(a.dtype, row, *a.xq, t);
+      const int32_t* token_low_sums = q2_k ? low_sums.data() + t * a.xq->blocks : nullptr;
+      const float v = DotQuant(a.dtype, row, *a.xq, t, token_low_sums);
+
       a.y[t * a.n_rows + r] = a.bias ? v + a.bias[r] : v;
     }
   }

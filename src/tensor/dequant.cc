@@ -156,10 +156,13 @@ void DequantQ3_K(const uint8_t* src, float* dst, int64_t blocks) {
     const uint8_t* hmask = src;
     const uint8_t* qs = src + 32;
     const float d = LoadF16(src + 108);
-    for (int e = 0; e < 256; ++e) {
-      const int h = e / 128, j = (e % 128) / 32, l = e % 32;
-      const int q = ((qs[32 * h + l] >> (2 * j)) & 3) - ((hmask[l] >> (4 * h + j)) & 1 ? 0 : 4);
-      dst[e] = d * static_cast<float>(ScaleQ3_K(e / 16, src + 96) - 32) * static_cast<float>(q);
+    for (int sub = 0; sub < 16; ++sub) {  // 16-element sub-blocks, each with its scale
+      const float dl = d * static_cast<float>(ScaleQ3_K(sub, src + 96) - 32);
+      for (int e = 16 * sub; e < 16 * sub + 16; ++e) {
+        const int h = e / 128, j = (e % 128) / 32, l = e % 32;
+        const int q = ((qs[32 * h + l] >> (2 * j)) & 3) - ((hmask[l] >> (4 * h + j)) & 1 ? 0 : 4);
+        dst[e] = dl * static_cast<float>(q);
+      }
     }
     dst += 256;
   }
@@ -170,12 +173,15 @@ void DequantQ2_K(const uint8_t* src, float* dst, int64_t blocks) {
     const uint8_t* scales = src;
     const uint8_t* qs = src + 16;
     const float d = LoadF16(src + 80), dmin = LoadF16(src + 82);
-    for (int e = 0; e < 256; ++e) {
-      const int h = e / 128, j = (e % 128) / 32, l = e % 32;
-      const int q = (qs[32 * h + l] >> (2 * j)) & 3;
-      const uint8_t sc = scales[e / 16];
-      dst[e] = d * static_cast<float>(sc & 0x0f) * static_cast<float>(q) - dmin * static_cast<float>(sc >> 4);
+    for (int sub = 0; sub < 16; ++sub) {  // 16-element sub-blocks, each with its scale and minimum
+      const float dl = d * static_cast<float>(scales[sub] & 0x0f),
+                  ml = dmin * static_cast<float>(scales[sub] >> 4);
+      for (int e = 16 * sub; e < 16 * sub + 16; ++e) {
+        const int h = e / 128, j = (e % 128) / 32, l = e % 32;
+        dst[e] = dl * static_cast<float>((qs[32 * h + l] >> (2 * j)) & 3) - ml;
+      }
     }
+
     dst += 256;
   }
 }

@@ -19,8 +19,9 @@ std::vector<FlagSpec> SynthFlags() {
   return {{"arch", "ARCH", "llama|mistral|qwen2|qwen3|mixtral|qwen2_moe|qwen3_moe|deepseek_v2|deepseek_v3",
            "llama"},
           {"preset", "NAME",
-           "tiny|tiny-rope-llama3|tiny-hybrid-swa|swa-bench|llama-110m|tinyllama-1.1b|v2-lite|v3-mini|qwen3-"
-           "moe-a3b",
+           "tiny|tiny-rope-llama3|tiny-hybrid-swa|swa-bench|llama-110m|tinyllama-1.1b|v2-lite|v3-mini|"
+           "qwen3-moe-a3b",
+
            "tiny"},
           {"max-position", "N", "context length (max_position_embeddings)", "the preset's"},
           {"sliding-window", "W", "window of the sliding layers (every layer slides if the preset has none)",

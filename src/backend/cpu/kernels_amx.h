@@ -9,7 +9,7 @@
 
 namespace deepinfer::cpu {
 
-// Packed Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K (args.dtype; interleaved layouts, packed_weights.h):
+// Packed Q8_0 / Q4_0 / Q2_K..Q6_K (args.dtype; interleaved layouts, packed_weights.h):
 // y for rows [row_begin, row_end) (a multiple of 16 rows) and tokens
 // [0, min(args.xq->tile_tokens, args.n_tokens)) (tile_tokens a multiple of 16, the last tile
 // possibly padded), bit-identical to the

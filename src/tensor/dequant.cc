@@ -44,7 +44,7 @@ void StoreU16(uint8_t* p, uint16_t v) {
 //   Q4_K's sub-blocks, scales and nibbles, plus a fifth bit: element l of
 //   sub-block s has bit (qh[l] >> s) & 1 as its 16s; x = d*sc_s*q - dmin*m_s, q = 0..31.
 // Q3_K (110 bytes / 256):      [u8 hmask[32]][u8 qs[64]][u8 scales[12]][f16 d]
-//   16 sub-blocks of 16 with 6-bit scales sc (see ScaleQ3_K), x = d * (sc - 32) * q,
+//   16 sub-blocks of 16 with 6-bit scales sc (see Q3_KScale), x = d * (sc - 32) * q,
 //   q = 2 bits of qs minus 4 where the hmask bit is clear (-4..3). Element
 //   e = 128h + 32j + l (j = 0..3, l < 32): bits 2j of qs[32h + l], hmask bit 4h + j of hmask[l].
 // Q2_K (84 bytes / 256):       [u8 scales[16]][u8 qs[64]][f16 d][f16 dmin]
@@ -143,21 +143,13 @@ void DequantQ5_K(const uint8_t* src, float* dst, int64_t blocks) {
   }
 }
 
-// Q3_K's 6-bit scale j (0..15) from its 12 bytes: the low 4 bits are the
-// low (j < 8) or high (j >= 8) nibble of byte j % 8, the top 2 bits are bits
-// 2 (j / 4) of byte 8 + j % 4.
-int ScaleQ3_K(int j, const uint8_t* scales) {
-  const int low = j < 8 ? scales[j] & 0x0f : scales[j - 8] >> 4;
-  return low | (((scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4);
-}
-
 void DequantQ3_K(const uint8_t* src, float* dst, int64_t blocks) {
   for (int64_t b = 0; b < blocks; ++b, src += 110) {
     const uint8_t* hmask = src;
     const uint8_t* qs = src + 32;
     const float d = LoadF16(src + 108);
     for (int sub = 0; sub < 16; ++sub) {  // 16-element sub-blocks, each with its scale
-      const float dl = d * static_cast<float>(ScaleQ3_K(sub, src + 96) - 32);
+      const float dl = d * static_cast<float>(Q3_KScale(src, sub));
       for (int e = 16 * sub; e < 16 * sub + 16; ++e) {
         const int h = e / 128, j = (e % 128) / 32, l = e % 32;
         const int q = ((qs[32 * h + l] >> (2 * j)) & 3) - ((hmask[l] >> (4 * h + j)) & 1 ? 0 : 4);
@@ -230,6 +222,15 @@ void QuantQ4_0(const float* src, uint8_t* dst, int64_t blocks) {
 }
 
 }  // namespace
+
+// The 6-bit scale j (0..15) sits in the 12 scale bytes at 96: its low 4
+// bits are the low (j < 8) or high (j >= 8) nibble of byte j % 8, its top 2
+// bits are bits 2 (j / 4) of byte 8 + j % 4.
+int Q3_KScale(const uint8_t* super_block, int j) {
+  const uint8_t* scales = super_block + 96;
+  const int low = j < 8 ? scales[j] & 0x0f : scales[j - 8] >> 4;
+  return (low | (((scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
+}
 
 float F16ToF32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;

@@ -17,6 +17,10 @@ uint16_t F32ToF16(float f);  // round to nearest even
 float BF16ToF32(uint16_t h);
 uint16_t F32ToBF16(float f);  // round to nearest even
 
+// Q3_K's signed scale (the stored 6-bit value - 32) of 16-element sub-block
+// j (0..15) of the 110-byte super-block at super_block.
+int Q3_KScale(const uint8_t* super_block, int j);
+
 // True for the types DequantizeRow accepts: F32, F16, BF16, Q8_0, Q4_0,
 // Q2_K..Q6_K (the integer types are not weights and have no f32 meaning).
 bool CanDequantize(DType t);

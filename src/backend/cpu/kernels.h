@@ -59,6 +59,7 @@
 #include <cstdint>
 
 #include "backend/cpu/activations.h"
+#include "tensor/dequant.h"
 #include "tensor/dtype.h"
 
 namespace deepinfer::cpu {
@@ -212,12 +213,6 @@ inline int Q3_KValue(const uint8_t* sb, int i) {
   const int half = i / 128, j = (i % 128) / 32, l = i % 32;
   const int low = (sb[32 + 32 * half + l] >> (2 * j)) & 3;
   return low | (((sb[l] >> (4 * half + j)) & 1) << 2);
-}
-// Q3_K's signed scale of 16-element sub-block j (0..15): the 6-bit value - 32.
-inline int Q3_KScale(const uint8_t* sb, int j) {
-  const uint8_t* scales = sb + 96;
-  const int low = j < 8 ? scales[j] & 0x0f : scales[j - 8] >> 4;
-  return (low | (((scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
 }
 
 // Q2_K element i of a super-block as its 2-bit q (0..3), from qs (tensor/dequant.cc).

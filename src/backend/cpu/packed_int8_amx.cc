@@ -189,15 +189,20 @@ struct Q6_KPanel {
   }
 };
 
+// Step s's 2-bit pair (0..3) of the Q3_K / Q2_K pair units: bits 2 (s % 4)
+// of each byte of unit s / 4 (a 16-bit shift; the mask keeps the byte's own bits).
+inline __m512i PairBits(const uint8_t* g, int s, int lanes) {
+  return _mm512_and_si512(_mm512_srl_epi16(RawUnit(g, s / 4, lanes), _mm_cvtsi32_si128(2 * (s % 4))),
+                          _mm512_set1_epi8(0x03));
+}
+
 // Q3_K (packed_weights.h): q = the 2-bit pair at bits 2 (s % 4) of pair unit
 // s / 4 | the third bit (bit s of the third-bit unit) << 2, then q - 4.
 struct Q3_KPanel {
   static constexpr DType kType = DType::kQ3_K;
   static constexpr bool kNibbles = false;
   static __m512i Step(const uint8_t* g, int s, int lanes) {
-    const __m512i pairs = RawUnit(g, s / 4, lanes), third = RawUnit(g, 2, lanes);
-    const __m512i low =
-        _mm512_and_si512(_mm512_srl_epi16(pairs, _mm_cvtsi32_si128(2 * (s % 4))), _mm512_set1_epi8(0x03));
+    const __m512i low = PairBits(g, s, lanes), third = RawUnit(g, 2, lanes);
     // Bit s of each byte to bit 0 of that byte, then to bit 2.
     const __m512i high = _mm512_and_si512(_mm512_slli_epi16(_mm512_srl_epi16(third, _mm_cvtsi32_si128(s)), 2),
                                           _mm512_set1_epi8(0x04));
@@ -210,10 +215,7 @@ struct Q3_KPanel {
 struct Q2_KPanel {
   static constexpr DType kType = DType::kQ2_K;
   static constexpr bool kNibbles = false;
-  static __m512i Step(const uint8_t* g, int s, int lanes) {
-    return _mm512_and_si512(_mm512_srl_epi16(RawUnit(g, s / 4, lanes), _mm_cvtsi32_si128(2 * (s % 4))),
-                            _mm512_set1_epi8(0x03));
-  }
+  static __m512i Step(const uint8_t* g, int s, int lanes) { return PairBits(g, s, lanes); }
 };
 
 // Per-thread scratch: the transposed panel and the epilogue's buffers.
@@ -355,7 +357,6 @@ void TransposePanel(const MatMulArgs& a, int64_t r0, Scratch& s) {
         uint16_t h[4] = {};
         const size_t bytes = lanes == 16 ? 4 * kSuperBlockD : 2 * kSuperBlockD;
         __builtin_memcpy(h, ds, bytes);
-
         const float first = _cvtsh_ss(h[j]), second = _cvtsh_ss(h[kSuperBlockD + j]);
         if (lanes != 16) return _mm512_castps_si512(_mm512_set1_ps(first));
         return _mm512_castps_si512(

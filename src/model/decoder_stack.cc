@@ -41,9 +41,8 @@ class DecoderStackModel : public Model {
   // kernels' layout (a no-op where the ISA has none; docs/kernels.md). The
   // embedding is read row-wise and never packed; a tied head gets a packed
   // copy of it only where its file layout has no fast kernel
-  // (PrepareIfFallback: a Q6_K tied head, as llama-quantize's K-quant mixes
-  // write for tied models, ran the dequantize-a-row fallback: 8 instead of
-  // 36 tok/s decode on a tinyllama-shaped Q4_K_M).
+  // (PrepareIfFallback: the Q6_K embedding llama-quantize's K-quant mixes
+  // write for tied models; docs/model.md).
   void PackWeights() {
     const MatrixVisitor pack = [this](ops::Matrix& m) { backend_weights_.Prepare(m); };
     for (auto& layer : parts_.layers) layer->VisitMatrices(pack);

@@ -2,7 +2,7 @@
 // go in docs/kv-cache.md).
 //
 //   attention_bench [--depth D] [--batch B] [--layers L] [--rounds R] [--threads P]
-//                   [--dtypes f32,f16,bf16,q8_0] [--k-layout dim|rows]
+//                   [--dtypes f32,f16,bf16,q8_0] [--k-layout dim|rows] [--head-dim 64]
 // --k-layout rows stores K as rows for every dtype; by default f32 / f16 /
 // bf16 K is dim-major, as KvCache stores it (q8_0 is rows either way).
 //   (DEEPINFER_ISA=scalar|avx2|avx512 picks the kernel level)
@@ -14,6 +14,7 @@
 // noisy shared machine slows them alike; prints the median and min ms per step.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -34,7 +35,9 @@ namespace {
 using deepinfer::DType;
 using namespace deepinfer::cpu;
 
-constexpr int64_t kHeads = 32, kKvHeads = 4, kHeadDim = 64, kBlock = 16;
+constexpr int64_t kHeads = 32, kKvHeads = 4, kBlock = 16;
+// --head-dim (64: TinyLlama's).
+int64_t kHeadDim = 64;
 
 // One dtype's cache: [layer][block][kv_head][slot][row], B * D / kBlock blocks.
 struct Cache {
@@ -118,6 +121,8 @@ int main(int argc, char** argv) {
       rounds = value;
     else if (flag == "--threads")
       threads = value;
+    else if (flag == "--head-dim")
+      kHeadDim = value;
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -144,7 +149,7 @@ int main(int argc, char** argv) {
   std::vector<float> q(static_cast<size_t>(batch * kHeads * kHeadDim)), out(q.size());
   std::normal_distribution<float> n(0.0f, 1.0f);
   for (auto& x : q) x = n(rng);
-  AttentionShape shape{kHeads, kKvHeads, kHeadDim, 0, 0.125f};
+  AttentionShape shape{kHeads, kKvHeads, kHeadDim, 0, 1.0f / std::sqrt(static_cast<float>(kHeadDim))};
   deepinfer::ThreadPool pool(static_cast<int>(threads));
   // Wall time, and the process's CPU time: on a shared machine the CPU time
   // of a 1-thread run is the steadier measure of the kernel's own cost.

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -348,6 +349,102 @@ TEST(AttentionKernel, TokensSharingTilesEqualSeparateCalls) {
                   << (dim_major ? " dim-major" : "");
               EXPECT_EQ(0, std::memcmp(mx1.data(), states[i].max, n_q * sizeof(float)));
               EXPECT_EQ(0, std::memcmp(sum1.data(), states[i].sum, n_q * sizeof(float)));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// head_dim 8 has its own AVX-512 path for a dim-major K (chunks of 256
+// keys, a two-pass softmax per chunk merged into the running state): its
+// contracts, on ranges that cross chunks and end inside, at or just past a
+// chunk edge, in blocks of 16 / 32 slots (K read in place) and of 7 (K
+// gathered), with peaked scores (spread 4: exp underflows for most keys):
+// each token's result bitwise equals its own call, a head's does not depend
+// on its group, a 16-bit cache gives the bits of an f32 cache of its
+// decoded values, and all of it, also folded in two calls into one state,
+// agrees with the double-precision reference.
+TEST(AttentionKernel, HeadDim8KeepsEveryContractAcrossChunks) {
+  if (!CpuSupports(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512";
+  constexpr int64_t hd = 8, n_q = 3, positions = 700;
+  const std::vector<int64_t> ends = {1, 255, 256, 257, 300, 512, 700};
+  const auto n = static_cast<int64_t>(ends.size());
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (bool dim_major : KLayouts(dtype)) {
+      for (int64_t bs : {16, 7, 32}) {
+        for (float spread : {1.0f, 4.0f}) {
+          std::mt19937 rng(23);
+          const Layout l = InKLayout(MakeLayout(rng, bs, positions, 2, hd, spread, dtype), dim_major);
+          std::vector<float> q(n * n_q * hd);
+          for (auto& x : q) x = std::normal_distribution<float>(0, spread)(rng);
+          for (int64_t begin : {int64_t{0}, int64_t{5}}) {
+            const std::string where = std::string(DTypeName(dtype)) + " block " + std::to_string(bs) +
+                                      " spread " + std::to_string(spread) + " begin " +
+                                      std::to_string(begin) + (dim_major ? " dim-major" : " rows");
+            std::vector<float> acc(n * n_q * hd), mx(n * n_q), sum(n * n_q);
+            std::vector<AttentionState> states;
+            for (int64_t i = 0; i < n; ++i) {
+              states.push_back({mx.data() + i * n_q, sum.data() + i * n_q, acc.data() + i * n_q * hd});
+              ResetAttentionState(n_q, hd, states.back());
+            }
+            const std::vector<int64_t> token_ends(ends.begin(), ends.end());
+            std::vector<int64_t> live;  // the tokens whose range is not empty
+            for (int64_t i = 0; i < n; ++i) {
+              if (token_ends[i] > begin) live.push_back(i);
+            }
+            // Tokens with an empty range take no part (the kernel requires end > begin).
+            std::vector<float> q_live;
+            std::vector<int64_t> end_live;
+            std::vector<AttentionState> state_live;
+            for (int64_t i : live) {
+              q_live.insert(q_live.end(), q.begin() + i * n_q * hd, q.begin() + (i + 1) * n_q * hd);
+              end_live.push_back(token_ends[i]);
+              state_live.push_back(states[i]);
+            }
+            AttendKeysForTokensAvx512(AttentionQuery{q_live.data(), n_q, hd, 0.35f, 0.0f},
+                                      AttentionTokens{static_cast<int64_t>(live.size()), n_q * hd,
+                                                      end_live.data(), state_live.data()},
+                                      l.View(1), begin);
+            for (size_t j = 0; j < live.size(); ++j) {
+              const int64_t i = live[j];
+              const float* qi = q.data() + i * n_q * hd;
+              std::vector<float> acc1(n_q * hd), mx1(n_q), sum1(n_q);
+              const AttentionState one{mx1.data(), sum1.data(), acc1.data()};
+              ResetAttentionState(n_q, hd, one);
+              AttendKeysAvx512(AttentionQuery{qi, n_q, hd, 0.35f, 0.0f}, l.View(1), begin, token_ends[i],
+                               one);
+              ASSERT_EQ(0, std::memcmp(acc1.data(), states[i].acc, acc1.size() * sizeof(float)))
+                  << where << " token " << i;
+              ASSERT_EQ(0, std::memcmp(mx1.data(), states[i].max, n_q * sizeof(float))) << where;
+              ASSERT_EQ(0, std::memcmp(sum1.data(), states[i].sum, n_q * sizeof(float))) << where;
+              const std::vector<float> group =
+                  RunKernel(&AttendKeysAvx512, l, 1, qi, n_q, 0.35f, {begin, token_ends[i]});
+              const std::vector<float> halves =
+                  RunKernel(&AttendKeysAvx512, l, 1, qi, n_q, 0.35f,
+                            {begin, (begin + token_ends[i]) / 2 + 1, token_ends[i]});
+              for (int64_t h = 0; h < n_q; ++h) {
+                const std::vector<float> alone =
+                    RunKernel(&AttendKeysAvx512, l, 1, qi + h * hd, 1, 0.35f, {begin, token_ends[i]});
+                ASSERT_EQ(0, std::memcmp(alone.data(), group.data() + h * hd, hd * sizeof(float)))
+                    << where << " token " << i << " head " << h;
+                const std::vector<double> ref = Reference(l, 1, qi + h * hd, 0.35f, begin, token_ends[i]);
+                for (int64_t d = 0; d < hd; ++d) {
+                  ASSERT_NEAR(group[h * hd + d], ref[d], 2e-5 * (1 + std::abs(ref[d])))
+                      << where << " token " << i << " head " << h << " d " << d;
+                  if (token_ends[i] - begin > 1) {
+                    ASSERT_NEAR(halves[h * hd + d], ref[d], 2e-5 * (1 + std::abs(ref[d])))
+                        << where << " token " << i << " head " << h << " d " << d << " in two calls";
+                  }
+                }
+              }
+              if (dtype != DType::kF32) {
+                const std::vector<float> wide =
+                    RunKernel(&AttendKeysAvx512, l.AsF32(), 1, qi, n_q, 0.35f, {begin, token_ends[i]});
+                ASSERT_EQ(0, std::memcmp(wide.data(), group.data(), group.size() * sizeof(float)))
+                    << where << " token " << i << ": f32 cache of the decoded values";
+              }
             }
           }
         }

@@ -60,7 +60,9 @@ class EngineImpl final : public Engine {
   // runs (its placeholders resolve at commit). Sync: none.
   std::optional<StepPlan> PlanAhead() EXCLUDES(mu_);
   // Commits a finished step, then prepares the plan made ahead (if any). The
-  // step to launch next, or none: the loop then re-plans from idle.
+  // step to launch next, or none: the loop then re-plans from idle. The
+  // sampled rows are committed first; a step whose drafter still proposes
+  // (drafts_pending) is then waited for, and its proposals committed.
   // `launched_at`: when the step was handed to the executor (its cycle, up to
   // the end of its commit, is what the speculation cost models learn).
   std::optional<LaunchedStep> Commit(StepResult& result, std::optional<StepPlan> next,
@@ -73,6 +75,7 @@ class EngineImpl final : public Engine {
   std::optional<LaunchedStep> PrepareLocked(StepPlan plan) REQUIRES(mu_);
   // Prompt-logprob chunks of the step -> their requests' contexts.
   void CollectPromptLogprobsLocked(StepResult& result) REQUIRES(mu_);
+  // The sampled rows (speculation's proposals: ScheduleDraftsLocked).
   void CommitLocked(StepResult& result) REQUIRES(mu_);
   // Ends a live request and posts its final event; false if it was not live.
   bool AbortLocked(RequestId id, FinishReason reason, const std::string& error = "") REQUIRES(mu_);
@@ -109,9 +112,12 @@ class EngineImpl final : public Engine {
   std::vector<std::vector<int64_t>> expert_load_ GUARDED_BY(mu_);
 
   // Speculative decoding (engine_speculation.cc).
-  // Verification results into calibration and metrics; proposals through the
-  // draft-length policy into the scheduler.
-  void CommitSpeculationLocked(const StepResult& result) REQUIRES(mu_);
+  // Verification results into calibration and metrics (with the sampled
+  // rows, before their tokens are posted).
+  void ObserveVerificationsLocked(const StepResult& result) REQUIRES(mu_);
+  // Proposals through the draft-length policy into the scheduler (once the
+  // drafter has proposed: after ObserveVerificationsLocked of the same step).
+  void ScheduleDraftsLocked(const StepResult& result) REQUIRES(mu_);
   // The step's cost, for the draft-length policy: `cycle_seconds` from its
   // launch to the end of its commit (runner and engine work alike).
   void ObserveStepCostLocked(const StepResult& result, double cycle_seconds) REQUIRES(mu_);

@@ -61,9 +61,17 @@ std::optional<StepPlan> EngineImpl::PlanAhead() {
 
 std::optional<LaunchedStep> EngineImpl::Commit(StepResult& result, std::optional<StepPlan> next,
                                                std::chrono::steady_clock::time_point launched_at) {
+  {
+    MutexLock lock(mu_);
+    CommitLocked(result);
+  }
+  // The drafter proposes while the rows above are committed (and streamed):
+  // at batch 1 that hides the commit behind the drafting, which is about as
+  // long (docs/speculative.md, "Committing while the drafter proposes").
+  if (result.drafts_pending) MergeDrafts(result, executor_.WaitDrafts());
   MutexLock lock(mu_);
-  CommitLocked(result);
-  if (!config_.speculative.method.empty()) {
+  if (!config_.speculative.method.empty() && !broken_) {
+    ScheduleDraftsLocked(result);
     ObserveStepCostLocked(
         result, std::chrono::duration<double>(std::chrono::steady_clock::now() - launched_at).count());
   }
@@ -157,7 +165,7 @@ void EngineImpl::CommitLocked(StepResult& result) {
   }
   std::unordered_map<RequestId, const Request*> finished;
   for (const Request& r : commit->finished) finished[r.id] = &r;
-  if (!config_.speculative.method.empty()) CommitSpeculationLocked(result);
+  if (!config_.speculative.method.empty()) ObserveVerificationsLocked(result);
 
   for (RequestUpdate& u : commit->updates) {
     const Request* r = scheduler_->FindRequest(u.request_id);

@@ -12,17 +12,15 @@
 
 namespace deepinfer {
 
-void EngineImpl::CommitSpeculationLocked(const StepResult& result) {
+void EngineImpl::ObserveVerificationsLocked(const StepResult& result) {
   const int32_t max_draft = config_.scheduler.max_num_speculative_tokens;
   if (spec_accepted_per_position_.empty()) {
     spec_accepted_per_position_.assign(static_cast<size_t>(max_draft), 0);
     typical_confidence_.assign(static_cast<size_t>(max_draft), -1.0);
     spec_draft_length_counts_.assign(static_cast<size_t>(max_draft) + 1, 0);
   }
-  int64_t drafts_in_step = 0;
   for (const SampledRow& row : result.rows) {
     if (row.num_drafts <= 0) continue;
-    drafts_in_step += row.num_drafts;
     ++spec_verifications_;
     const auto accepted = static_cast<int32_t>(std::min<size_t>(row.tokens.size() - 1, row.num_drafts));
     const auto found = draft_confidence_.find(row.request_id);
@@ -35,6 +33,12 @@ void EngineImpl::CommitSpeculationLocked(const StepResult& result) {
       calibrator_.Observe(d, c, d < accepted);
     }
   }
+}
+
+void EngineImpl::ScheduleDraftsLocked(const StepResult& result) {
+  const int32_t max_draft = config_.scheduler.max_num_speculative_tokens;
+  int64_t drafts_in_step = 0;
+  for (const SampledRow& row : result.rows) drafts_in_step += std::max(row.num_drafts, 0);
   // The fresh proposals of requests that go on.
   std::vector<const SampledRow*> proposing;
   std::vector<DraftLengthInput> inputs;

@@ -1,6 +1,8 @@
 #include "runner/step_runner.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "runner/to_forward_batch.h"
 
@@ -25,6 +27,21 @@ void StepRunner::CopyBlocks(const std::vector<BlockCopy>& copies) {
 }
 
 StepResult StepRunner::Run(LaunchedStep& step) {
+  StepResult result = Sample(step);
+  if (result.drafts_pending) MergeDrafts(result, ProposeDrafts());
+  return result;
+}
+
+void MergeDrafts(StepResult& result, StepDrafts&& drafts) {
+  for (auto& [row, proposal] : drafts.proposals) result.rows[row].proposal = std::move(proposal);
+  result.draft_seconds = drafts.draft_seconds;
+  result.draft_fixed_seconds = drafts.draft_fixed_seconds;
+  result.proposed_tokens = drafts.proposed_tokens;
+  result.drafts_pending = false;
+}
+
+StepResult StepRunner::Sample(LaunchedStep& step) {
+  pending_.reset();
   StepResult result;
   result.output.step_id = step.plan.step_id;
   CopyBlocks(step.plan.block_copies);
@@ -100,7 +117,11 @@ StepResult StepRunner::Run(LaunchedStep& step) {
   }
   if (drafter_ != nullptr) {
     if (!step.released.empty()) drafter_->Release(step.released);
-    if (step.draft) Draft(step, row_of_seq, result);
+    if (step.draft) {
+      PrepareDrafts(step, row_of_seq, result);
+      result.drafts_pending = !pending_->inputs.empty();
+      if (!result.drafts_pending) pending_.reset();
+    }
   }
   if (!result.prompt_logprobs.empty()) {
     // A prompt-logprobs chunk's [chunk, vocab] rows are not kept past its step.
@@ -110,12 +131,13 @@ StepResult StepRunner::Run(LaunchedStep& step) {
   return result;
 }
 
-void StepRunner::Draft(const LaunchedStep& step, const std::vector<int64_t>& row_of_seq, StepResult& result) {
+void StepRunner::PrepareDrafts(const LaunchedStep& step, const std::vector<int64_t>& row_of_seq,
+                               const StepResult& result) {
   const int64_t h = model_.config().hidden_size;
   const bool wants_sequence = drafter_->NeedsSequence();
-  std::vector<DraftInput> inputs;
-  std::vector<int64_t> input_row;  // result.rows index of each input, or -1
-  std::vector<size_t> input_seq;   // plan.seqs index of each input
+  PendingDrafts& pending = pending_.emplace();
+  pending.calibration = step.draft_calibration;
+  std::vector<DraftInput>& inputs = pending.inputs;
   // Token spans are offsets into draft_tokens_ until it stops growing.
   struct Spans {
     size_t tokens_begin, tokens_end, sequence_begin, sequence_end;
@@ -158,15 +180,15 @@ void StepRunner::Draft(const LaunchedStep& step, const std::vector<int64_t>& row
       }
       in.max_tokens = max_draft_tokens_;
       in.stop_below_confidence = step.draft_stop_below_confidence;
-      in.calibration = step.draft_calibration.get();
+      in.calibration = pending.calibration.get();
       const SamplingContext& ctx = *step.contexts[i];
       in.sampling = &ctx.params;
       in.draw_stream = ctx.draw_stream;
       in.num_prompt_tokens = ctx.request->num_prompt_tokens;
     }
     inputs.push_back(in);
-    input_row.push_back(r);
-    input_seq.push_back(i);
+    pending.input_row.push_back(r);
+    pending.contexts.push_back(step.contexts[i]);
     spans.push_back(sp);
   }
   for (size_t j = 0; j < inputs.size(); ++j) {
@@ -174,26 +196,36 @@ void StepRunner::Draft(const LaunchedStep& step, const std::vector<int64_t>& row
     inputs[j].tokens = {base + spans[j].tokens_begin, base + spans[j].tokens_end};
     inputs[j].sequence = {base + spans[j].sequence_begin, base + spans[j].sequence_end};
   }
+}
+
+StepDrafts StepRunner::ProposeDrafts() {
+  StepDrafts drafts;
+  if (!pending_) return drafts;
+  const PendingDrafts pending = std::move(*pending_);
+  pending_.reset();
+  const std::vector<DraftInput>& inputs = pending.inputs;
   const Clock::time_point draft_start = Clock::now();
   std::vector<DraftProposal> proposals = drafter_->ProposeStep(inputs);
-  result.draft_seconds = Seconds(Clock::now() - draft_start);
-  result.draft_fixed_seconds = std::min(drafter_->last_fixed_seconds(), result.draft_seconds);
+  drafts.draft_seconds = Seconds(Clock::now() - draft_start);
+  drafts.draft_fixed_seconds = std::min(drafter_->last_fixed_seconds(), drafts.draft_seconds);
   for (size_t j = 0; j < inputs.size() && j < proposals.size(); ++j) {
-    if (input_row[j] < 0 || inputs[j].max_tokens == 0) continue;
+    if (pending.input_row[j] < 0 || inputs[j].max_tokens == 0) continue;
     DraftProposal& p = proposals[j];
     p.tokens.resize(std::min(p.tokens.size(), static_cast<size_t>(inputs[j].max_tokens)));
     p.confidence.resize(p.tokens.size(), 0.0f);
     if (!p.probs.empty()) {  // rejection drafts: their distributions stay with the request's context
-      SamplingContext& ctx = *step.contexts[input_seq[j]];
+      // (fields only this thread touches: SamplingContext::draft_position)
+      SamplingContext& ctx = *pending.contexts[j];
       ctx.draft_position = static_cast<int64_t>(inputs[j].sequence.size());
       ctx.draft_tokens = p.tokens;
       p.probs.resize(p.tokens.size() * static_cast<size_t>(vocab_));
       ctx.draft_probs = std::move(p.probs);
       p.probs.clear();
     }
-    result.proposed_tokens += static_cast<int64_t>(p.tokens.size());
-    result.rows[static_cast<size_t>(input_row[j])].proposal = std::move(p);
+    drafts.proposed_tokens += static_cast<int64_t>(p.tokens.size());
+    drafts.proposals.emplace_back(static_cast<size_t>(pending.input_row[j]), std::move(p));
   }
+  return drafts;
 }
 
 StepExecutor::StepExecutor(StepRunner& runner) : runner_(runner), thread_([this] { Loop(); }) {}
@@ -225,6 +257,14 @@ StepResult StepExecutor::Wait() {
   return result;
 }
 
+StepDrafts StepExecutor::WaitDrafts() {
+  MutexLock lock(mu_);
+  while (!drafts_.has_value()) cv_.wait(lock.native());
+  StepDrafts drafts = std::move(*drafts_);
+  drafts_.reset();
+  return drafts;
+}
+
 void StepExecutor::NoteIdleWait() {
   MutexLock lock(mu_);
   idle_wait_since_launch_ = true;
@@ -253,18 +293,36 @@ void StepExecutor::Loop() {
       follows_step = pending_follows_step_;
     }
     const Clock::time_point start = Clock::now();
-    StepResult result = runner_.Run(step);
-    const Clock::time_point end = Clock::now();
-    const double idle = follows_step && last_end_ != Clock::time_point{} ? Seconds(start - last_end_) : 0.0;
-    last_end_ = end;
+    StepResult result = runner_.Sample(step);
+    if (!result.drafts_pending) {
+      Finish(start, follows_step, std::move(result), std::nullopt);
+      continue;
+    }
     {
       MutexLock lock(mu_);
       done_ = std::move(result);
-      busy_seconds_ += Seconds(end - start);
-      idle_seconds_ += idle;
     }
     cv_.notify_all();
+    // The engine commits the sampled rows while the drafter proposes.
+    Finish(start, follows_step, std::nullopt, runner_.ProposeDrafts());
   }
+}
+
+void StepExecutor::Finish(Clock::time_point start, bool follows_step, std::optional<StepResult> result,
+                          std::optional<StepDrafts> drafts) {
+  const Clock::time_point end = Clock::now();
+  const double idle = follows_step && last_end_ != Clock::time_point{} ? Seconds(start - last_end_) : 0.0;
+  last_end_ = end;
+  {
+    // The step's last part and its accounting together: the engine reads
+    // them complete after Wait (or WaitDrafts).
+    MutexLock lock(mu_);
+    if (result) done_ = std::move(result);
+    if (drafts) drafts_ = std::move(drafts);
+    busy_seconds_ += Seconds(end - start);
+    idle_seconds_ += idle;
+  }
+  cv_.notify_all();
 }
 
 }  // namespace deepinfer

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <numbers>
 #include <string>
 
@@ -279,6 +280,46 @@ TEST(Rope, Llama3ScalingBands) {
   EXPECT_GT(kept, 0);
   EXPECT_GT(divided, 0);
   EXPECT_GT(blended, 0);
+}
+
+// Apply reads the angles from a per-thread cache by position: positions
+// that share a slot (64 apart), two Ropes of other frequencies and a head
+// count of 1 or 3 all give the rotation computed afresh, bit for bit.
+TEST(Rope, CachedAnglesRotateAsComputedAfresh) {
+  ModelConfig a;
+  a.head_dim = a.rope_dim = 8;
+  a.rope_theta = 10000.0;
+  ModelConfig b = a;
+  b.rope_theta = 500000.0;
+  auto rope_a = Rope::Create(a);
+  auto rope_b = Rope::Create(b);
+  ASSERT_TRUE(rope_a.ok() && rope_b.ok());
+  // The rotation of one head of 8 at `pos`, as the neox pairing defines it.
+  const auto expected = [](const Rope& rope, const std::vector<float>& x, int64_t pos) {
+    std::vector<float> y = x;
+    for (int64_t i = 0; i < 4; ++i) {
+      const double angle = static_cast<double>(pos) * rope.inv_freq()[static_cast<size_t>(i)];
+      const auto c = static_cast<float>(std::cos(angle)), s = static_cast<float>(std::sin(angle));
+      y[i] = x[i] * c - x[i + 4] * s;
+      y[i + 4] = x[i + 4] * c + x[i] * s;
+    }
+    return y;
+  };
+  const std::vector<float> x = {0.5f, -1.25f, 2.0f, 0.75f, -0.5f, 1.5f, -2.25f, 1.0f};
+  for (int64_t pos : {3, 67, 3, 131, 67, 5000, 3}) {
+    for (const Rope* rope : {&*rope_a, &*rope_b}) {
+      std::vector<float> got = x;
+      rope->Apply(got.data(), 1, 8, pos);
+      const std::vector<float> want = expected(*rope, x, pos);
+      for (size_t d = 0; d < 8; ++d) EXPECT_NEAR(got[d], want[d], 1e-6f) << "pos " << pos << " d " << d;
+      std::vector<float> three;
+      for (int h = 0; h < 3; ++h) three.insert(three.end(), x.begin(), x.end());
+      rope->Apply(three.data(), 3, 8, pos);
+      for (int h = 0; h < 3; ++h) {
+        EXPECT_EQ(0, std::memcmp(three.data() + 8 * h, got.data(), 8 * sizeof(float))) << "pos " << pos;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "model/rope.h"
 
+#include <array>
+#include <atomic>
 #include <cmath>
 #include <numbers>
 
@@ -27,10 +29,13 @@ double Llama3Scale(double inv_freq, const RopeScaling& s) {
   return (1.0 - smooth) * inv_freq / s.factor + smooth * inv_freq;
 }
 
+std::atomic<uint64_t> next_rope_id{1};
+
 }  // namespace
 
 StatusOr<Rope> Rope::Create(const ModelConfig& config, std::vector<float> freq_factors) {
   Rope rope;
+  rope.id_ = next_rope_id.fetch_add(1, std::memory_order_relaxed);
   rope.style_ = config.rope_style;
   rope.rope_dim_ = config.rope_dim > 0 ? config.rope_dim : config.head_dim;
   if (rope.rope_dim_ % 2 != 0 || rope.rope_dim_ > config.head_dim) {
@@ -62,17 +67,33 @@ StatusOr<Rope> Rope::Create(const ModelConfig& config, std::vector<float> freq_f
   return rope;
 }
 
+const float* Rope::CosSin(int64_t pos) const {
+  constexpr int64_t kSlots = 64;  // > the positions of one decode or verification step
+  struct Slot {
+    uint64_t rope = 0;
+    int64_t pos = -1;
+    std::vector<float> cos_sin;
+  };
+  thread_local std::array<Slot, kSlots> cache;
+  Slot& slot = cache[static_cast<size_t>(((pos % kSlots) + kSlots) % kSlots)];
+  if (slot.rope != id_ || slot.pos != pos) {
+    const int64_t half = rope_dim_ / 2;
+    slot.cos_sin.resize(static_cast<size_t>(2 * half));
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(pos) * inv_freq_[static_cast<size_t>(i)];
+      slot.cos_sin[static_cast<size_t>(i)] = static_cast<float>(std::cos(angle));
+      slot.cos_sin[static_cast<size_t>(half + i)] = static_cast<float>(std::sin(angle));
+    }
+    slot.rope = id_;
+    slot.pos = pos;
+  }
+  return slot.cos_sin.data();
+}
+
 void Rope::Apply(float* x, int64_t n_heads, int64_t head_dim, int64_t pos) const {
   const int64_t half = rope_dim_ / 2;
-  thread_local std::vector<float> cos_sin;
-  cos_sin.resize(static_cast<size_t>(2 * half));
-  for (int64_t i = 0; i < half; ++i) {
-    const double angle = static_cast<double>(pos) * inv_freq_[static_cast<size_t>(i)];
-    cos_sin[i] = static_cast<float>(std::cos(angle));
-    cos_sin[half + i] = static_cast<float>(std::sin(angle));
-  }
-  ops::RopeRotate(x, n_heads, head_dim, cos_sin.data(), cos_sin.data() + half, half,
-                  style_ == RopeStyle::kInterleaved);
+  const float* cos_sin = CosSin(pos);
+  ops::RopeRotate(x, n_heads, head_dim, cos_sin, cos_sin + half, half, style_ == RopeStyle::kInterleaved);
 }
 
 }  // namespace deepinfer

@@ -26,9 +26,16 @@ class Rope {
   const std::vector<double>& inv_freq() const { return inv_freq_; }  // [rope_dim / 2]
 
  private:
+  // cos (rope_dim / 2 floats) then sin of the angles at `pos`, from a
+  // per-thread cache by position: every layer of a forward pass rotates the
+  // same positions, q and k each, and the angles in double cost more than
+  // the rotation at a small head_dim.
+  const float* CosSin(int64_t pos) const;
+
   RopeStyle style_ = RopeStyle::kNeox;
   int64_t rope_dim_ = 0;
   std::vector<double> inv_freq_;
+  uint64_t id_ = 0;  // the cache's key with the position (copies share it: same frequencies)
 };
 
 }  // namespace deepinfer

@@ -2,7 +2,7 @@
 // go in docs/kv-cache.md).
 //
 //   attention_bench [--depth D] [--batch B] [--layers L] [--rounds R] [--threads P]
-//                   [--dtypes f32,f16,bf16,q8_0] [--k-layout dim|rows] [--head-dim 64]
+//                   [--dtypes f32,f16,bf16,q8_0] [--k-layout dim|rows] [--head-dim 64] [--heads 32]
 // --k-layout rows stores K as rows for every dtype; by default f32 / f16 /
 // bf16 K is dim-major, as KvCache stores it (q8_0 is rows either way).
 //   (DEEPINFER_ISA=scalar|avx2|avx512 picks the kernel level)
@@ -35,9 +35,9 @@ namespace {
 using deepinfer::DType;
 using namespace deepinfer::cpu;
 
-constexpr int64_t kHeads = 32, kKvHeads = 4, kBlock = 16;
-// --head-dim (64: TinyLlama's).
-int64_t kHeadDim = 64;
+constexpr int64_t kKvHeads = 4, kBlock = 16;
+// --head-dim and --heads (query heads; 64 and 32: TinyLlama's).
+int64_t kHeadDim = 64, kHeads = 32;
 
 // One dtype's cache: [layer][block][kv_head][slot][row], B * D / kBlock blocks.
 struct Cache {
@@ -123,13 +123,20 @@ int main(int argc, char** argv) {
       threads = value;
     else if (flag == "--head-dim")
       kHeadDim = value;
+    else if (flag == "--heads")
+      kHeads = value;
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
     }
   }
-  if (depth < 1 || batch < 1 || layers < 1 || rounds < 1 || threads < 1 || dtypes.empty()) {
+  if (depth < 1 || batch < 1 || layers < 1 || rounds < 1 || threads < 1 || dtypes.empty() || kHeadDim < 1 ||
+      kHeads < 1) {
     std::fprintf(stderr, "flags must be >= 1\n");
+    return 2;
+  }
+  if (kHeads % kKvHeads != 0) {
+    std::fprintf(stderr, "--heads must be a multiple of the %lld KV heads\n", static_cast<long long>(kKvHeads));
     return 2;
   }
   const int64_t per_seq = (depth + kBlock - 1) / kBlock, num_blocks = batch * per_seq;

@@ -32,20 +32,26 @@ Status SamplingParams::Validate() const {
   return Status::Ok();
 }
 
+// The maximum first, in 16 independent lanes (a comparison that NaN fails
+// never takes it; the compiler vectorizes the lanes), then the first index
+// holding it: a single running maximum is one compare-and-branch chain per
+// logit, and a speculative step takes an argmax per verified row and draft.
+// All NaN: no index holds the -inf start, so 0, as with no logit at all.
 int32_t ArgMax(const float* logits, int64_t vocab) {
-  int32_t best = 0;
-  float best_value = -INFINITY;
-  bool found = false;
-  for (int64_t i = 0; i < vocab; ++i) {
-    float v = logits[i];
-    if (std::isnan(v)) continue;
-    if (!found || v > best_value) {
-      best = static_cast<int32_t>(i);
-      best_value = v;
-      found = true;
-    }
+  constexpr int64_t kLanes = 16;
+  float lanes[kLanes];
+  for (float& x : lanes) x = -INFINITY;
+  int64_t i = 0;
+  for (; i + kLanes <= vocab; i += kLanes) {
+    for (int64_t j = 0; j < kLanes; ++j) lanes[j] = logits[i + j] > lanes[j] ? logits[i + j] : lanes[j];
   }
-  return best;
+  float best = -INFINITY;
+  for (; i < vocab; ++i) best = logits[i] > best ? logits[i] : best;
+  for (float x : lanes) best = x > best ? x : best;
+  for (int64_t k = 0; k < vocab; ++k) {
+    if (logits[k] == best) return static_cast<int32_t>(k);
+  }
+  return 0;
 }
 
 namespace {

@@ -1,6 +1,7 @@
 #include "sampling/sampler.h"
 
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -41,6 +42,35 @@ TEST(SamplerTest, ArgMaxPrefersLowestIdOnTiesAndSkipsNaN) {
   EXPECT_EQ(ArgMax(l.data(), l.size()), 1);
   std::vector<float> nan_first = {NAN, -1.f};
   EXPECT_EQ(ArgMax(nan_first.data(), 2), 1);
+}
+
+// Against the definition, one logit at a time, on rows of NaN, +-inf, ties
+// and lengths around the 16-lane blocks.
+TEST(SamplerTest, ArgMaxMatchesALinearScan) {
+  const auto reference = [](const std::vector<float>& l) {
+    int32_t best = 0;
+    bool found = false;
+    for (size_t i = 0; i < l.size(); ++i) {
+      if (std::isnan(l[i])) continue;
+      if (!found || l[i] > l[static_cast<size_t>(best)]) best = static_cast<int32_t>(i);
+      found = true;
+    }
+    return best;
+  };
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 20000; ++trial) {
+    std::vector<float> l(std::uniform_int_distribution<size_t>(0, 70)(rng));
+    for (float& x : l) {
+      const int kind = std::uniform_int_distribution<int>(0, 9)(rng);
+      x = kind == 0   ? NAN
+          : kind == 1 ? -INFINITY
+          : kind == 2 ? INFINITY
+                      : static_cast<float>(std::uniform_int_distribution<int>(-4, 4)(rng));
+    }
+    ASSERT_EQ(ArgMax(l.data(), static_cast<int64_t>(l.size())), reference(l)) << "trial " << trial;
+  }
+  const std::vector<float> all_nan(40, NAN);
+  EXPECT_EQ(ArgMax(all_nan.data(), 40), 0);
 }
 
 TEST(SamplerTest, GreedyAndTopK1AreArgMax) {

@@ -40,16 +40,16 @@ class DecoderStackModel : public Model {
   // Repacks every layer's matrices and an untied LM head once into the
   // kernels' layout (a no-op where the ISA has none; docs/kernels.md). The
   // embedding is read row-wise and never packed; a tied head gets a packed
-  // copy of it only where its file layout has no fast kernel
-  // (PrepareIfFallback: the Q6_K embedding llama-quantize's K-quant mixes
-  // write for tied models; docs/model.md).
+  // copy of it only where its file layout is much slower (PrepareTiedHead:
+  // the Q6_K embedding llama-quantize's K-quant mixes write for tied
+  // models, and a tiny model's short rows; docs/model.md).
   void PackWeights() {
     const MatrixVisitor pack = [this](ops::Matrix& m) { backend_weights_.Prepare(m); };
     for (auto& layer : parts_.layers) layer->VisitMatrices(pack);
     if (output.data != embedding.data) {
       backend_weights_.Prepare(output);
     } else {
-      backend_weights_.PrepareIfFallback(output);
+      backend_weights_.PrepareTiedHead(output);
     }
   }
 

@@ -55,8 +55,8 @@ void BackendWeights::Prepare(Matrix& m) {
   m.packed = packed.layout;
 }
 
-void BackendWeights::PrepareIfFallback(Matrix& m) {
-  if (!cpu::HasFastKernel(cpu::ActiveIsa(), m.dtype)) Prepare(m);
+void BackendWeights::PrepareTiedHead(Matrix& m) {
+  if (!cpu::HasFastKernel(cpu::ActiveIsa(), m.dtype) || m.cols() < kShortRow) Prepare(m);
 }
 
 float Dot(const float* a, const float* b, int64_t n) { return cpu::Dot(a, b, n); }

@@ -64,10 +64,14 @@ class BackendWeights {
   void Prepare(Matrix& m);
   // Prepare for a matrix whose file bytes stay in use beside the copy (a
   // tied LM head: the embedding's rows are still looked up by token), so
-  // the copy costs a second one: made only where the file layout would run
-  // the dequantize-a-row fallback (e.g. a Q6_K embedding, which
-  // llama-quantize gives tied models), which is many times slower.
-  void PrepareIfFallback(Matrix& m);
+  // the copy costs a second one. Made only where the file layout is much
+  // slower: where it would run the dequantize-a-row fallback (e.g. a Q6_K
+  // embedding, which llama-quantize gives tied models), and for rows
+  // shorter than kShortRow elements, where the file-layout kernels' dot
+  // formulation spends about as much on each (row, token)'s horizontal sum
+  // as on its products (a tiny model's head; the copy is small then).
+  void PrepareTiedHead(Matrix& m);
+  static constexpr int64_t kShortRow = 256;
 
  private:
   std::unique_ptr<cpu::PackedWeights> packed_;

@@ -65,11 +65,12 @@ TEST(BackendWeightsTest, PreparedMatrixMultipliesLikeTheFileLayout) {
   }
 }
 
-// PrepareIfFallback (the tied LM head): no copy where the file layout has a
-// fast kernel at every level (F32), and for Q6_K - which has no file-layout
+// PrepareTiedHead (the tied LM head): no copy where the file layout has a
+// fast kernel at every level (F32) and rows of kShortRow elements or more;
+// for F32 rows shorter than that, and for Q6_K - which has no file-layout
 // kernel at the SIMD levels, only the dequantize-a-row fallback - the same
 // copy Prepare makes, multiplying like the file layout.
-TEST(BackendWeightsTest, PrepareIfFallbackCopiesOnlyWhatWouldFallBack) {
+TEST(BackendWeightsTest, PrepareTiedHeadCopiesOnlyWhereTheFileLayoutIsSlow) {
   constexpr int64_t kRows = 21, kCols = 512, kTokens = 2;
   std::mt19937 rng(5);
   std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -79,9 +80,27 @@ TEST(BackendWeightsTest, PrepareIfFallbackCopiesOnlyWhatWouldFallBack) {
   const TensorView f32_view = ViewOf("f32", DType::kF32, kRows, kCols, f32.data(), f32.size() * 4);
   ops::BackendWeights backend;
   ops::Matrix tied_f32(f32_view);
-  backend.PrepareIfFallback(tied_f32);
+  backend.PrepareTiedHead(tied_f32);
   EXPECT_EQ(tied_f32.packed, nullptr);
   EXPECT_EQ(tied_f32.data, f32_view.data);
+
+  // Rows of 64 (a tiny model's hidden size): the same copy as Prepare's,
+  // multiplying like the file layout (another summation order: f32 rounding apart).
+  constexpr int64_t kShort = 64;
+  const TensorView short_view = ViewOf("short", DType::kF32, kRows * 8, kShort, f32.data(), f32.size() * 4);
+  ops::Matrix tied_short(short_view), untied_short(short_view);
+  backend.PrepareTiedHead(tied_short);
+  backend.Prepare(untied_short);
+  ASSERT_EQ(tied_short.packed != nullptr, untied_short.packed != nullptr);
+  if (tied_short.packed != nullptr) {
+    ThreadPool short_pool(1);
+    std::vector<float> short_want(kTokens * kRows * 8), short_got(short_want.size());
+    ops::MatMul(ops::Matrix(short_view), x.data(), kTokens, nullptr, short_want.data(), short_pool);
+    ops::MatMul(tied_short, x.data(), kTokens, nullptr, short_got.data(), short_pool);
+    for (size_t i = 0; i < short_want.size(); ++i) {
+      ASSERT_NEAR(short_got[i], short_want[i], 1e-4f * (1.0f + std::fabs(short_want[i]))) << i;
+    }
+  }
 
   // Q6_K super-blocks of random bytes with a small finite f16 d (0.01: 0x211f).
   std::vector<uint8_t> q6(static_cast<size_t>(kRows * kCols / 256 * 210));
@@ -94,7 +113,7 @@ TEST(BackendWeightsTest, PrepareIfFallbackCopiesOnlyWhatWouldFallBack) {
   const TensorView q6_view = ViewOf("q6_k", DType::kQ6_K, kRows, kCols, q6.data(), q6.size());
 
   ops::Matrix tied(q6_view), untied(q6_view);
-  backend.PrepareIfFallback(tied);
+  backend.PrepareTiedHead(tied);
   backend.Prepare(untied);
   EXPECT_EQ(tied.packed != nullptr, untied.packed != nullptr);
   ThreadPool pool(2);

@@ -136,7 +136,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (kHeads % kKvHeads != 0) {
-    std::fprintf(stderr, "--heads must be a multiple of the %lld KV heads\n", static_cast<long long>(kKvHeads));
+    std::fprintf(stderr, "--heads must be a multiple of the %lld KV heads\n",
+                 static_cast<long long>(kKvHeads));
     return 2;
   }
   const int64_t per_seq = (depth + kBlock - 1) / kBlock, num_blocks = batch * per_seq;

@@ -66,8 +66,7 @@ std::optional<LaunchedStep> EngineImpl::Commit(StepResult& result, std::optional
     CommitLocked(result);
   }
   // The drafter proposes while the rows above are committed (and streamed):
-  // at batch 1 that hides the commit behind the drafting, which is about as
-  // long (docs/speculative.md, "Committing while the drafter proposes").
+  // at batch 1 that hides the commit behind the drafting (docs/engine.md).
   if (result.drafts_pending) MergeDrafts(result, executor_.WaitDrafts());
   MutexLock lock(mu_);
   if (!config_.speculative.method.empty() && !broken_) {

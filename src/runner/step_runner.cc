@@ -1,8 +1,6 @@
 #include "runner/step_runner.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 
 #include "runner/to_forward_batch.h"
 
@@ -213,8 +211,9 @@ StepDrafts StepRunner::ProposeDrafts() {
     DraftProposal& p = proposals[j];
     p.tokens.resize(std::min(p.tokens.size(), static_cast<size_t>(inputs[j].max_tokens)));
     p.confidence.resize(p.tokens.size(), 0.0f);
-    if (!p.probs.empty()) {  // rejection drafts: their distributions stay with the request's context
-      // (fields only this thread touches: SamplingContext::draft_position)
+    // Rejection drafts: their distributions stay with the request's context
+    // (its draft_* fields are this thread's own: the engine may be committing).
+    if (!p.probs.empty()) {
       SamplingContext& ctx = *pending.contexts[j];
       ctx.draft_position = static_cast<int64_t>(inputs[j].sequence.size());
       ctx.draft_tokens = p.tokens;

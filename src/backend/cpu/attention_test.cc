@@ -361,11 +361,11 @@ TEST(AttentionKernel, TokensSharingTilesEqualSeparateCalls) {
 // keys, a two-pass softmax per chunk merged into the running state): its
 // contracts, on ranges that cross chunks and end inside, at or just past a
 // chunk edge, in blocks of 16 / 32 slots (K read in place) and of 7 (K
-// gathered), with peaked scores (spread 4: exp underflows for most keys):
-// each token's result bitwise equals its own call, a head's does not depend
-// on its group, a 16-bit cache gives the bits of an f32 cache of its
-// decoded values, and all of it, also folded in two calls into one state,
-// agrees with the double-precision reference.
+// gathered), with peaked scores (spread 4: exp underflows for most keys)
+// and with Gemma-2's soft cap: each token's result bitwise equals its own
+// call, a head's does not depend on its group, a 16-bit cache gives the bits
+// of an f32 cache of its decoded values, and all of it, also folded in two
+// calls into one state, agrees with the double-precision reference.
 TEST(AttentionKernel, HeadDim8KeepsEveryContractAcrossChunks) {
   if (!CpuSupports(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512";
   constexpr int64_t hd = 8, n_q = 3, positions = 700;
@@ -379,10 +379,12 @@ TEST(AttentionKernel, HeadDim8KeepsEveryContractAcrossChunks) {
           const Layout l = InKLayout(MakeLayout(rng, bs, positions, 2, hd, spread, dtype), dim_major);
           std::vector<float> q(n * n_q * hd);
           for (auto& x : q) x = std::normal_distribution<float>(0, spread)(rng);
-          for (int64_t begin : {int64_t{0}, int64_t{5}}) {
+          for (auto [begin, softcap] :
+               {std::pair{int64_t{0}, 0.0f}, std::pair{int64_t{5}, 0.0f}, std::pair{int64_t{0}, 2.0f}}) {
             const std::string where = std::string(DTypeName(dtype)) + " block " + std::to_string(bs) +
                                       " spread " + std::to_string(spread) + " begin " +
-                                      std::to_string(begin) + (dim_major ? " dim-major" : " rows");
+                                      std::to_string(begin) + " softcap " + std::to_string(softcap) +
+                                      (dim_major ? " dim-major" : " rows");
             std::vector<float> acc(n * n_q * hd), mx(n * n_q), sum(n * n_q);
             std::vector<AttentionState> states;
             for (int64_t i = 0; i < n; ++i) {
@@ -403,7 +405,7 @@ TEST(AttentionKernel, HeadDim8KeepsEveryContractAcrossChunks) {
               end_live.push_back(token_ends[i]);
               state_live.push_back(states[i]);
             }
-            AttendKeysForTokensAvx512(AttentionQuery{q_live.data(), n_q, hd, 0.35f, 0.0f},
+            AttendKeysForTokensAvx512(AttentionQuery{q_live.data(), n_q, hd, 0.35f, softcap},
                                       AttentionTokens{static_cast<int64_t>(live.size()), n_q * hd,
                                                       end_live.data(), state_live.data()},
                                       l.View(1), begin);
@@ -413,23 +415,24 @@ TEST(AttentionKernel, HeadDim8KeepsEveryContractAcrossChunks) {
               std::vector<float> acc1(n_q * hd), mx1(n_q), sum1(n_q);
               const AttentionState one{mx1.data(), sum1.data(), acc1.data()};
               ResetAttentionState(n_q, hd, one);
-              AttendKeysAvx512(AttentionQuery{qi, n_q, hd, 0.35f, 0.0f}, l.View(1), begin, token_ends[i],
+              AttendKeysAvx512(AttentionQuery{qi, n_q, hd, 0.35f, softcap}, l.View(1), begin, token_ends[i],
                                one);
               ASSERT_EQ(0, std::memcmp(acc1.data(), states[i].acc, acc1.size() * sizeof(float)))
                   << where << " token " << i;
               ASSERT_EQ(0, std::memcmp(mx1.data(), states[i].max, n_q * sizeof(float))) << where;
               ASSERT_EQ(0, std::memcmp(sum1.data(), states[i].sum, n_q * sizeof(float))) << where;
               const std::vector<float> group =
-                  RunKernel(&AttendKeysAvx512, l, 1, qi, n_q, 0.35f, {begin, token_ends[i]});
+                  RunKernel(&AttendKeysAvx512, l, 1, qi, n_q, 0.35f, {begin, token_ends[i]}, softcap);
               const std::vector<float> halves =
                   RunKernel(&AttendKeysAvx512, l, 1, qi, n_q, 0.35f,
-                            {begin, (begin + token_ends[i]) / 2 + 1, token_ends[i]});
+                            {begin, (begin + token_ends[i]) / 2 + 1, token_ends[i]}, softcap);
               for (int64_t h = 0; h < n_q; ++h) {
-                const std::vector<float> alone =
-                    RunKernel(&AttendKeysAvx512, l, 1, qi + h * hd, 1, 0.35f, {begin, token_ends[i]});
+                const std::vector<float> alone = RunKernel(&AttendKeysAvx512, l, 1, qi + h * hd, 1, 0.35f,
+                                                           {begin, token_ends[i]}, softcap);
                 ASSERT_EQ(0, std::memcmp(alone.data(), group.data() + h * hd, hd * sizeof(float)))
                     << where << " token " << i << " head " << h;
-                const std::vector<double> ref = Reference(l, 1, qi + h * hd, 0.35f, begin, token_ends[i]);
+                const std::vector<double> ref =
+                    Reference(l, 1, qi + h * hd, 0.35f, begin, token_ends[i], softcap);
                 for (int64_t d = 0; d < hd; ++d) {
                   ASSERT_NEAR(group[h * hd + d], ref[d], 2e-5 * (1 + std::abs(ref[d])))
                       << where << " token " << i << " head " << h << " d " << d;
@@ -440,8 +443,8 @@ TEST(AttentionKernel, HeadDim8KeepsEveryContractAcrossChunks) {
                 }
               }
               if (dtype != DType::kF32) {
-                const std::vector<float> wide =
-                    RunKernel(&AttendKeysAvx512, l.AsF32(), 1, qi, n_q, 0.35f, {begin, token_ends[i]});
+                const std::vector<float> wide = RunKernel(&AttendKeysAvx512, l.AsF32(), 1, qi, n_q, 0.35f,
+                                                          {begin, token_ends[i]}, softcap);
                 ASSERT_EQ(0, std::memcmp(wide.data(), group.data(), group.size() * sizeof(float)))
                     << where << " token " << i << ": f32 cache of the decoded values";
               }

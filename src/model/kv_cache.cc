@@ -133,6 +133,10 @@ void KvCache::WriteK(int64_t layer, int64_t block, int64_t slot, const float* ro
   for (int64_t h = 0; h < heads_; ++h) {
     uint8_t* dst = k_.data() + Offset(layer, block, slot, h, num_blocks_, block_size_, heads_, k_row_bytes_,
                                       k_slot_stride_);
+    if (dtype_ == DType::kF16) {  // either layout, converted in place
+      ops::F32ToF16Row(row + h * width, dst, width, k_dim_stride_ == 0 ? 2 : k_dim_stride_);
+      continue;
+    }
     if (k_dim_stride_ == 0) {
       DI_CHECK(QuantizeRow(dtype_, row + h * width, dst, width));
       continue;
@@ -154,7 +158,11 @@ void KvCache::WriteV(int64_t layer, int64_t block, int64_t slot, const float* ro
   for (int64_t h = 0; h < heads_; ++h) {
     uint8_t* dst = v_.data() + Offset(layer, block, slot, h, num_blocks_, block_size_, heads_, v_row_bytes_,
                                       v_row_bytes_);
-    DI_CHECK(QuantizeRow(dtype_, row + h * width, dst, width));
+    if (dtype_ == DType::kF16) {
+      ops::F32ToF16Row(row + h * width, dst, width, 2);
+    } else {
+      DI_CHECK(QuantizeRow(dtype_, row + h * width, dst, width));
+    }
   }
 }
 

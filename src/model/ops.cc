@@ -6,6 +6,7 @@
 
 #include "backend/cpu/activation_kernels.h"
 #include "backend/cpu/dot.h"
+#include "backend/cpu/f16_convert.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/mla_attention.h"
 #include "backend/cpu/norm_kernel.h"
@@ -100,6 +101,11 @@ void Softmax(float* x, int64_t n) { cpu::Softmax(x, n); }
 float SumExp(const float* x, int64_t n, float shift) { return cpu::SumExp(x, n, shift); }
 
 void TopK(const float* scores, int64_t n, int64_t k, int32_t* ids) { cpu::TopK(scores, n, k, ids, nullptr); }
+
+void F32ToF16Row(const float* src, uint8_t* dst, int64_t n, int64_t stride_bytes) {
+  DI_CHECK(stride_bytes >= 2 && stride_bytes % 2 == 0);
+  cpu::F32ToF16Strided(src, dst, n, stride_bytes / 2);
+}
 
 void RopeRotate(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin, int64_t half,
                 bool interleaved) {

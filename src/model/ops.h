@@ -158,6 +158,11 @@ void TopK(const float* scores, int64_t n, int64_t k, int32_t* ids);
 void RopeRotate(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin, int64_t half,
                 bool interleaved);
 
+// An f32 row into f16 as QuantizeRow(kF16) writes it, element i at
+// dst + i * stride_bytes (2: a row; a dim-major K's stride otherwise): the
+// KvCache's f16 writes, vectorized where the ISA has a conversion.
+void F32ToF16Row(const float* src, uint8_t* dst, int64_t n, int64_t stride_bytes);
+
 // The element types a KvCache may store (f32, f16, bf16, q8_0), and the
 // 16-bit one the attention kernels read fastest at the active ISA level
 // (what --kv-cache-dtype auto picks; docs/kv-cache.md).

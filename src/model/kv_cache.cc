@@ -117,6 +117,30 @@ inline int64_t Offset(int64_t layer, int64_t block, int64_t slot, int64_t head, 
                       int64_t block_size, int64_t heads, int64_t row_bytes, int64_t slot_stride) {
   return ((layer * num_blocks + block) * heads + head) * block_size * row_bytes + slot * slot_stride;
 }
+
+// n values of src into a cache row of `dtype` at dst: element d at dst + d *
+// dim_stride bytes for a dim-major K (f32 / f16 / bf16), consecutive when
+// dim_stride is 0. f16 is converted in place on the backend (the same bits
+// as QuantizeRow); the other dtypes by QuantizeRow, scattered for dim-major.
+void StoreRow(DType dtype, const float* src, uint8_t* dst, int64_t n, int64_t dim_stride) {
+  if (dtype == DType::kF16) {
+    ops::F32ToF16Row(src, dst, n, dim_stride == 0 ? 2 : dim_stride);
+    return;
+  }
+  if (dim_stride == 0) {
+    DI_CHECK(QuantizeRow(dtype, src, dst, n));
+    return;
+  }
+  const int64_t elem = BlockBytes(dtype);
+  uint8_t converted[512 * sizeof(float)];
+  for (int64_t d0 = 0; d0 < n; d0 += 512) {
+    const int64_t m = std::min<int64_t>(512, n - d0);
+    DI_CHECK(QuantizeRow(dtype, src + d0, converted, m));
+    for (int64_t d = 0; d < m; ++d) {
+      std::memcpy(dst + (d0 + d) * dim_stride, converted + d * elem, static_cast<size_t>(elem));
+    }
+  }
+}
 }  // namespace
 
 const uint8_t* KvCache::KRow(int64_t layer, int64_t block, int64_t slot, int64_t head) const {
@@ -131,38 +155,19 @@ const uint8_t* KvCache::VRow(int64_t layer, int64_t block, int64_t slot, int64_t
 void KvCache::WriteK(int64_t layer, int64_t block, int64_t slot, const float* row) {
   const int64_t width = kv_dim_ / heads_;
   for (int64_t h = 0; h < heads_; ++h) {
-    uint8_t* dst = k_.data() + Offset(layer, block, slot, h, num_blocks_, block_size_, heads_, k_row_bytes_,
-                                      k_slot_stride_);
-    if (dtype_ == DType::kF16) {  // either layout, converted in place
-      ops::F32ToF16Row(row + h * width, dst, width, k_dim_stride_ == 0 ? 2 : k_dim_stride_);
-      continue;
-    }
-    if (k_dim_stride_ == 0) {
-      DI_CHECK(QuantizeRow(dtype_, row + h * width, dst, width));
-      continue;
-    }
-    // Dim-major: the row converted, then its elements scattered.
-    const int64_t elem = k_slot_stride_;
-    uint8_t converted[512 * sizeof(float)];
-    for (int64_t d0 = 0; d0 < width; d0 += 512) {
-      const int64_t n = std::min<int64_t>(512, width - d0);
-      DI_CHECK(QuantizeRow(dtype_, row + h * width + d0, converted, n));
-      for (int64_t d = 0; d < n; ++d) {
-        std::memcpy(dst + (d0 + d) * k_dim_stride_, converted + d * elem, static_cast<size_t>(elem));
-      }
-    }
+    StoreRow(dtype_, row + h * width,
+             k_.data() + Offset(layer, block, slot, h, num_blocks_, block_size_, heads_, k_row_bytes_,
+                                k_slot_stride_),
+             width, k_dim_stride_);
   }
 }
 void KvCache::WriteV(int64_t layer, int64_t block, int64_t slot, const float* row) {
   const int64_t width = v_dim_ / heads_;
   for (int64_t h = 0; h < heads_; ++h) {
-    uint8_t* dst = v_.data() + Offset(layer, block, slot, h, num_blocks_, block_size_, heads_, v_row_bytes_,
-                                      v_row_bytes_);
-    if (dtype_ == DType::kF16) {
-      ops::F32ToF16Row(row + h * width, dst, width, 2);
-    } else {
-      DI_CHECK(QuantizeRow(dtype_, row + h * width, dst, width));
-    }
+    StoreRow(dtype_, row + h * width,
+             v_.data() +
+                 Offset(layer, block, slot, h, num_blocks_, block_size_, heads_, v_row_bytes_, v_row_bytes_),
+             width, 0);
   }
 }
 

@@ -9,7 +9,8 @@
 //
 // One decode step's attention: B sequences, each its own D cached positions
 // (no sharing, so every step streams B * D rows per layer from memory), for
-// L layers of the TinyLlama shape (32 query heads, 4 KV heads, head_dim 64).
+// L layers of 4 KV heads and --heads query heads of --head-dim (default the
+// TinyLlama shape: 32 query heads, head_dim 64; stories260K: --heads 8 --head-dim 8).
 // The dtypes are timed alternately, round after round, in one process, so a
 // noisy shared machine slows them alike; prints the median and min ms per step.
 #include <algorithm>
@@ -36,8 +37,6 @@ using deepinfer::DType;
 using namespace deepinfer::cpu;
 
 constexpr int64_t kKvHeads = 4, kBlock = 16;
-// --head-dim and --heads (query heads; 64 and 32: TinyLlama's).
-int64_t kHeadDim = 64, kHeads = 32;
 
 // One dtype's cache: [layer][block][kv_head][slot][row], B * D / kBlock blocks.
 struct Cache {
@@ -67,19 +66,20 @@ struct Cache {
 };
 
 // K's values are random either way, so dim-major needs no transposition.
-Cache MakeCache(DType dtype, int64_t layers, int64_t num_blocks, std::mt19937& rng, bool rows_k) {
-  Cache c{dtype, {}, {}, deepinfer::RowBytes(dtype, kHeadDim), num_blocks};
+Cache MakeCache(DType dtype, int64_t head_dim, int64_t layers, int64_t num_blocks, std::mt19937& rng,
+                bool rows_k) {
+  Cache c{dtype, {}, {}, deepinfer::RowBytes(dtype, head_dim), num_blocks};
   c.dim_major = !rows_k && dtype != DType::kQ8_0;
   const int64_t rows = layers * num_blocks * kKvHeads * kBlock;
   c.k.resize(static_cast<size_t>(rows * c.row_bytes));
   c.v.resize(c.k.size());
   std::normal_distribution<float> n(0.0f, 1.0f);
-  std::vector<float> row(kHeadDim);
+  std::vector<float> row(static_cast<size_t>(head_dim));
   for (int64_t r = 0; r < rows; ++r) {
     for (auto& x : row) x = n(rng);
-    deepinfer::QuantizeRow(dtype, row.data(), c.k.data() + r * c.row_bytes, kHeadDim);
+    deepinfer::QuantizeRow(dtype, row.data(), c.k.data() + r * c.row_bytes, head_dim);
     for (auto& x : row) x = n(rng);
-    deepinfer::QuantizeRow(dtype, row.data(), c.v.data() + r * c.row_bytes, kHeadDim);
+    deepinfer::QuantizeRow(dtype, row.data(), c.v.data() + r * c.row_bytes, head_dim);
   }
   return c;
 }
@@ -89,6 +89,7 @@ Cache MakeCache(DType dtype, int64_t layers, int64_t num_blocks, std::mt19937& r
 int main(int argc, char** argv) {
   ApplyBackendConfig(BackendConfigFromEnv());
   int64_t depth = 2048, batch = 1, layers = 22, rounds = 7, threads = 2;
+  int64_t head_dim = 64, heads = 32;  // query heads over kKvHeads; TinyLlama's shape
   std::vector<DType> dtypes = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0};
   bool rows_k = false;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -122,20 +123,20 @@ int main(int argc, char** argv) {
     else if (flag == "--threads")
       threads = value;
     else if (flag == "--head-dim")
-      kHeadDim = value;
+      head_dim = value;
     else if (flag == "--heads")
-      kHeads = value;
+      heads = value;
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
     }
   }
-  if (depth < 1 || batch < 1 || layers < 1 || rounds < 1 || threads < 1 || dtypes.empty() || kHeadDim < 1 ||
-      kHeads < 1) {
+  if (depth < 1 || batch < 1 || layers < 1 || rounds < 1 || threads < 1 || dtypes.empty() || head_dim < 1 ||
+      heads < 1) {
     std::fprintf(stderr, "flags must be >= 1\n");
     return 2;
   }
-  if (kHeads % kKvHeads != 0) {
+  if (heads % kKvHeads != 0) {
     std::fprintf(stderr, "--heads must be a multiple of the %lld KV heads\n",
                  static_cast<long long>(kKvHeads));
     return 2;
@@ -143,7 +144,7 @@ int main(int argc, char** argv) {
   const int64_t per_seq = (depth + kBlock - 1) / kBlock, num_blocks = batch * per_seq;
   std::mt19937 rng(1);
   std::vector<Cache> caches;
-  for (DType t : dtypes) caches.push_back(MakeCache(t, layers, num_blocks, rng, rows_k));
+  for (DType t : dtypes) caches.push_back(MakeCache(t, head_dim, layers, num_blocks, rng, rows_k));
   std::vector<std::vector<int32_t>> tables(static_cast<size_t>(batch));
   std::vector<int32_t> all(static_cast<size_t>(num_blocks));
   for (int64_t b = 0; b < num_blocks; ++b) all[static_cast<size_t>(b)] = static_cast<int32_t>(b);
@@ -154,10 +155,10 @@ int main(int argc, char** argv) {
     table_of.push_back(&tables[static_cast<size_t>(s)]);
   }
   const std::vector<int64_t> positions(static_cast<size_t>(batch), depth - 1);
-  std::vector<float> q(static_cast<size_t>(batch * kHeads * kHeadDim)), out(q.size());
+  std::vector<float> q(static_cast<size_t>(batch * heads * head_dim)), out(q.size());
   std::normal_distribution<float> n(0.0f, 1.0f);
   for (auto& x : q) x = n(rng);
-  AttentionShape shape{kHeads, kKvHeads, kHeadDim, 0, 1.0f / std::sqrt(static_cast<float>(kHeadDim))};
+  AttentionShape shape{heads, kKvHeads, head_dim, 0, 1.0f / std::sqrt(static_cast<float>(head_dim))};
   deepinfer::ThreadPool pool(static_cast<int>(threads));
   // Wall time, and the process's CPU time: on a shared machine the CPU time
   // of a 1-thread run is the steadier measure of the kernel's own cost.

@@ -28,6 +28,7 @@
 #include "scheduler/scheduler.h"
 #include "spec/acceptance_calibrator.h"
 #include "spec/draft_length_policy.h"
+#include "spec/speedup_tracker.h"
 #include "spec/step_cost_model.h"
 
 namespace deepinfer {
@@ -132,8 +133,9 @@ class EngineImpl final : public Engine {
   // proposals) while speculation is predicted not to pay; see
   // UpdateDraftingPauseLocked.
   bool drafting_paused_ GUARDED_BY(mu_) = false;
-  double spec_speedup_ GUARDED_BY(mu_) = 1.0;        // smoothed predicted speedup of the chosen schedules
-  double spec_drafter_share_ GUARDED_BY(mu_) = 0.0;  // smoothed drafter part of their predicted seconds
+  // The chosen schedules' predicted speedup and drafter share over the
+  // recent steps that proposed (a step's weight halves in ~14 steps).
+  SpeedupTracker predicted_speedup_ GUARDED_BY(mu_){/*decay=*/0.95};
   // Per depth, the smoothed calibrated confidence of the proposals (< 0: none
   // seen yet): while paused, the proposals speculation would see.
   std::vector<double> typical_confidence_ GUARDED_BY(mu_);

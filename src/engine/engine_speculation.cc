@@ -110,27 +110,21 @@ void EngineImpl::ObserveStepCostLocked(const StepResult& result, double cycle_se
 }
 
 // Pausing: the schedule's predicted speedup (the chosen lengths' tokens per
-// second, drafter included, over a step without speculation) is smoothed
-// over the steps that proposed; below kPauseBelow (plus the drafter-share
-// margin below) the drafter is paused -- its catch-up alone costs more than
-// the drafts save, as under a compute-bound load or with drafts that are
-// always rejected -- and steps planned ahead reserve no draft slots
-// (Scheduler::SetDraftingPaused). While paused there are no proposals, so
-// the same prediction runs on typical ones (per depth, the smoothed
-// calibrated confidence of the proposals seen while drafting); it resumes
-// once that predicts kResumeSpeedup (plus the margin), or after
-// probe_interval_ paused steps to re-measure (the text or the drafts may
-// have changed). A probe pauses again as soon as the warm models predict
-// any loss (kMinStepsBeforeClearPause), and each probe that ends in a pause
-// doubles the interval (up to kMaxProbeSteps): under a steady compute-bound
-// load every probe drafts for a whole batch and loses. A resume on the
-// prediction, or a probe that keeps paying, resets the interval. The MTP
-// drafter restarts its context at the first position it sees again.
-// kPauseBelow is under 1 so that a drafter that costs next to nothing
-// (ngram) is not paused over a draft-less stretch: the pause would save
-// next to nothing and lose the next good proposals.
+// second, drafter included, over a step without speculation) over the
+// recent steps that proposed (SpeedupTracker: a ratio of decayed sums); below kPauseBelow (plus the
+// drafter-share margin below) the drafter is paused -- its catch-up alone costs more than the drafts save, as
+// under a compute-bound load or with drafts that are always rejected -- and steps planned ahead reserve no
+// draft slots (Scheduler::SetDraftingPaused). While paused there are no proposals, so the same prediction
+// runs on typical ones (per depth, the smoothed calibrated confidence of the proposals seen while drafting);
+// it resumes once that predicts kResumeSpeedup (plus the margin), or after probe_interval_ paused steps to
+// re-measure (the text or the drafts may have changed). A probe pauses again as soon as the warm models
+// predict any loss (kMinStepsBeforeClearPause), and each probe that ends in a pause doubles the interval (up
+// to kMaxProbeSteps): under a steady compute-bound load every probe drafts for a whole batch and loses. A
+// resume on the prediction, or a probe that keeps paying, resets the interval. The MTP drafter restarts its
+// context at the first position it sees again. kPauseBelow is under 1 so that a drafter that costs next to
+// nothing (ngram) is not paused over a draft-less stretch: the pause would save next to nothing and lose the
+// next good proposals.
 void EngineImpl::UpdateDraftingPauseLocked(const DraftSchedule& schedule, const StepLoad& load) {
-  constexpr double kSmoothing = 0.2;
   constexpr double kPauseBelow = 0.98;
   constexpr double kResumeSpeedup = 1.05;
   // Both thresholds rise with the drafter's share of the step's predicted
@@ -149,18 +143,18 @@ void EngineImpl::UpdateDraftingPauseLocked(const DraftSchedule& schedule, const 
   ++steps_since_pause_change_;
   if (!drafting_paused_) {
     if (schedule.lengths.empty()) return;  // nothing proposed this step: nothing learned
-    spec_speedup_ = (1 - kSmoothing) * spec_speedup_ + kSmoothing * schedule.speedup;
-    spec_drafter_share_ = (1 - kSmoothing) * spec_drafter_share_ + kSmoothing * schedule.drafter_share;
+    predicted_speedup_.Add(schedule);
+    const double speedup = predicted_speedup_.speedup();
     const bool clear_loss =
-        spec_speedup_ < kClearLossBelow && steps_since_pause_change_ >= kMinStepsBeforeClearPause;
+        speedup < kClearLossBelow && steps_since_pause_change_ >= kMinStepsBeforeClearPause;
     const int64_t min_steps = probing_ ? kMinStepsBeforeClearPause : kMinStepsBeforePause;
-    const double pause_below = kPauseBelow + kMarginPerDrafterShare * spec_drafter_share_;
-    if (clear_loss || (spec_speedup_ < pause_below && steps_since_pause_change_ >= min_steps)) {
+    const double pause_below = kPauseBelow + kMarginPerDrafterShare * predicted_speedup_.drafter_share();
+    if (clear_loss || (speedup < pause_below && steps_since_pause_change_ >= min_steps)) {
       drafting_paused_ = true;
       if (probing_) probe_interval_ = std::min(2 * probe_interval_, kMaxProbeSteps);
       probing_ = false;
       steps_since_pause_change_ = 0;
-      DI_LOG_DEBUG("speculation paused: predicted speedup %.3f (below %.3f)", spec_speedup_, pause_below);
+      DI_LOG_DEBUG("speculation paused: predicted speedup %.3f (below %.3f)", speedup, pause_below);
     } else if (probing_ && steps_since_pause_change_ >= kMinStepsBeforePause) {
       probing_ = false;  // the probe pays: back to the short interval
       probe_interval_ = kMinProbeSteps;
@@ -185,8 +179,7 @@ void EngineImpl::UpdateDraftingPauseLocked(const DraftSchedule& schedule, const 
     probing_ = predicted < resume_at;
     if (!probing_) probe_interval_ = kMinProbeSteps;
     steps_since_pause_change_ = 0;
-    spec_speedup_ = std::max(predicted, 1.0);
-    spec_drafter_share_ = typical_schedule.drafter_share;
+    predicted_speedup_.Clear();  // the resumed steps decide (after the minimum steps)
     DI_LOG_DEBUG("speculation resumed: predicted speedup %.3f", predicted);
   }
 }

@@ -78,6 +78,10 @@ DraftSchedule ChooseDraftLengths(const std::vector<DraftLengthInput>& inputs, co
   if (seconds > 0 && plain_seconds > 0) {
     out.speedup = (expected / seconds) / (rows / plain_seconds);
     out.drafter_share = drafter_seconds / seconds;
+    out.expected_tokens = expected;
+    out.seconds = seconds;
+    out.rows = rows;
+    out.plain_seconds = plain_seconds;
   }
   return out;
 }

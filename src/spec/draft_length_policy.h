@@ -63,6 +63,14 @@ struct DraftSchedule {
   // The drafter's part of the step's predicted seconds with these lengths
   // (0 under kFixed or before any cost is known).
   double drafter_share = 0.0;
+  // What speedup and drafter_share are made of (0 under kFixed or before
+  // any cost is known): the expected tokens and predicted seconds of the
+  // step, its sampling rows (at least 1) and its predicted seconds without
+  // speculation.
+  double expected_tokens = 0.0;
+  double seconds = 0.0;
+  double rows = 0.0;
+  double plain_seconds = 0.0;
 };
 
 // cost: the target's step; drafter_cost: the drafter's.

@@ -110,20 +110,25 @@ void EngineImpl::ObserveStepCostLocked(const StepResult& result, double cycle_se
 }
 
 // Pausing: the schedule's predicted speedup (the chosen lengths' tokens per
-// second, drafter included, over a step without speculation) over the
-// recent steps that proposed (SpeedupTracker: a ratio of decayed sums); below kPauseBelow (plus the
-// drafter-share margin below) the drafter is paused -- its catch-up alone costs more than the drafts save, as
-// under a compute-bound load or with drafts that are always rejected -- and steps planned ahead reserve no
-// draft slots (Scheduler::SetDraftingPaused). While paused there are no proposals, so the same prediction
-// runs on typical ones (per depth, the smoothed calibrated confidence of the proposals seen while drafting);
-// it resumes once that predicts kResumeSpeedup (plus the margin), or after probe_interval_ paused steps to
-// re-measure (the text or the drafts may have changed). A probe pauses again as soon as the warm models
-// predict any loss (kMinStepsBeforeClearPause), and each probe that ends in a pause doubles the interval (up
-// to kMaxProbeSteps): under a steady compute-bound load every probe drafts for a whole batch and loses. A
-// resume on the prediction, or a probe that keeps paying, resets the interval. The MTP drafter restarts its
-// context at the first position it sees again. kPauseBelow is under 1 so that a drafter that costs next to
-// nothing (ngram) is not paused over a draft-less stretch: the pause would save next to nothing and lose the
-// next good proposals.
+// second, drafter included, over a step without speculation) over the recent
+// steps that proposed (SpeedupTracker: a ratio of decayed sums); below
+// kPauseBelow (plus the drafter-share margin below) the drafter is paused --
+// its catch-up alone costs more than the drafts save, as under a
+// compute-bound load or with drafts that are always rejected -- and steps
+// planned ahead reserve no draft slots (Scheduler::SetDraftingPaused). While
+// paused there are no proposals, so the same prediction runs on typical ones
+// (per depth, the smoothed calibrated confidence of the proposals seen while
+// drafting); it resumes once that predicts kResumeSpeedup (plus the margin),
+// or after probe_interval_ paused steps to re-measure (the text or the drafts
+// may have changed). A probe pauses again as soon as the warm models predict
+// any loss (kMinPredictionsWhileProbing), and each probe that ends in a pause
+// doubles the interval (up to kMaxProbeSteps): under a steady compute-bound
+// load every probe drafts for a whole batch and loses. A resume on the
+// prediction, or a probe that keeps paying, resets the interval. The MTP
+// drafter restarts its context at the first position it sees again.
+// kPauseBelow is under 1 so that a drafter that costs next to nothing
+// (ngram) is not paused over a draft-less stretch: the pause would save next
+// to nothing and lose the next good proposals.
 void EngineImpl::UpdateDraftingPauseLocked(const DraftSchedule& schedule, const StepLoad& load) {
   constexpr double kPauseBelow = 0.98;
   constexpr double kResumeSpeedup = 1.05;
@@ -132,30 +137,46 @@ void EngineImpl::UpdateDraftingPauseLocked(const DraftSchedule& schedule, const 
   // at 64 concurrent on stories260K-mtp: share ~0.25, predicted 1.06-1.08
   // while drafting steps ran ~0.92x of plain ones; docs/speculative.md, "A
   // margin for dear drafters"), while a drafter that costs next to nothing
-  // (ngram) keeps the thresholds above.
+  // (ngram) keeps the thresholds above. The margin grows with the step's
+  // requests, (1 - 1 / rows) of it: at batch 1 the predictions did not run
+  // high (1.1-1.35 where drafting steps ran ~1.15x of plain ones; session
+  // 22), and there the whole margin (a threshold of ~1.2 at a share of
+  // ~0.38) paused a drafter that paid in 2-5% of 200-token requests.
   constexpr double kMarginPerDrafterShare = 0.6;
-  // A clear loss pauses after a few steps (a speculative step of a large
-  // batch costs several plain ones); a marginal one waits until the
-  // calibration and the cost models have warmed up (cold, they underestimate).
-  constexpr int64_t kMinStepsBeforePause = 8;
-  constexpr int64_t kMinStepsBeforeClearPause = 3;
+  const double rows = static_cast<double>(std::max<int64_t>(load.sampling_rows, 1));
+  const double margin_per_share = kMarginPerDrafterShare * (1 - 1 / rows);
+  // A clear loss pauses after a few predictions (a speculative step of a
+  // large batch costs several plain ones), a marginal one after more; both
+  // count only predictions made with a warm cost model. Just past its cold
+  // phase the fit is loose (at batch 1 on stories260K-mtp it put 0-12 us of
+  // a ~44 us step in the fixed part), and a pause there cost a whole
+  // request its speculation in ~1 of 10 runs with 8 and 3 (docs/
+  // speculative.md, "Session 22"). A probe (a warm model, drafting after a
+  // pause) decides after kMinPredictionsWhileProbing.
+  constexpr int64_t kMinPredictionsBeforePause = 24;
+  constexpr int64_t kMinPredictionsBeforeClearPause = 8;
+  constexpr int64_t kMinPredictionsWhileProbing = 3;
   constexpr double kClearLossBelow = 0.8;
   ++steps_since_pause_change_;
   if (!drafting_paused_) {
     if (schedule.lengths.empty()) return;  // nothing proposed this step: nothing learned
-    predicted_speedup_.Add(schedule);
+    // Predictions from a cold cost model are left out: cold, it
+    // underestimates, and the tracker would carry them for ~20 steps.
+    if (step_cost_.warm()) predicted_speedup_.Add(schedule);
     const double speedup = predicted_speedup_.speedup();
+    const int64_t predictions = predicted_speedup_.steps();
     const bool clear_loss =
-        speedup < kClearLossBelow && steps_since_pause_change_ >= kMinStepsBeforeClearPause;
-    const int64_t min_steps = probing_ ? kMinStepsBeforeClearPause : kMinStepsBeforePause;
-    const double pause_below = kPauseBelow + kMarginPerDrafterShare * predicted_speedup_.drafter_share();
-    if (clear_loss || (speedup < pause_below && steps_since_pause_change_ >= min_steps)) {
+        speedup < kClearLossBelow &&
+        predictions >= (probing_ ? kMinPredictionsWhileProbing : kMinPredictionsBeforeClearPause);
+    const int64_t min_steps = probing_ ? kMinPredictionsWhileProbing : kMinPredictionsBeforePause;
+    const double pause_below = kPauseBelow + margin_per_share * predicted_speedup_.drafter_share();
+    if (clear_loss || (speedup < pause_below && predictions >= min_steps)) {
       drafting_paused_ = true;
       if (probing_) probe_interval_ = std::min(2 * probe_interval_, kMaxProbeSteps);
       probing_ = false;
       steps_since_pause_change_ = 0;
       DI_LOG_DEBUG("speculation paused: predicted speedup %.3f (below %.3f)", speedup, pause_below);
-    } else if (probing_ && steps_since_pause_change_ >= kMinStepsBeforePause) {
+    } else if (probing_ && steps_since_pause_change_ >= kMinPredictionsBeforeClearPause) {
       probing_ = false;  // the probe pays: back to the short interval
       probe_interval_ = kMinProbeSteps;
     }
@@ -168,12 +189,11 @@ void EngineImpl::UpdateDraftingPauseLocked(const DraftSchedule& schedule, const 
     if (c < 0 || static_cast<int32_t>(typical.confidence.size()) == max_draft) break;
     typical.confidence.push_back(c);
   }
-  const std::vector<DraftLengthInput> inputs(static_cast<size_t>(std::max<int64_t>(load.sampling_rows, 1)),
-                                             typical);
+  const std::vector<DraftLengthInput> inputs(static_cast<size_t>(rows), typical);
   const DraftSchedule typical_schedule =
       ChooseDraftLengths(inputs, load, step_cost_, drafter_cost_, max_draft, SpecSchedule::kAdaptive);
   const double predicted = typical_schedule.speedup;
-  const double resume_at = kResumeSpeedup + kMarginPerDrafterShare * typical_schedule.drafter_share;
+  const double resume_at = kResumeSpeedup + margin_per_share * typical_schedule.drafter_share;
   if (predicted >= resume_at || steps_since_pause_change_ >= probe_interval_) {
     drafting_paused_ = false;
     probing_ = predicted < resume_at;

@@ -24,7 +24,21 @@ DraftSchedule ChooseDraftLengths(const std::vector<DraftLengthInput>& inputs, co
     for (size_t r = 0; r < inputs.size(); ++r) lengths[r] = cap(inputs[r]);
     return out;
   }
-  const double marginal = cost.per_token_seconds() + drafter_cost.marginal_seconds();
+  // Before any step was observed there is no cost to trade against, but the
+  // cold assumption alone (a token costs 1 / kColdTokensPerFixed of the
+  // fixed part; the drafter unknown, so free) gives the exchange rate, which
+  // does not depend on the unit of time: one step of unit cost stands in.
+  // Verifying nothing there cost the first two steps of every request (~2.5%
+  // of a 200-token one at batch 1 on stories260K-mtp). Such a schedule
+  // predicts no speedup (seconds stay 0): the pause decision waits for real
+  // costs.
+  StepCostModel unit_cost;
+  const bool cold = cost.Predict(static_cast<double>(std::max<int64_t>(load.tokens, 1))) <= 0;
+  if (cold) unit_cost.Observe(std::max<int64_t>(load.tokens, 1), 1.0);
+  const StepCostModel& target = cold ? unit_cost : cost;
+  const DrafterCost unknown_drafter;
+  const DrafterCost& drafter = cold ? unknown_drafter : drafter_cost;
+  const double marginal = target.per_token_seconds() + drafter.marginal_seconds();
   const double rows = static_cast<double>(std::max<int64_t>(load.sampling_rows, 1));
   const double base_tokens = static_cast<double>(std::max<int64_t>(load.tokens, 1));
   // The expected tokens and predicted seconds of the step with `lengths`.
@@ -47,13 +61,12 @@ DraftSchedule ChooseDraftLengths(const std::vector<DraftLengthInput>& inputs, co
       drafts += lengths[r];
       proposed += std::min(lengths[r] + 1, cap(inputs[r]));
     }
-    drafter_seconds = drafter_cost.Predict(proposed);
-    seconds = cost.Predict(base_tokens + drafts) + drafter_seconds;
+    drafter_seconds = drafter.Predict(proposed);
+    seconds = target.Predict(base_tokens + drafts) + drafter_seconds;
   };
   for (int round = 0; round < 3; ++round) {
     double expected = 0, seconds = 0;
     evaluate(expected, seconds);
-    if (seconds <= 0) return out;  // no cost known yet: nothing to trade against
     const double lambda = expected / seconds * marginal;
     out.exchange_rate = lambda;
     for (size_t r = 0; r < inputs.size(); ++r) {
@@ -75,7 +88,7 @@ DraftSchedule ChooseDraftLengths(const std::vector<DraftLengthInput>& inputs, co
   double expected = 0, seconds = 0;
   evaluate(expected, seconds);
   const double plain_seconds = cost.Predict(base_tokens);
-  if (seconds > 0 && plain_seconds > 0) {
+  if (!cold && seconds > 0 && plain_seconds > 0) {
     out.speedup = (expected / seconds) / (rows / plain_seconds);
     out.drafter_share = drafter_seconds / seconds;
     out.expected_tokens = expected;

@@ -55,7 +55,7 @@ struct DrafterCost {
 
 struct DraftSchedule {
   std::vector<int32_t> lengths;  // per input: drafts to verify (<= its proposal and max_draft)
-  double exchange_rate = 0.0;    // lambda (0 under kFixed, or before any cost is known)
+  double exchange_rate = 0.0;    // lambda (0 under kFixed)
   // Predicted tokens per second of the step with these lengths, drafter
   // included, over a step without speculation (no drafts, no drafter): below
   // 1, speculation costs more than it saves. 1 under kFixed or before any cost is known.

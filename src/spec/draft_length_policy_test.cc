@@ -88,6 +88,22 @@ TEST(DraftLengthPolicy, LowLoadDraftsDeepWhereConfidenceIsHigh) {
       (std::vector<int32_t>{1}));
 }
 
+TEST(DraftLengthPolicy, BeforeAnyObservedStepTheColdRatioChooses) {
+  // No step observed: a unit-cost step with the cold ratio stands in (fixed
+  // 8/9, a token 1/9; the drafter free). By hand, from lengths 0: lambda =
+  // 1 * (1/9) / 1 = 0.111 -> 4 drafts (prefixes 0.9, 0.81, 0.729, 0.146);
+  // then E = 3.585 over 13/9 -> lambda 0.276 -> 3; then E = 3.439 over 12/9
+  // -> lambda 0.2866 -> 3.
+  const std::vector<DraftLengthInput> in = {{{0.9, 0.9, 0.9, 0.2, 0.2}}};
+  const DraftSchedule s =
+      ChooseDraftLengths(in, {1, 1}, StepCostModel{}, kFreeDrafter, 5, SpecSchedule::kAdaptive);
+  EXPECT_EQ(s.lengths, (std::vector<int32_t>{3}));
+  EXPECT_NEAR(s.exchange_rate, (1 + 0.9 + 0.81 + 0.729) / 12, 1e-9);
+  // It predicts nothing: the pause decision waits for observed costs.
+  EXPECT_EQ(s.speedup, 1.0);
+  EXPECT_EQ(s.seconds, 0.0);
+}
+
 TEST(DraftLengthPolicy, SpeculationFadesOutWhenTheStepIsComputeBound) {
   // 64 requests, per-token cost dominates: lambda ~ 64 / (0.001 + 64 * 0.001) * 0.001 ~ 0.98.
   std::vector<DraftLengthInput> in(64, DraftLengthInput{{0.8, 0.8, 0.8}});

@@ -9,6 +9,7 @@ void SpeedupTracker::Add(const DraftSchedule& schedule) {
   rows_ = decay_ * rows_ + schedule.rows;
   plain_seconds_ = decay_ * plain_seconds_ + schedule.plain_seconds;
   drafter_seconds_ = decay_ * drafter_seconds_ + schedule.drafter_share * schedule.seconds;
+  ++steps_;
 }
 
 double SpeedupTracker::speedup() const {

@@ -12,6 +12,8 @@
 // stories260K-mtp (docs/speculative.md, "Session 22").
 #pragma once
 
+#include <cstdint>
+
 #include "spec/draft_length_policy.h"
 
 namespace deepinfer {
@@ -29,6 +31,8 @@ class SpeedupTracker {
   double speedup() const;
   // The drafter's part of the predicted seconds (0 with no step added).
   double drafter_share() const;
+  // Steps added since construction or Clear.
+  int64_t steps() const { return steps_; }
 
  private:
   double decay_;
@@ -37,6 +41,7 @@ class SpeedupTracker {
   double rows_ = 0.0;
   double plain_seconds_ = 0.0;
   double drafter_seconds_ = 0.0;
+  int64_t steps_ = 0;
 };
 
 }  // namespace deepinfer

@@ -47,8 +47,10 @@ TEST(SpeedupTracker, StepsWithoutACostAreIgnoredAndClearForgets) {
   t.Add(Step(3.0, 100e-6, 40e-6, 0.3));
   t.Add(DraftSchedule{});  // no cost known yet
   EXPECT_NEAR(t.speedup(), 1.2, 1e-12);
+  EXPECT_EQ(t.steps(), 1);
   t.Clear();
   EXPECT_EQ(t.speedup(), 1.0);
+  EXPECT_EQ(t.steps(), 0);
   t.Add(Step(1.0, 50e-6, 40e-6, 0.2));
   EXPECT_NEAR(t.speedup(), 0.8, 1e-12);
 }

@@ -121,7 +121,7 @@ void EngineImpl::ObserveStepCostLocked(const StepResult& result, double cycle_se
 // drafting); it resumes once that predicts kResumeSpeedup (plus the margin),
 // or after probe_interval_ paused steps to re-measure (the text or the drafts
 // may have changed). A probe pauses again as soon as the warm models predict
-// any loss (kMinPredictionsWhileProbing), and each probe that ends in a pause
+// any loss (kMinPredictions), and each probe that ends in a pause
 // doubles the interval (up to kMaxProbeSteps): under a steady compute-bound
 // load every probe drafts for a whole batch and loses. A resume on the
 // prediction, or a probe that keeps paying, resets the interval. The MTP
@@ -145,38 +145,32 @@ void EngineImpl::UpdateDraftingPauseLocked(const DraftSchedule& schedule, const 
   constexpr double kMarginPerDrafterShare = 0.6;
   const double rows = static_cast<double>(std::max<int64_t>(load.sampling_rows, 1));
   const double margin_per_share = kMarginPerDrafterShare * (1 - 1 / rows);
-  // A clear loss pauses after a few predictions (a speculative step of a
-  // large batch costs several plain ones), a marginal one after more; both
-  // count only predictions made with a warm cost model. Just past its cold
-  // phase the fit is loose (at batch 1 on stories260K-mtp it put 0-12 us of
-  // a ~44 us step in the fixed part), and a pause there cost a whole
-  // request its speculation in ~1 of 10 runs with 8 and 3 (docs/
-  // speculative.md, "Session 22"). A probe (a warm model, drafting after a
-  // pause) decides after kMinPredictionsWhileProbing.
-  constexpr int64_t kMinPredictionsBeforePause = 24;
-  constexpr int64_t kMinPredictionsBeforeClearPause = 8;
-  constexpr int64_t kMinPredictionsWhileProbing = 3;
-  constexpr double kClearLossBelow = 0.8;
+  // The drafter pauses once even the optimistic end of the prediction, kZ
+  // standard errors above it (SpeedupTracker::standard_error), is below the
+  // threshold, after at least kMinPredictions: a random MTP layer's steady
+  // ~0.9 then pauses in 3 steps, while at batch 1 on stories260K-mtp the
+  // noisy first predictions of a fresh cost model (one step's ranged
+  // 0.7-2.0; the tracker dipped to 0.78 in 1 of 20 requests) no longer
+  // pause a drafter that pays (docs/speculative.md, "Session 22"). A probe
+  // that keeps paying for kProbePaysAfter steps resets the interval.
+  constexpr int64_t kMinPredictions = 3;
+  constexpr double kZ = 3.0;
+  constexpr int64_t kProbePaysAfter = 8;
   ++steps_since_pause_change_;
   if (!drafting_paused_) {
     if (schedule.lengths.empty()) return;  // nothing proposed this step: nothing learned
-    // Predictions from a cold cost model are left out: cold, it
-    // underestimates, and the tracker would carry them for ~20 steps.
-    if (step_cost_.warm()) predicted_speedup_.Add(schedule);
+    predicted_speedup_.Add(schedule);
     const double speedup = predicted_speedup_.speedup();
-    const int64_t predictions = predicted_speedup_.steps();
-    const bool clear_loss =
-        speedup < kClearLossBelow &&
-        predictions >= (probing_ ? kMinPredictionsWhileProbing : kMinPredictionsBeforeClearPause);
-    const int64_t min_steps = probing_ ? kMinPredictionsWhileProbing : kMinPredictionsBeforePause;
     const double pause_below = kPauseBelow + margin_per_share * predicted_speedup_.drafter_share();
-    if (clear_loss || (speedup < pause_below && predictions >= min_steps)) {
+    if (predicted_speedup_.steps() >= kMinPredictions &&
+        speedup + kZ * predicted_speedup_.standard_error() < pause_below) {
       drafting_paused_ = true;
       if (probing_) probe_interval_ = std::min(2 * probe_interval_, kMaxProbeSteps);
       probing_ = false;
       steps_since_pause_change_ = 0;
-      DI_LOG_DEBUG("speculation paused: predicted speedup %.3f (below %.3f)", speedup, pause_below);
-    } else if (probing_ && steps_since_pause_change_ >= kMinPredictionsBeforeClearPause) {
+      DI_LOG_DEBUG("speculation paused: predicted speedup %.3f +- %.3f (below %.3f)", speedup,
+                   predicted_speedup_.standard_error(), pause_below);
+    } else if (probing_ && steps_since_pause_change_ >= kProbePaysAfter) {
       probing_ = false;  // the probe pays: back to the short interval
       probe_interval_ = kMinProbeSteps;
     }

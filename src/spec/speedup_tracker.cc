@@ -1,5 +1,8 @@
 #include "spec/speedup_tracker.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace deepinfer {
 
 void SpeedupTracker::Add(const DraftSchedule& schedule) {
@@ -10,6 +13,18 @@ void SpeedupTracker::Add(const DraftSchedule& schedule) {
   plain_seconds_ = decay_ * plain_seconds_ + schedule.plain_seconds;
   drafter_seconds_ = decay_ * drafter_seconds_ + schedule.drafter_share * schedule.seconds;
   ++steps_;
+  weight_ = decay_ * weight_ + 1.0;
+  weight_squared_ = decay_ * decay_ * weight_squared_ + 1.0;
+  speedup_sum_ = decay_ * speedup_sum_ + schedule.speedup;
+  speedup_squared_sum_ = decay_ * speedup_squared_sum_ + schedule.speedup * schedule.speedup;
+}
+
+double SpeedupTracker::standard_error() const {
+  if (steps_ < 2) return 0.0;
+  const double mean = speedup_sum_ / weight_;
+  const double variance = std::max(speedup_squared_sum_ / weight_ - mean * mean, 0.0);
+  const double effective_steps = weight_ * weight_ / weight_squared_;
+  return std::sqrt(variance / effective_steps);
 }
 
 double SpeedupTracker::speedup() const {

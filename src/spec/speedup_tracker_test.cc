@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace deepinfer {
 namespace {
 
@@ -53,6 +55,19 @@ TEST(SpeedupTracker, StepsWithoutACostAreIgnoredAndClearForgets) {
   EXPECT_EQ(t.steps(), 0);
   t.Add(Step(1.0, 50e-6, 40e-6, 0.2));
   EXPECT_NEAR(t.speedup(), 0.8, 1e-12);
+}
+
+TEST(SpeedupTracker, TheStandardErrorMeasuresHowMuchTheStepsDisagree) {
+  SpeedupTracker steady(0.95);
+  for (int i = 0; i < 5; ++i) steady.Add(Step(0.9, 100e-6, 100e-6, 0.3));
+  EXPECT_NEAR(steady.standard_error(), 0.0, 1e-9);
+  SpeedupTracker t(0.5);
+  t.Add(Step(1.0, 100e-6, 100e-6, 0.3));
+  EXPECT_EQ(t.standard_error(), 0.0);  // one step: no spread to measure
+  t.Add(Step(2.0, 100e-6, 100e-6, 0.3));
+  // By hand: weights 0.5 and 1 (sum 1.5, squares 1.25: 1.8 effective
+  // steps), mean 2.5 / 1.5, variance 4.5 / 1.5 - mean^2 = 2 / 9.
+  EXPECT_NEAR(t.standard_error(), std::sqrt((2.0 / 9) / 1.8), 1e-12);
 }
 
 }  // namespace

@@ -45,8 +45,6 @@ class StepCostModel {
   double fixed_seconds() const;
   double per_token_seconds() const;
   double Predict(double tokens) const { return fixed_seconds() + per_token_seconds() * tokens; }
-  // Past the cold phase (kMinSteps forgetting-weighted steps observed).
-  bool warm() const { return w_ >= kMinSteps; }
 
  private:
   double cold_tokens_per_fixed_;

@@ -150,11 +150,14 @@ void EngineImpl::UpdateDraftingPauseLocked(const DraftSchedule& schedule, const 
   // threshold, after at least kMinPredictions: a random MTP layer's steady
   // ~0.9 then pauses in 3 steps, while at batch 1 on stories260K-mtp the
   // noisy first predictions of a fresh cost model (one step's ranged
-  // 0.7-2.0; the tracker dipped to 0.78 in 1 of 20 requests) no longer
-  // pause a drafter that pays (docs/speculative.md, "Session 22"). A probe
-  // that keeps paying for kProbePaysAfter steps resets the interval.
+  // 0.7-2.0; the average dipped to 0.78 in 1 of 20 requests) no longer
+  // pause a drafter that pays (0 pauses in 180 requests with kZ = 2 or 3;
+  // docs/speculative.md, "Session 22"). 2 rather than 3: under load the
+  // steps' predictions spread ~0.12, and 3 kept a losing drafter on for ~10
+  // more steps. A probe that keeps paying for kProbePaysAfter steps resets
+  // the interval.
   constexpr int64_t kMinPredictions = 3;
-  constexpr double kZ = 3.0;
+  constexpr double kZ = 2.0;
   constexpr int64_t kProbePaysAfter = 8;
   ++steps_since_pause_change_;
   if (!drafting_paused_) {

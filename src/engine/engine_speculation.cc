@@ -120,9 +120,8 @@ void EngineImpl::ObserveStepCostLocked(const StepResult& result, double cycle_se
 // (per depth, the smoothed calibrated confidence of the proposals seen while
 // drafting); it resumes once that predicts kResumeSpeedup (plus the margin),
 // or after probe_interval_ paused steps to re-measure (the text or the drafts
-// may have changed). A probe pauses again as soon as the warm models predict
-// any loss (kMinPredictions), and each probe that ends in a pause
-// doubles the interval (up to kMaxProbeSteps): under a steady compute-bound
+// may have changed). A probe pauses again by the same rule, and each probe
+// that ends in a pause doubles the interval (up to kMaxProbeSteps): under a steady compute-bound
 // load every probe drafts for a whole batch and loses. A resume on the
 // prediction, or a probe that keeps paying, resets the interval. The MTP
 // drafter restarts its context at the first position it sees again.

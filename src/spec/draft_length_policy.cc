@@ -32,15 +32,17 @@ DraftSchedule ChooseDraftLengths(const std::vector<DraftLengthInput>& inputs, co
   // of a 200-token one at batch 1 on stories260K-mtp). Such a schedule
   // predicts no speedup (seconds stay 0): the pause decision waits for real
   // costs.
+  const int64_t step_tokens = std::max<int64_t>(load.tokens, 1);
+  const auto base_tokens = static_cast<double>(step_tokens);
+  const double plain_seconds = cost.Predict(base_tokens);
+  const bool cold = plain_seconds <= 0;
   StepCostModel unit_cost;
-  const bool cold = cost.Predict(static_cast<double>(std::max<int64_t>(load.tokens, 1))) <= 0;
-  if (cold) unit_cost.Observe(std::max<int64_t>(load.tokens, 1), 1.0);
+  if (cold) unit_cost.Observe(step_tokens, 1.0);
   const StepCostModel& target = cold ? unit_cost : cost;
   const DrafterCost unknown_drafter;
   const DrafterCost& drafter = cold ? unknown_drafter : drafter_cost;
   const double marginal = target.per_token_seconds() + drafter.marginal_seconds();
   const double rows = static_cast<double>(std::max<int64_t>(load.sampling_rows, 1));
-  const double base_tokens = static_cast<double>(std::max<int64_t>(load.tokens, 1));
   // The expected tokens and predicted seconds of the step with `lengths`.
   // The drafter is charged for what it proposes, not for what is verified:
   // its stop rule chains one draft past the last one worth verifying (the
@@ -87,8 +89,7 @@ DraftSchedule ChooseDraftLengths(const std::vector<DraftLengthInput>& inputs, co
   }
   double expected = 0, seconds = 0;
   evaluate(expected, seconds);
-  const double plain_seconds = cost.Predict(base_tokens);
-  if (!cold && seconds > 0 && plain_seconds > 0) {
+  if (!cold && seconds > 0) {
     out.speedup = (expected / seconds) / (rows / plain_seconds);
     out.drafter_share = drafter_seconds / seconds;
     out.expected_tokens = expected;

@@ -105,6 +105,8 @@ struct KernelSet {
   RowRangeKernel q8_0_packed = nullptr, q4_0_packed = nullptr, q2_k_packed = nullptr, q3_k_packed = nullptr,
                  q4_k_packed = nullptr, q5_k_packed = nullptr, q6_k_packed = nullptr, bf16_packed = nullptr,
                  f16_packed = nullptr, f32_packed = nullptr;
+  // Q8_0 in row panels (PackedLayout::row_panels).
+  RowRangeKernel q8_0_row_panels = nullptr;
   // Quantizes token t (activations.h); a SIMD version must give the same
   // bytes as the scalar QuantizeToken. Called concurrently for different tokens.
   void (*quantize_token)(const float* x_t, int64_t t, Int8Activations* out) = QuantizeToken;

@@ -332,6 +332,7 @@ const KernelSet& Avx512Kernels() {
     s.q4_0 = RowRange<QuantKernel<Q4_0Format>>;
     s.q4_k = RowRange<QuantKernel<Q4_KFormat>>;
     s.q8_0_packed = PackedQ8_0RowsAvx512;
+    s.q8_0_row_panels = PackedQ8_0PanelsAvx512;
     s.q4_0_packed = PackedQ4_0RowsAvx512;
     s.q4_k_packed = PackedQ4_KRowsAvx512;
     s.q2_k_packed = PackedQ2_KRowsAvx512;

@@ -47,6 +47,8 @@ inline bool Streams(const MatMulArgs& a) {
 
 // Row-range kernels for the interleaved packed layouts (packed_weights.h).
 void PackedQ8_0RowsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
+// Q8_0 in row panels (q8_0_panels_avx512.cc). row_begin is a multiple of 16.
+void PackedQ8_0PanelsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
 void PackedQ4_0RowsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
 void PackedQ4_KRowsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);  // kquant_avx512.cc
 void PackedQ6_KRowsAvx512(const MatMulArgs& args, int64_t row_begin, int64_t row_end);  // kquant_avx512.cc

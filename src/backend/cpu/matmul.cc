@@ -58,7 +58,7 @@ Plan PlanFor(const KernelSet& kernels, const TensorView& w, const PackedLayout* 
   args.row_bytes = row_bytes;
   if (packed != nullptr) {
     DI_CHECK(packed->dtype == w.dtype && packed->rows == n_rows && packed->k == k);
-    kernel = kernels.ForPacked(w.dtype);
+    kernel = packed->row_panels ? kernels.q8_0_row_panels : kernels.ForPacked(w.dtype);
     DI_CHECK_MSG(kernel != nullptr, "packed weights used with an ISA level that cannot read them");
     args.row_bytes = packed->row_stride;
   }
@@ -103,10 +103,13 @@ void PrepareActivations(const KernelSet& kernels, const float* x, int64_t n_toke
   }
   if (UsesInt8Activations(dtype)) {
     Int8Activations* xq = &scratch->int8;
-    ResizeActivations(k, n_tokens, kernels.prepare != nullptr, xq);
+    // Row panels read q, d and sum only: the lanes, groups and tiles that
+    // `prepare` adds cost as much as the panel GEMV at K = 64.
+    const bool prepare = kernels.prepare != nullptr && plan.kernel != kernels.q8_0_row_panels;
+    ResizeActivations(k, n_tokens, prepare, xq);
     ForEachToken(n_tokens, pool, [&](int64_t t) {
       kernels.quantize_token(x + t * k, t, xq);
-      if (kernels.prepare != nullptr) kernels.prepare(xq, dtype, t);
+      if (prepare) kernels.prepare(xq, dtype, t);
     });
     args.xq = xq;
   } else if (dtype == DType::kBF16) {
@@ -124,9 +127,11 @@ void PrepareActivations(const KernelSet& kernels, const float* x, int64_t n_toke
 
 // True when targets a and b read the same prepared activations: the same x
 // rows and a weight type (and so kernel) that prepares them the same way.
-bool SameActivations(const MatMulGroupTarget& a, const Plan& pa, const MatMulGroupTarget& b, const Plan& pb) {
+bool SameActivations(const KernelSet& kernels, const MatMulGroupTarget& a, const Plan& pa,
+                     const MatMulGroupTarget& b, const Plan& pb) {
   return a.x == b.x && a.n_tokens == b.n_tokens && pa.args.dtype == pb.args.dtype &&
-         (pa.kernel == DequantizingKernel()) == (pb.kernel == DequantizingKernel());
+         (pa.kernel == DequantizingKernel()) == (pb.kernel == DequantizingKernel()) &&
+         (pa.kernel == kernels.q8_0_row_panels) == (pb.kernel == kernels.q8_0_row_panels);
 }
 
 }  // namespace
@@ -200,7 +205,7 @@ void MatMulGroupedWithIsa(Isa isa, std::span<const MatMulGroupTarget> targets, T
     if (first_task[i + 1] == first_task[i]) continue;
     size_t j = 0;
     while (j < i && !(first_task[j + 1] > first_task[j] &&
-                      SameActivations(targets[j], plans[j], targets[i], plans[i]))) {
+                      SameActivations(kernels, targets[j], plans[j], targets[i], plans[i]))) {
       ++j;
     }
     if (j < i) {

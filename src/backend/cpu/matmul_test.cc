@@ -394,7 +394,7 @@ TEST(MatMulTest, PackedKQuantsMatchScalar) {
   });
 }
 
-// Shapes for the packed layouts: K / 32 = 1, 3, 5, 8 (one half group), 9
+// Shapes for the packed layouts: K / 32 = 1, 3, 5, 7 (Q8_0: row panels), 8 (one half group), 9
 // and 11 (a padded full group), 16 and 32 (full groups only), 24 (full +
 // half), 25 (two full, the second padded); row counts around the 4-row tile
 // and the 16-row task, token counts around the 3-token tile.
@@ -404,11 +404,12 @@ std::vector<Shape> PackedShapes(DType t) {
     shapes.insert(shapes.end(), {{5, 2048, 2}, {9, 5632, 4}, {17, 1280, 10}, {4, 256, 64}});
     return shapes;
   }
-  return {{1, 32, 1},  {3, 96, 2},   {17, 160, 67}, {5, 256, 4},  {9, 288, 5},
+  return {{1, 32, 1},  {3, 96, 2},   {17, 160, 67}, {37, 224, 3}, {5, 256, 4}, {9, 288, 5},
           {8, 352, 9}, {21, 512, 3}, {6, 768, 7},   {19, 800, 8}, {5, 1024, 1}};
 }
 
-// Packed Q8_0 / Q4_0 / Q4_K are K-interleaved (packed_weights.h): the same
+// Packed Q8_0 / Q4_0 / Q4_K are K-interleaved (Q8_0 below 8 blocks: row
+// panels, blocks summed in order per row) (packed_weights.h): the same
 // f32 products float(isum_b) * (d_w * d_x) per block b (Q4_K: and the
 // minimum's product), summed in another order, so the two differ only by
 // f32 summation rounding (the file-layout Q4_K kernel rounds a block's sum
@@ -482,6 +483,47 @@ TEST(MatMulTest, Bf16PanelLayout) {
             if (row < n_rows && col < k) std::memcpy(&expected, m.bytes.data() + (row * k + col) * 2, 2);
             std::memcpy(&got, packed.data() + ((p * pairs + i) * 16 + r) * 4 + j * 2, 2);
             ASSERT_EQ(got, expected) << "n=" << n_rows << " k=" << k << " row " << row << " col " << col;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The Q8_0 row-panel layout (packed_weights.h), byte for byte, from its
+// definition: panel p, block b, step s, row r holds bytes 4s..4s+3 of row
+// 16p + r's block b (+ 128), then the block's scale as f32; zero bytes and
+// scale 0 past the last row. K of 7 blocks is the largest that uses it.
+TEST(MatMulTest, Q8_0RowPanelLayout) {
+  std::mt19937 rng(12);
+  ASSERT_TRUE(Q8_0UsesRowPanels(224));
+  ASSERT_FALSE(Q8_0UsesRowPanels(256));
+  for (const auto& [n_rows, k] : {std::pair<int64_t, int64_t>{1, 32}, {17, 64}, {33, 224}, {16, 96}}) {
+    const Matrix m = RandomMatrix(rng, DType::kQ8_0, n_rows, k);
+    const PackedLayout layout = PackedLayoutFor(DType::kQ8_0, n_rows, k);
+    const int64_t blocks = k / 32, panels = (n_rows + 15) / 16;
+    ASSERT_TRUE(layout.row_panels);
+    ASSERT_EQ(layout.bytes, panels * blocks * (8 * 64 + 64));
+    ASSERT_EQ(layout.row_stride * 16, blocks * (8 * 64 + 64));
+    std::vector<uint8_t> packed(static_cast<size_t>(layout.bytes), 0xAB);
+    PackMatrix(m.view, layout, packed.data());
+    for (int64_t p = 0; p < panels; ++p) {
+      for (int64_t b = 0; b < blocks; ++b) {
+        const uint8_t* block = packed.data() + (p * blocks + b) * (8 * 64 + 64);
+        for (int64_t r = 0; r < 16; ++r) {
+          const int64_t row = 16 * p + r;
+          const uint8_t* src = m.bytes.data() + (row * blocks + b) * 34;  // f16 d, then 32 int8
+          float scale = 0.0f;
+          std::memcpy(&scale, block + 512 + r * 4, 4);
+          uint16_t d16 = 0;
+          if (row < n_rows) std::memcpy(&d16, src, 2);
+          ASSERT_EQ(scale, row < n_rows ? F16ToF32(d16) : 0.0f)
+              << "k=" << k << " row " << row << " block " << b;
+          for (int e = 0; e < 32; ++e) {
+            const uint8_t expected =
+                row < n_rows ? static_cast<uint8_t>(static_cast<int8_t>(src[2 + e]) + 128) : 0;
+            ASSERT_EQ(block[(e / 4) * 64 + r * 4 + e % 4], expected)
+                << "k=" << k << " row " << row << " block " << b << " element " << e;
           }
         }
       }
@@ -602,8 +644,10 @@ TEST(MatMulTest, AmxMatchesAvx512BitForBit) {
         const uint64_t calls_before = PackedInt8PanelsAmxCalls();
         const std::vector<float> amx = RunMatMul(ActiveIsa(), m, x, s.n_tokens, bias.data(), threads);
         // Every shape here has a whole 16-row panel and enough tokens for
-        // the AMX kernel (Q8_0: 32), so the AMX side must have taken it.
-        if (t != DType::kQ8_0 || s.n_tokens >= 32) {
+        // the AMX kernel (Q8_0: 32, and K of 8 blocks or more: smaller K
+        // is packed in row panels, which have no AMX kernel), so the AMX
+        // side must have taken it.
+        if (t != DType::kQ8_0 || (s.n_tokens >= 32 && !Q8_0UsesRowPanels(s.k))) {
           ASSERT_GT(PackedInt8PanelsAmxCalls(), calls_before)
               << DTypeName(t) << " n=" << s.n_rows << " k=" << s.k << " tokens=" << s.n_tokens
               << ": the AMX kernel never ran";

@@ -163,6 +163,28 @@ void PackBf16Panels(const uint8_t* src, int64_t rows, int64_t k, uint8_t* dst) {
   }
 }
 
+// Q8_0 row panels (packed_weights.h): block b of panel p's row r at
+// p * panel_bytes + b * kQ8_0PanelBlockBytes, step s's 4 bytes at s * 64 +
+// r * 4, its scale at 512 + r * 4; rows past the matrix stay the zeros dst
+// was cleared to.
+void PackQ8_0Panels(const uint8_t* src, int64_t rows, int64_t blocks, int64_t panel_bytes, uint8_t* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t* panel = dst + r / 16 * panel_bytes;
+    const int64_t lane = r % 16;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* blk = src + (r * blocks + b) * 34;
+      uint8_t* out = panel + b * kQ8_0PanelBlockBytes;
+      uint16_t d16;
+      std::memcpy(&d16, blk, 2);
+      const float d = F16ToF32(d16);
+      std::memcpy(out + 512 + lane * 4, &d, 4);
+      for (int s = 0; s < 8; ++s) {
+        for (int i = 0; i < 4; ++i) out[s * 64 + lane * 4 + i] = blk[2 + 4 * s + i] ^ 0x80;
+      }
+    }
+  }
+}
+
 // F16 / F32 panels (packed_weights.h): element i of panel p's row r at
 // (i * 16 + r) * size; rows past the matrix stay the zeros dst was cleared to.
 void PackFloatPanels(const uint8_t* src, int64_t rows, int64_t k, int64_t size, int64_t panel_bytes,
@@ -199,6 +221,12 @@ PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k) {
     layout.bytes = (rows + 15) / 16 * 16 * layout.row_stride;
     return layout;
   }
+  if (t == DType::kQ8_0 && Q8_0UsesRowPanels(k)) {
+    layout.row_panels = true;
+    layout.row_stride = k / 32 * kQ8_0PanelBlockBytes / 16;
+    layout.bytes = (rows + 15) / 16 * 16 * layout.row_stride;
+    return layout;
+  }
   int64_t bytes = 0;
   if (t == DType::kQ4_K || t == DType::kQ5_K) {
     bytes = KQuantDOffset(t, GroupsFor(k / 32)) + k / 256 * 4;
@@ -226,6 +254,11 @@ void PackMatrix(const TensorView& w, const PackedLayout& layout, uint8_t* dst) {
   if (w.dtype == DType::kF16 || w.dtype == DType::kF32) {
     std::memset(dst, 0, static_cast<size_t>(layout.bytes));
     PackFloatPanels(src, layout.rows, layout.k, w.dtype == DType::kF16 ? 2 : 4, 16 * layout.row_stride, dst);
+    return;
+  }
+  if (layout.row_panels) {
+    std::memset(dst, 0, static_cast<size_t>(layout.bytes));
+    PackQ8_0Panels(src, layout.rows, blocks, 16 * layout.row_stride, dst);
     return;
   }
   for (int64_t r = 0; r < layout.rows; ++r) {

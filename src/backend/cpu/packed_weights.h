@@ -4,15 +4,13 @@
 // w + 128, Q4_0 nibbles w + 8, Q4_K nibbles, Q5_K q = nibble + 16 * fifth
 // bit, Q6_K q = w + 32).
 //
-// Q8_0 / Q4_0: K-interleaved groups, so that one int32 lane of a vpdpbusd
-// accumulates one block's whole dot product and the f32 work (convert,
-// scale, fma) is paid once per 16 blocks x 32 elements instead of once per
-// 4 elements. A row's blocks are taken 16 at a time ("full" group, the last
-// one padded with zero blocks), or 8 for a remainder of 1..8 blocks (one
-// "half" group, last) - the same grouping as the activations' group_q
-// (activations.h, GroupsFor). A row holds the values of its groups, then
-// the f16 block scales of all its lanes (the file's bytes; 16 per full
-// group, 8 for the half group). The values of a group of L lanes (blocks):
+// Q8_0 / Q4_0 (Q8_0 from 8 blocks on, Q8_0UsesRowPanels): K-interleaved groups, so that one int32 lane of a
+// vpdpbusd accumulates one block's whole dot product and the f32 work (convert, scale, fma) is paid once per
+// 16 blocks x 32 elements instead of once per 4 elements. A row's blocks are taken 16 at a time ("full"
+// group, the last one padded with zero blocks), or 8 for a remainder of 1..8 blocks (one "half" group, last)
+// - the same grouping as the activations' group_q (activations.h, GroupsFor). A row holds the values of its
+// groups, then the f16 block scales of all its lanes (the file's bytes; 16 per full group, 8 for the half
+// group). The values of a group of L lanes (blocks):
 //   Q8_0: 8 steps x [L x 4] u8: step s, lane b = bytes 4s..4s+3 of block b, + 128
 //         (L = 16: 512 bytes)
 //   Q4_0: 4 x [L x 4] u8: byte (j, b, i) = (w_b[4j + i] + 8) | (w_b[4(j+4) + i] + 8) << 4,
@@ -65,6 +63,14 @@
 // the file's 84 bytes per super-block, in another order.
 
 //
+// Q8_0 of fewer than 8 blocks per row (K < 256: Q8_0UsesRowPanels): row
+// panels instead, as for BF16 below, because the interleaved groups would
+// be mostly padding. Panel p holds rows [16p, 16p + 16) as, per block b,
+// kQ8_0PanelBlockBytes: 8 steps x [16 rows x 4] u8 (step s, row r = bytes
+// 4s..4s+3 of row 16p + r's block b, + 128), then the 16 rows' block
+// scales as f32 (the file's f16, widened exactly). row_stride = a panel's
+// bytes / 16; rows past the matrix are zero bytes with scale 0.
+//
 // BF16: panels of 16 rows for an outer-product kernel (panels_avx512.cc).
 // Panel p holds rows [16p, 16p + 16) as [K/2 pairs][16 rows][2 bf16]: the 64
 // bytes at pair i are (w[16p + r][2i], w[16p + r][2i + 1]) for r = 0..15,
@@ -102,8 +108,9 @@ namespace deepinfer::cpu {
 struct PackedLayout {
   DType dtype = DType::kF32;  // the type the packed bytes encode
   int64_t rows = 0, k = 0;
-  int64_t row_stride = 0;  // bytes (BF16: a panel's bytes / 16)
-  int64_t bytes = 0;       // the whole packed copy (BF16: padded panels included)
+  bool row_panels = false;  // Q8_0 in row panels (Q8_0UsesRowPanels)
+  int64_t row_stride = 0;   // bytes (BF16 and row panels: a panel's bytes / 16)
+  int64_t bytes = 0;        // the whole packed copy (BF16: padded panels included)
 };
 
 // One packed matrix: a view of the copy's bytes (same name, dtype and shape
@@ -142,6 +149,12 @@ bool PacksType(Isa isa, DType t);
 // bytes). Exposed for tests.
 void PackMatrix(const TensorView& w, const PackedLayout& layout, uint8_t* dst);
 PackedLayout PackedLayoutFor(DType t, int64_t rows, int64_t k);
+
+// Q8_0 rows of fewer than 8 blocks are packed in row panels: measured
+// faster than the interleaved groups there (docs/kernels.md).
+constexpr bool Q8_0UsesRowPanels(int64_t k) { return k / 32 < 8; }
+// One block of a Q8_0 row panel: 8 steps x 64 bytes, then 16 f32 scales.
+inline constexpr int64_t kQ8_0PanelBlockBytes = 8 * 64 + 16 * 4;
 
 // Value bytes of one interleaved Q8_0 / Q4_0 group of `lanes` blocks.
 constexpr int64_t GroupValueBytes(DType t, int64_t lanes) { return lanes * (t == DType::kQ8_0 ? 32 : 16); }

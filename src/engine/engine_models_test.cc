@@ -190,7 +190,10 @@ std::map<int, int64_t> ExpertTokensPerLayer(const std::string& text, int* series
 
 // One request in sync mode: the model runs prompt + (max_tokens - 1) tokens
 // (the last sampled token is never fed back), so every MoE layer routes
-// exactly that many tokens times top-k; dense layers route none.
+// exactly that many tokens times top-k - except the last layer, which
+// computes only the tokens whose logits are read (DecoderLayer::
+// ForwardKeeping): one per step, the prompt's last and each decoded token,
+// max_tokens in all. Dense layers route none.
 TEST(EngineExpertLoad, CountsAddUpToTokensTimesTopKInMetricsAndPrometheus) {
   for (const Family& f :
        {Family{"mixtral", "tiny", SynthFormat::kGguf}, Family{"deepseek_v3", "tiny", SynthFormat::kGguf}}) {
@@ -207,6 +210,8 @@ TEST(EngineExpertLoad, CountsAddUpToTokensTimesTopKInMetricsAndPrometheus) {
     ASSERT_TRUE(id.ok());
     col.Wait(1);
     const int64_t routed = static_cast<int64_t>(prompt_len + max_tokens - 1) * c.moe.experts_per_token;
+    const int64_t routed_last = static_cast<int64_t>(max_tokens) * c.moe.experts_per_token;
+    const auto routed_at = [&](int64_t l) { return l + 1 == c.num_layers ? routed_last : routed; };
     const EngineMetrics m = engine->Metrics();
     ASSERT_EQ(m.expert_tokens_total.size(), static_cast<size_t>(c.num_layers)) << f.arch;
     int expected_series = 0;
@@ -216,7 +221,7 @@ TEST(EngineExpertLoad, CountsAddUpToTokensTimesTopKInMetricsAndPrometheus) {
       for (int64_t v : row) sum += v;
       if (c.moe.sparse_layers[static_cast<size_t>(l)]) {
         EXPECT_EQ(row.size(), static_cast<size_t>(c.moe.num_experts));
-        EXPECT_EQ(sum, routed) << f.arch << " layer " << l;
+        EXPECT_EQ(sum, routed_at(l)) << f.arch << " layer " << l;
         expected_series += static_cast<int>(c.moe.num_experts);
       } else {
         EXPECT_TRUE(row.empty()) << f.arch << " dense layer " << l;
@@ -225,7 +230,8 @@ TEST(EngineExpertLoad, CountsAddUpToTokensTimesTopKInMetricsAndPrometheus) {
     int series = 0;
     const std::map<int, int64_t> text = ExpertTokensPerLayer(server::RenderPrometheusMetrics(m), &series);
     EXPECT_EQ(series, expected_series);
-    for (const auto& [layer, sum] : text) EXPECT_EQ(sum, routed) << f.arch << " /metrics layer " << layer;
+    for (const auto& [layer, sum] : text)
+      EXPECT_EQ(sum, routed_at(layer)) << f.arch << " /metrics layer " << layer;
   }
 }
 

@@ -1,5 +1,7 @@
 #include "model/decoder_layer.h"
 
+#include <algorithm>
+
 #include "model/ops.h"
 
 namespace deepinfer {
@@ -18,6 +20,17 @@ class GqaDecoderLayer : public DecoderLayer {
                              GqaAttentionForward(config_, attn, *rope_, kv_layer, window_, batch, plan, xn,
                                                  kv, pool, s.attention, proj);
                            });
+  }
+  void ForwardKeeping(const ForwardBatch& batch, const TokenPlan& plan, KvCache& kv, int64_t kv_layer,
+                      ThreadPool& pool, LayerScratch& s, float* x,
+                      const std::vector<int64_t>& keep) override {
+    PreNormResidualForward(
+        config_, attn_norm, ffn_norm, *ffn, plan.num_tokens(), pool, s, x,
+        [&](const float* xn, float* proj) {
+          GqaAttentionForward(config_, attn, *rope_, kv_layer, window_, batch, plan, xn, kv, pool,
+                              s.attention, proj, &keep);
+        },
+        &keep);
   }
   void VisitMatrices(const MatrixVisitor& visit) override {
     for (ops::Matrix* t : {&attn.q, &attn.k, &attn.v, &attn.o}) visit(*t);
@@ -39,7 +52,8 @@ class GqaDecoderLayer : public DecoderLayer {
 void PreNormResidualForward(const ModelConfig& c, const std::vector<float>& attn_norm,
                             const std::vector<float>& ffn_norm, FeedForward& ffn, int64_t n, ThreadPool& pool,
                             LayerScratch& s, float* x,
-                            const std::function<void(const float* xn, float* proj)>& attend) {
+                            const std::function<void(const float* xn, float* proj)>& attend,
+                            const std::vector<int64_t>* keep) {
   const int64_t h = c.hidden_size;
   s.xn.resize(static_cast<size_t>(n * h));
   s.proj.resize(static_cast<size_t>(n * h));
@@ -47,10 +61,21 @@ void PreNormResidualForward(const ModelConfig& c, const std::vector<float>& attn
   float* proj = s.proj.data();
   for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, attn_norm.data(), h, c.rms_norm_eps, xn + t * h);
   attend(xn, proj);
+  if (keep != nullptr) {
+    CompactRows(x, h, *keep);
+    n = static_cast<int64_t>(keep->size());
+  }
   for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
   for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, ffn_norm.data(), h, c.rms_norm_eps, xn + t * h);
   ffn.Forward(xn, n, pool, s.ffn, proj);
   for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
+}
+
+void CompactRows(float* x, int64_t width, const std::vector<int64_t>& keep) {
+  for (size_t i = 0; i < keep.size(); ++i) {
+    const auto to = static_cast<int64_t>(i);
+    if (keep[i] != to) std::copy_n(x + keep[i] * width, width, x + to * width);
+  }
 }
 
 void VisitSwiglu(SwigluWeights& w, const MatrixVisitor& visit) {

@@ -73,17 +73,34 @@ class DecoderLayer {
   virtual ~DecoderLayer() = default;
   virtual void Forward(const ForwardBatch& batch, const TokenPlan& plan, KvCache& kv, int64_t kv_layer,
                        ThreadPool& pool, LayerScratch& scratch, float* x) = 0;
+  // Forward for a last layer whose output is read at the tokens `keep`
+  // only (indices, increasing: the logit rows): every token's K/V is
+  // written as Forward writes it, and x becomes the kept tokens' rows,
+  // compacted (f32 [keep.size(), hidden]), each bit for bit its row of
+  // Forward's x. A prompt chunk keeps one token of many, an MTP catch-up
+  // one of a few: the others' attention and feed-forward are skipped (a
+  // layer may also run Forward and CompactRows).
+  virtual void ForwardKeeping(const ForwardBatch& batch, const TokenPlan& plan, KvCache& kv, int64_t kv_layer,
+                              ThreadPool& pool, LayerScratch& scratch, float* x,
+                              const std::vector<int64_t>& keep) = 0;
   // The attention's and the feed-forward's matrices (see MatrixVisitor).
   virtual void VisitMatrices(const MatrixVisitor& visit) = 0;
 };
 
+// x f32 [n, width] -> its rows keep[0], keep[1], ... (increasing) moved to
+// rows 0, 1, ... in place.
+void CompactRows(float* x, int64_t width, const std::vector<int64_t>& keep);
+
 // The pre-norm residual block every decoder layer runs over x f32 [n, hidden]:
 // x += Attn(RMSNorm(x)); x += FFN(RMSNorm(x)). `attend(xn, proj)` writes the
 // attention output f32 [n, hidden] of the normed input xn f32 [n, hidden].
+// With `keep` (DecoderLayer::ForwardKeeping), attend writes the kept rows'
+// output only (f32 [keep.size(), hidden]) and x ends compacted to them.
 void PreNormResidualForward(const ModelConfig& c, const std::vector<float>& attn_norm,
                             const std::vector<float>& ffn_norm, FeedForward& ffn, int64_t n, ThreadPool& pool,
                             LayerScratch& s, float* x,
-                            const std::function<void(const float* xn, float* proj)>& attend);
+                            const std::function<void(const float* xn, float* proj)>& attend,
+                            const std::vector<int64_t>* keep = nullptr);
 
 // Llama-style layer: attention tensors and norms of decoder layer `layer`
 // (standard role names; q/k/v biases required iff config.attention_bias, the

@@ -109,8 +109,16 @@ Status DecoderStackModel::ForwardWithHidden(const ForwardBatch& batch, KvCache& 
     const auto scale = static_cast<float>(config_.embedding_scale);
     for (float& v : x_) v *= scale;
   }
+  // Without hidden_out only the logit rows of the last layer are read: it
+  // computes just those (a prompt chunk's last token), writing every K/V.
+  const bool keep_logit_rows = hidden_out == nullptr;
   for (int64_t l = 0; l < config_.num_layers; ++l) {
-    parts_.layers[static_cast<size_t>(l)]->Forward(batch, plan_, kv, l, pool_, scratch_, x_.data());
+    DecoderLayer& layer = *parts_.layers[static_cast<size_t>(l)];
+    if (keep_logit_rows && l + 1 == config_.num_layers) {
+      layer.ForwardKeeping(batch, plan_, kv, l, pool_, scratch_, x_.data(), plan_.logit_rows);
+    } else {
+      layer.Forward(batch, plan_, kv, l, pool_, scratch_, x_.data());
+    }
   }
   const int64_t rows = static_cast<int64_t>(plan_.logit_rows.size());
   if (hidden_out != nullptr) {
@@ -126,8 +134,8 @@ Status DecoderStackModel::ForwardWithHidden(const ForwardBatch& batch, KvCache& 
     if (hidden_out != nullptr) {
       std::memcpy(&xn_[static_cast<size_t>(r * h)], hidden_out + t * h,
                   sizeof(float) * static_cast<size_t>(h));
-    } else {
-      ops::RmsNorm(&x_[static_cast<size_t>(t * h)], output_norm.data(), h, config_.rms_norm_eps,
+    } else {  // x_ holds the logit rows only (ForwardKeeping)
+      ops::RmsNorm(&x_[static_cast<size_t>(r * h)], output_norm.data(), h, config_.rms_norm_eps,
                    &xn_[static_cast<size_t>(r * h)]);
     }
   }

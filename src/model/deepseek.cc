@@ -20,6 +20,19 @@ class MlaDecoderLayer : public DecoderLayer {
         config_, attn_norm, ffn_norm, *ffn, plan.num_tokens(), pool, s, x,
         [&](const float* xn, float* proj) { attn_.Forward(batch, plan, xn, kv, kv_layer, pool, proj); });
   }
+  // MLA attends for every token (it has no kept-rows form), then keeps the
+  // kept rows' outputs; the feed-forward runs for those only.
+  void ForwardKeeping(const ForwardBatch& batch, const TokenPlan& plan, KvCache& kv, int64_t kv_layer,
+                      ThreadPool& pool, LayerScratch& s, float* x,
+                      const std::vector<int64_t>& keep) override {
+    PreNormResidualForward(
+        config_, attn_norm, ffn_norm, *ffn, plan.num_tokens(), pool, s, x,
+        [&](const float* xn, float* proj) {
+          attn_.Forward(batch, plan, xn, kv, kv_layer, pool, proj);
+          CompactRows(proj, config_.hidden_size, keep);
+        },
+        &keep);
+  }
   void set_absorb(bool absorb) { attn_.set_absorb(absorb); }
   void VisitMatrices(const MatrixVisitor& visit) override {
     attn_.VisitMatrices(visit);

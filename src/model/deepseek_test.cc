@@ -107,6 +107,17 @@ TEST_P(DeepseekTest, AbsorbedMlaEqualsNaiveAndCacheHoldsOnlyTheLatent) {
   EXPECT_LT(MaxRel(absorbed, naive), 2e-5);
 }
 
+// The last layer without hidden states computes the logit row only
+// (ForwardKeeping: MLA attends for all tokens, the MoE feed-forward runs
+// for the kept one): the same bits as with them.
+TEST_P(DeepseekTest, LastLayerKeepingLogitRowsChangesNoBit) {
+  auto loaded = LoadWeightsOnly(SynthDir(GetParam(), "tiny"));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  Model& m = *loaded->model;
+  const std::vector<int32_t> ids = Prompt(23, static_cast<int>(m.config().vocab_size));
+  EXPECT_EQ(testing::PromptThenTokenLogits(m, ids, false), testing::PromptThenTokenLogits(m, ids, true));
+}
+
 TEST_P(DeepseekTest, DecodeRowsAreBatchInvariant) {
   const std::string dir = SynthDir(GetParam(), "tiny");
   auto loaded = LoadWeightsOnly(dir);

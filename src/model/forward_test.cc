@@ -152,6 +152,51 @@ TEST_P(ForwardArchTest, ThreadCountDoesNotChangeLogits) {
             testing::RunChunks(*two_threads, tokens, {64}, 16));
 }
 
+// Without hidden states the last layer computes only the logit rows
+// (DecoderLayer::ForwardKeeping); with them it computes every token. The
+// logits must agree bit for bit, and so must the K/V both wrote: a decode
+// step after each reads every cached position.
+TEST_P(ForwardArchTest, LastLayerKeepingLogitRowsChangesNoBit) {
+  ModelConfig c = testing::TinyConfig(GetParam());
+  if (GetParam() == "mistral") c.sliding_window = {5, 5};
+  auto model = MakeModel(c, 10, 2);
+  ASSERT_NE(model, nullptr);
+  const int v = static_cast<int>(c.vocab_size);
+  const auto run = [&](bool hidden) {
+    KvCache kv(c, 32, 4);
+    ForwardBatch batch;
+    const std::vector<std::pair<std::vector<int32_t>, SequenceChunk::Logits>> chunks = {
+        {Tokens(13, 1, v), SequenceChunk::Logits::kLast},  // a prompt chunk: 1 of 13 kept
+        {Tokens(6, 2, v), SequenceChunk::Logits::kNone},   // none kept
+        {Tokens(5, 3, v), SequenceChunk::Logits::kAll},    // all kept
+        {{7}, SequenceChunk::Logits::kLast}};
+    for (size_t s = 0; s < chunks.size(); ++s) {
+      SequenceChunk seq;
+      seq.tokens = chunks[s].first;
+      seq.logits = chunks[s].second;
+      for (int32_t b = 0; b < 8; ++b) seq.block_table.push_back(b * 4 + static_cast<int32_t>(s));
+      batch.seqs.push_back(seq);
+    }
+    std::vector<float> logits(static_cast<size_t>(batch.NumLogitRows() * c.vocab_size));
+    std::vector<float> hidden_rows(static_cast<size_t>(batch.NumTokens() * c.hidden_size));
+    EXPECT_TRUE(
+        model->ForwardWithHidden(batch, kv, logits.data(), hidden ? hidden_rows.data() : nullptr).ok());
+    // One more token per sequence: its logits read every K/V written above.
+    for (SequenceChunk& seq : batch.seqs) {
+      seq.start_pos = static_cast<int64_t>(seq.tokens.size());
+      seq.tokens = {3};
+      seq.logits = SequenceChunk::Logits::kLast;
+    }
+    std::vector<float> next(static_cast<size_t>(batch.NumLogitRows() * c.vocab_size));
+    EXPECT_TRUE(model->Forward(batch, kv, next.data()).ok());
+    logits.insert(logits.end(), next.begin(), next.end());
+    return logits;
+  };
+  const std::vector<float> kept = run(false), full = run(true);
+  ASSERT_EQ(kept.size(), static_cast<size_t>((1 + 0 + 5 + 1 + 4) * c.vocab_size));
+  ASSERT_EQ(0, std::memcmp(kept.data(), full.data(), kept.size() * sizeof(float)));
+}
+
 INSTANTIATE_TEST_SUITE_P(Archs, ForwardArchTest, ::testing::Values("llama", "mistral", "qwen2", "qwen3"));
 
 TEST(Forward, RejectsMalformedBatches) {

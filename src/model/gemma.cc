@@ -16,21 +16,12 @@ class GemmaDecoderLayer : public DecoderLayer {
 
   void Forward(const ForwardBatch& batch, const TokenPlan& plan, KvCache& kv, int64_t kv_layer,
                ThreadPool& pool, LayerScratch& s, float* x) override {
-    const int64_t n = plan.num_tokens(), h = config_.hidden_size;
-    const double eps = config_.rms_norm_eps;
-    s.xn.resize(static_cast<size_t>(n * h));
-    s.proj.resize(static_cast<size_t>(n * h));
-    float* xn = s.xn.data();
-    float* proj = s.proj.data();
-    for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, input_norm.data(), h, eps, xn + t * h);
-    GqaAttentionForward(config_, attn, *rope_, kv_layer, window_, batch, plan, xn, kv, pool, s.attention,
-                        proj);
-    for (int64_t t = 0; t < n; ++t) ops::RmsNorm(proj + t * h, post_attn_norm.data(), h, eps, proj + t * h);
-    for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
-    for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, pre_ffn_norm.data(), h, eps, xn + t * h);
-    SwigluForward(mlp, xn, n, pool, s.ffn, proj);
-    for (int64_t t = 0; t < n; ++t) ops::RmsNorm(proj + t * h, post_ffn_norm.data(), h, eps, proj + t * h);
-    for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
+    Run(batch, plan, kv, kv_layer, pool, s, x, nullptr);
+  }
+  void ForwardKeeping(const ForwardBatch& batch, const TokenPlan& plan, KvCache& kv, int64_t kv_layer,
+                      ThreadPool& pool, LayerScratch& s, float* x,
+                      const std::vector<int64_t>& keep) override {
+    Run(batch, plan, kv, kv_layer, pool, s, x, &keep);
   }
   void VisitMatrices(const MatrixVisitor& visit) override {
     for (ops::Matrix* t : {&attn.q, &attn.k, &attn.v, &attn.o}) visit(*t);
@@ -42,6 +33,31 @@ class GemmaDecoderLayer : public DecoderLayer {
   SwigluWeights mlp;
 
  private:
+  // Forward, or with `keep` ForwardKeeping.
+  void Run(const ForwardBatch& batch, const TokenPlan& plan, KvCache& kv, int64_t kv_layer, ThreadPool& pool,
+           LayerScratch& s, float* x, const std::vector<int64_t>* keep) {
+    int64_t n = plan.num_tokens();
+    const int64_t h = config_.hidden_size;
+    const double eps = config_.rms_norm_eps;
+    s.xn.resize(static_cast<size_t>(n * h));
+    s.proj.resize(static_cast<size_t>(n * h));
+    float* xn = s.xn.data();
+    float* proj = s.proj.data();
+    for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, input_norm.data(), h, eps, xn + t * h);
+    GqaAttentionForward(config_, attn, *rope_, kv_layer, window_, batch, plan, xn, kv, pool, s.attention,
+                        proj, keep);
+    if (keep != nullptr) {
+      CompactRows(x, h, *keep);
+      n = static_cast<int64_t>(keep->size());
+    }
+    for (int64_t t = 0; t < n; ++t) ops::RmsNorm(proj + t * h, post_attn_norm.data(), h, eps, proj + t * h);
+    for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
+    for (int64_t t = 0; t < n; ++t) ops::RmsNorm(x + t * h, pre_ffn_norm.data(), h, eps, xn + t * h);
+    SwigluForward(mlp, xn, n, pool, s.ffn, proj);
+    for (int64_t t = 0; t < n; ++t) ops::RmsNorm(proj + t * h, post_ffn_norm.data(), h, eps, proj + t * h);
+    for (int64_t i = 0; i < n * h; ++i) x[i] += proj[i];
+  }
+
   const ModelConfig config_;
   std::shared_ptr<const Rope> rope_;
   int64_t window_;

@@ -7,9 +7,11 @@
 #include <cmath>
 #include <string>
 
+#include "checkpoint/checkpoint.h"
 #include "io/gguf.h"
 #include "model/config_loader.h"
 #include "model/testing.h"
+#include "synth/synth.h"
 
 namespace deepinfer {
 namespace {
@@ -100,6 +102,31 @@ TEST(GemmaGguf, BadValuesAreClearErrors) {
   ASSERT_FALSE(bad_pattern.ok());
   EXPECT_NE(bad_pattern.status().message().find("sliding_window_pattern"), std::string::npos)
       << bad_pattern.status().ToString();
+}
+
+// The last layer without hidden states computes the logit row only
+// (DecoderLayer::ForwardKeeping, with Gemma's sandwich norms): the same bits
+// as with them, for Gemma-2 and Gemma-3 (whose last layer is global).
+TEST(GemmaForward, LastLayerKeepingLogitRowsChangesNoBit) {
+  for (const std::string arch : {"gemma2", "gemma3"}) {
+    SynthOptions o;
+    o.arch = arch;
+    o.preset = "tiny";
+    o.format = SynthFormat::kHf;
+    o.out = testing::PerTestPath(DI_BINARY_DIR, "gemma_test", arch);
+    ASSERT_TRUE(WriteSynthModel(o).ok()) << arch;
+    LoadOptions opts;
+    opts.load_tokenizer = false;
+    opts.num_threads = 2;
+    auto loaded = LoadModel(o.out, opts);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    std::vector<int32_t> ids;
+    for (int i = 0; i < 21; ++i)
+      ids.push_back((i * 53 + 3) % static_cast<int>(loaded->model->config().vocab_size));
+    EXPECT_EQ(testing::PromptThenTokenLogits(*loaded->model, ids, false),
+              testing::PromptThenTokenLogits(*loaded->model, ids, true))
+        << arch;
+  }
 }
 
 }  // namespace

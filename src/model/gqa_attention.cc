@@ -1,5 +1,6 @@
 #include "model/gqa_attention.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "model/ops.h"
@@ -28,7 +29,8 @@ Status BindGqaAttention(const WeightBinder& b, const ModelConfig& c, int64_t l, 
 
 void GqaAttentionForward(const ModelConfig& c, const GqaAttentionWeights& w, const Rope& rope,
                          int64_t kv_layer, int64_t window, const ForwardBatch& batch, const TokenPlan& plan,
-                         const float* xn, KvCache& kv, ThreadPool& pool, GqaScratch& s, float* out) {
+                         const float* xn, KvCache& kv, ThreadPool& pool, GqaScratch& s, float* out,
+                         const std::vector<int64_t>* keep) {
   const int64_t n_tokens = plan.num_tokens();
   const int64_t qd = c.q_dim(), kvd = c.kv_dim();
   const int64_t hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
@@ -76,11 +78,26 @@ void GqaAttentionForward(const ModelConfig& c, const GqaAttentionWeights& w, con
   const double scale_base = c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(hd);
   p.scale = static_cast<float>(1.0 / std::sqrt(scale_base));
   p.softcap = static_cast<float>(c.attn_logit_softcap);
-  std::vector<const std::vector<int32_t>*> tables(static_cast<size_t>(n_tokens));
-  for (int64_t t = 0; t < n_tokens; ++t)
-    tables[static_cast<size_t>(t)] = &BlockTableOf(batch, plan, t, kv_layer);
-  ops::PagedAttention(s.q.data(), n_tokens, plan.positions.data(), tables, kv, p, pool, s.attn.data());
-  ops::MatMul(w.o, s.attn.data(), n_tokens, bias(w.o_bias), out, pool);
+  if (keep == nullptr) {
+    std::vector<const std::vector<int32_t>*> tables(static_cast<size_t>(n_tokens));
+    for (int64_t t = 0; t < n_tokens; ++t)
+      tables[static_cast<size_t>(t)] = &BlockTableOf(batch, plan, t, kv_layer);
+    ops::PagedAttention(s.q.data(), n_tokens, plan.positions.data(), tables, kv, p, pool, s.attn.data());
+    ops::MatMul(w.o, s.attn.data(), n_tokens, bias(w.o_bias), out, pool);
+    return;
+  }
+  const auto n_kept = static_cast<int64_t>(keep->size());
+  s.kept_q.resize(static_cast<size_t>(n_kept * qd));
+  s.kept_positions.resize(static_cast<size_t>(n_kept));
+  std::vector<const std::vector<int32_t>*> tables(static_cast<size_t>(n_kept));
+  for (int64_t i = 0; i < n_kept; ++i) {
+    const int64_t t = (*keep)[static_cast<size_t>(i)];
+    std::copy_n(&s.q[static_cast<size_t>(t * qd)], qd, &s.kept_q[static_cast<size_t>(i * qd)]);
+    s.kept_positions[static_cast<size_t>(i)] = plan.positions[static_cast<size_t>(t)];
+    tables[static_cast<size_t>(i)] = &BlockTableOf(batch, plan, t, kv_layer);
+  }
+  ops::PagedAttention(s.kept_q.data(), n_kept, s.kept_positions.data(), tables, kv, p, pool, s.attn.data());
+  ops::MatMul(w.o, s.attn.data(), n_kept, bias(w.o_bias), out, pool);
 }
 
 }  // namespace deepinfer

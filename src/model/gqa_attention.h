@@ -31,13 +31,20 @@ Status BindGqaAttention(const WeightBinder& b, const ModelConfig& c, int64_t lay
 
 struct GqaScratch {
   std::vector<float> q, k, v, attn;
+  std::vector<float> kept_q;  // the kept rows' queries (`keep` below)
+  std::vector<int64_t> kept_positions;
 };
 
 // out f32 [T, hidden] = Attention(xn) for the planned tokens, where xn is the
 // normed input f32 [T, hidden]. Writes the tokens' K/V at cache layer
 // `kv_layer` before any token attends. window 0 = full attention.
+// With `keep` (token indices, increasing), every token's K/V is still
+// written but only the kept tokens attend: out is f32 [keep.size(), hidden],
+// row i bit for bit token keep[i]'s row of the full result (attention and
+// the output projection are per token).
 void GqaAttentionForward(const ModelConfig& c, const GqaAttentionWeights& w, const Rope& rope,
                          int64_t kv_layer, int64_t window, const ForwardBatch& batch, const TokenPlan& plan,
-                         const float* xn, KvCache& kv, ThreadPool& pool, GqaScratch& s, float* out);
+                         const float* xn, KvCache& kv, ThreadPool& pool, GqaScratch& s, float* out,
+                         const std::vector<int64_t>* keep = nullptr);
 
 }  // namespace deepinfer

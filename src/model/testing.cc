@@ -362,6 +362,28 @@ std::vector<float> RunChunks(Model& model, const std::vector<int32_t>& tokens,
   return logits;
 }
 
+std::vector<float> PromptThenTokenLogits(Model& model, const std::vector<int32_t>& prompt, bool with_hidden) {
+  const ModelConfig& c = model.config();
+  const auto n = static_cast<int64_t>(prompt.size());
+  const int64_t block_size = 4, n_blocks = (n + 1 + block_size - 1) / block_size;
+  KvCache kv(c, n_blocks, block_size);
+  ForwardBatch batch;
+  SequenceChunk seq;
+  seq.tokens = prompt;
+  seq.logits = SequenceChunk::Logits::kLast;
+  for (int64_t b = 0; b < n_blocks; ++b) seq.block_table.push_back(static_cast<int32_t>(n_blocks - 1 - b));
+  batch.seqs.push_back(seq);
+  std::vector<float> logits(static_cast<size_t>(2 * c.vocab_size));
+  std::vector<float> hidden(static_cast<size_t>(n * c.hidden_size));
+  Status s = model.ForwardWithHidden(batch, kv, logits.data(), with_hidden ? hidden.data() : nullptr);
+  DI_CHECK_MSG(s.ok(), s.ToString().c_str());
+  batch.seqs[0].start_pos = n;
+  batch.seqs[0].tokens = {prompt.front()};
+  s = model.ForwardWithHidden(batch, kv, logits.data() + c.vocab_size, with_hidden ? hidden.data() : nullptr);
+  DI_CHECK_MSG(s.ok(), s.ToString().c_str());
+  return logits;
+}
+
 std::vector<int32_t> GreedyGenerate(Model& model, const std::vector<int32_t>& prompt, int n_new,
                                     int64_t block_size) {
   const ModelConfig& c = model.config();

@@ -40,6 +40,13 @@ std::vector<std::vector<double>> ReferenceForward(const ModelConfig& config, con
 std::vector<float> RunChunks(Model& model, const std::vector<int32_t>& tokens,
                              const std::vector<int64_t>& chunk_sizes, int64_t block_size);
 
+// The logits of `prompt`'s last token (one chunk, logits at its end) and of
+// one more token after it (which reads every K/V the chunk wrote), f32
+// [2, vocab], through ForwardWithHidden with or without hidden states: a
+// last layer that computes only the logit rows without them
+// (DecoderLayer::ForwardKeeping) must give the same bits.
+std::vector<float> PromptThenTokenLogits(Model& model, const std::vector<int32_t>& prompt, bool with_hidden);
+
 // Prefill `prompt` as one chunk, then `n_new` greedy decode steps, one token
 // per Forward, through a KvCache of `block_size` blocks. Returns the new ids.
 std::vector<int32_t> GreedyGenerate(Model& model, const std::vector<int32_t>& prompt, int n_new,

@@ -5,6 +5,7 @@
 //   --spec-schedule adaptive|fixed      (default adaptive)
 //   --draft-model PATH                  (method draft: a small model with the same vocabulary)
 //   --spec-sampling identical|rejection (method draft, sampled requests; default identical)
+//   --mtp-weights int8|stored           (method mtp: the drafter's matrices; default int8)
 // and the seed system's environment switches as aliases:
 //   DEEPINFER_ENABLE_MTP_VARLEN=1   = --speculative-method mtp --spec-schedule adaptive
 //   DEEPINFER_USE_NEXTN_DECODE=K    caps K.
@@ -35,7 +36,11 @@ inline std::vector<FlagSpec> SpeculativeFlagSpecs() {
       {"draft-model", "PATH", "the draft model of --speculative-method draft (same vocabulary)", "none"},
       {"spec-sampling", "identical|rejection",
        "draft-model drafts of sampled requests: identical output to no speculation, or rejection sampling",
-       "identical"}};
+       "identical"},
+      {"mtp-weights", "int8|stored",
+       "method mtp: the drafter's matrices quantized to int8 at load (faster drafts, same output) or as "
+       "stored",
+       "int8"}};
 }
 
 // Fills config->speculative and config->scheduler.max_num_speculative_tokens.
@@ -64,6 +69,13 @@ inline Status ParseSpeculativeFlags(const Flags& flags, EngineConfig* config) {
   if (flags.Has("spec-sampling") && method != "draft") {
     return InvalidArgument("--spec-sampling needs --speculative-method draft");
   }
+  const std::string mtp_weights = flags.GetString("mtp-weights", "int8");
+  if (mtp_weights != "int8" && mtp_weights != "stored") {
+    return InvalidArgument("--mtp-weights must be int8 or stored (got '" + mtp_weights + "')");
+  }
+  if (flags.Has("mtp-weights") && method != "mtp") {
+    return InvalidArgument("--mtp-weights needs --speculative-method mtp");
+  }
   if (schedule != "adaptive" && schedule != "fixed") {
     return InvalidArgument("--spec-schedule must be adaptive or fixed (got '" + schedule + "')");
   }
@@ -91,6 +103,7 @@ inline Status ParseSpeculativeFlags(const Flags& flags, EngineConfig* config) {
   config->speculative.method = method;
   config->speculative.draft_model = draft_model;
   config->speculative.rejection_sampling = spec_sampling == "rejection";
+  config->speculative.mtp_int8 = mtp_weights == "int8";
   config->speculative.adaptive = schedule == "adaptive";
   config->scheduler.max_num_speculative_tokens = static_cast<int32_t>(k);
   return Status::Ok();

@@ -143,7 +143,9 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model, const Engine
   DI_ASSIGN_OR_RETURN(effective.kv_cache_dtype, ParseKvCacheDType(DTypeName(kv_dtype)));  // auto -> its type
   std::unique_ptr<MtpDraft> mtp;
   if (effective.speculative.method == "mtp") {
-    auto draft = MtpDraft::Create(model.model->config(), model.weights, 0, model.num_threads);
+    auto draft =
+        MtpDraft::Create(model.model->config(), model.weights, 0, model.num_threads,
+                         effective.speculative.mtp_int8 ? MtpMatrices::kInt8 : MtpMatrices::kAsStored);
     if (!draft.ok()) return InvalidArgument("--speculative-method mtp: " + draft.status().message());
     mtp = std::move(*draft);
   }

@@ -64,6 +64,10 @@ struct SpeculativeConfig {
   // drawn independently and verified by rejection sampling —
   // distribution-exact, not the same tokens (runner/draft_model_drafter.h).
   bool rejection_sampling = false;
+  // --mtp-weights int8 (default) | stored: the MTP drafter's matrices
+  // quantized to int8 at load, or as the checkpoint stores them
+  // (model/mtp.h, MtpMatrices). Drafts only: the output is the same.
+  bool mtp_int8 = true;
 };
 
 struct EngineConfig {

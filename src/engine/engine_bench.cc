@@ -285,9 +285,10 @@ int Main(int argc, char** argv) {
           }
           std::printf(
               "concurrency %3d round %d spec %-8s decode %8.1f tok/s  steps %5lld  drafts %6lld accepted "
-              "%6lld\n",
+              "%6lld  executor idle %.1f us/step\n",
               c, round, mode.c_str(), s->decode_tok_s, static_cast<long long>(s->steps),
-              static_cast<long long>(s->drafts), static_cast<long long>(s->accepted));
+              static_cast<long long>(s->drafts), static_cast<long long>(s->accepted),
+              s->steps ? 1e6 * s->idle_s / static_cast<double>(s->steps) : 0.0);
           std::fflush(stdout);
           tok_s[mode].push_back(s->decode_tok_s);
         }

@@ -7,8 +7,10 @@
 // auto by default as in `deepinfer bench`; MTP: f32).
 //
 //   spec_step_bench --model DIR [--context 120] [--rows 1,2,3,4,6] [--mtp-rows 1,4]
-//                   [--threads 1] [--iters 400] [--kv-cache-dtype auto]
+//                   [--threads 1] [--iters 400] [--kv-cache-dtype auto] [--mtp-weights int8]
 //
+// --mtp-weights int8 (default, as the engine) | stored: the MTP draft's
+// matrices (model/mtp.h, MtpMatrices).
 // Prints the median microseconds per call. Run it at --context 0 as well:
 // the difference is what attention costs at that context.
 #include <algorithm>
@@ -38,6 +40,7 @@ struct Options {
   int threads = 1;
   int iters = 400;
   KvCacheDType kv_cache_dtype = KvCacheDType::kAuto;
+  bool mtp_int8 = true;
 };
 
 std::vector<int64_t> ParseList(const std::string& v) {
@@ -114,7 +117,8 @@ int Run(const Options& o) {
     std::printf("  target forward, %lld row(s): %8.1f us\n", static_cast<long long>(r), us);
   }
   if (c.num_nextn_predict_layers <= 0) return 0;
-  auto draft = MtpDraft::Create(c, loaded->weights, 0, o.threads);
+  auto draft = MtpDraft::Create(c, loaded->weights, 0, o.threads,
+                                o.mtp_int8 ? MtpMatrices::kInt8 : MtpMatrices::kAsStored);
   if (!draft.ok()) {
     std::fprintf(stderr, "%s\n", draft.status().ToString().c_str());
     return 1;
@@ -150,6 +154,8 @@ int Main(int argc, char** argv) {
       o.threads = std::stoi(v);
     } else if (k == "--iters") {
       o.iters = std::stoi(v);
+    } else if (k == "--mtp-weights" && (v == "int8" || v == "stored")) {
+      o.mtp_int8 = v == "int8";
     } else if (k == "--kv-cache-dtype") {
       auto parsed = ParseKvCacheDType(v);
       if (!parsed.ok()) {
@@ -165,7 +171,7 @@ int Main(int argc, char** argv) {
   if (o.model.empty() || o.rows.empty() || o.mtp_rows.empty() || o.iters <= 0 || o.context < 0) {
     std::fprintf(stderr,
                  "usage: spec_step_bench --model DIR [--context 120] [--rows 1,2,3,4,6] [--mtp-rows 1,4] "
-                 "[--threads 1] [--iters 400] [--kv-cache-dtype auto]\n");
+                 "[--threads 1] [--iters 400] [--kv-cache-dtype auto] [--mtp-weights int8|stored]\n");
     return 2;
   }
   return Run(o);

@@ -27,7 +27,7 @@ MtpDraft::~MtpDraft() = default;
 
 StatusOr<std::unique_ptr<MtpDraft>> MtpDraft::Create(const ModelConfig& base,
                                                      std::shared_ptr<const WeightStore> weights,
-                                                     int64_t index, int num_threads) {
+                                                     int64_t index, int num_threads, MtpMatrices matrices) {
   if (base.num_nextn_predict_layers <= 0) {
     return InvalidArgument("the model has no MTP (next-n) layers");
   }
@@ -70,7 +70,7 @@ StatusOr<std::unique_ptr<MtpDraft>> MtpDraft::Create(const ModelConfig& base,
     DI_ASSIGN_OR_RETURN(
         d->block_,
         CreateDeepseekLayer(b, base, std::make_shared<const MlaRope>(std::move(rope)), layer, &moe));
-    d->PackWeights();
+    d->PackWeights(matrices);
     return d;
   }
   DI_ASSIGN_OR_RETURN(Rope rope, Rope::Create(c));
@@ -78,14 +78,21 @@ StatusOr<std::unique_ptr<MtpDraft>> MtpDraft::Create(const ModelConfig& base,
   DI_ASSIGN_OR_RETURN(std::unique_ptr<FeedForward> ffn,
                       BindDenseFeedForward(b, c, layer, c.intermediate_size));
   DI_ASSIGN_OR_RETURN(d->block_, CreateGqaDecoderLayer(b, c, shared_rope, layer, std::move(ffn)));
-  d->PackWeights();
+  d->PackWeights(matrices);
   return d;
 }
 
-void MtpDraft::PackWeights() {
-  block_->VisitMatrices([this](ops::Matrix& m) { backend_weights_.Prepare(m); });
-  backend_weights_.Prepare(eh_proj_);
-  backend_weights_.Prepare(head_);
+void MtpDraft::PackWeights(MtpMatrices matrices) {
+  const auto prepare = [&](ops::Matrix& m) {
+    if (matrices == MtpMatrices::kInt8) {
+      backend_weights_.PrepareAsQ8_0(m);
+    } else {
+      backend_weights_.Prepare(m);
+    }
+  };
+  block_->VisitMatrices(prepare);
+  prepare(eh_proj_);
+  prepare(head_);
 }
 
 std::unique_ptr<KvCache> MtpDraft::NewKvCache(int64_t num_blocks, int64_t block_size) const {
@@ -123,14 +130,15 @@ Status MtpDraft::Forward(const ForwardBatch& batch, const float* hidden_in, KvCa
     ops::RmsNorm(hidden_in + t * h, hnorm_.data(), h, config_.rms_norm_eps, e + h);
   }
   ops::MatMul(eh_proj_, concat_.data(), n, nullptr, x_.data(), pool_);
-  block_->Forward(batch, plan_, kv, /*kv_layer=*/0, pool_, scratch_, x_.data());
+  // Only the logit rows' outputs are read: the others just write their K/V.
+  block_->ForwardKeeping(batch, plan_, kv, /*kv_layer=*/0, pool_, scratch_, x_.data(), plan_.logit_rows);
   if (rows == 0) {
     return Status::Ok();
   }
   g_.resize(static_cast<size_t>(rows * h));
   for (int64_t r = 0; r < rows; ++r) {
-    ops::RmsNorm(&x_[static_cast<size_t>(plan_.logit_rows[static_cast<size_t>(r)] * h)],
-                 shared_head_norm_.data(), h, config_.rms_norm_eps, &g_[static_cast<size_t>(r * h)]);
+    ops::RmsNorm(&x_[static_cast<size_t>(r * h)], shared_head_norm_.data(), h, config_.rms_norm_eps,
+                 &g_[static_cast<size_t>(r * h)]);
   }
   if (hidden_out != nullptr) {
     std::memcpy(hidden_out, g_.data(), sizeof(float) * static_cast<size_t>(rows * h));

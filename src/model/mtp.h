@@ -34,6 +34,15 @@
 
 namespace deepinfer {
 
+// How the draft holds its matrices: as the checkpoint stores them, or
+// quantized to int8 (Q8_0) at load where they are f32 / f16 / bf16 with K a
+// multiple of 32 (BackendWeights::PrepareAsQ8_0): a chained draft is a
+// one-row forward that reads every matrix once, and int8 reads 4x fewer
+// bytes than f32 with 4x more products per instruction. The drafts change
+// a little (verification keeps the output exact); docs/speculative.md
+// measures speed and acceptance both ways.
+enum class MtpMatrices { kAsStored, kInt8 };
+
 class MtpDraft {
  public:
   // Binds MTP layer `index` (0 <= index < config.num_nextn_predict_layers).
@@ -41,7 +50,8 @@ class MtpDraft {
   // naming the tensor when the checkpoint lacks or mis-shapes one.
   static StatusOr<std::unique_ptr<MtpDraft>> Create(const ModelConfig& config,
                                                     std::shared_ptr<const WeightStore> weights,
-                                                    int64_t index = 0, int num_threads = 0);
+                                                    int64_t index = 0, int num_threads = 0,
+                                                    MtpMatrices matrices = MtpMatrices::kAsStored);
   ~MtpDraft();
 
   const ModelConfig& config() const { return config_; }
@@ -64,7 +74,7 @@ class MtpDraft {
   // is the base model's (tied embedding or output): every draft runs it, so
   // the drafter holds its own packed copy of the [vocab, hidden] matrix
   // (docs/speculative.md) while the base model keeps reading the file layout.
-  void PackWeights();
+  void PackWeights(MtpMatrices matrices);
 
   ModelConfig config_;  // the base config with num_layers = 1 (the draft's cache shape)
   std::shared_ptr<const WeightStore> store_;

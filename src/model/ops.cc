@@ -3,6 +3,7 @@
 #include "model/ops.h"
 
 #include <span>
+#include <vector>
 
 #include "backend/cpu/activation_kernels.h"
 #include "backend/cpu/dot.h"
@@ -16,6 +17,7 @@
 #include "backend/cpu/topk.h"
 #include "core/check.h"
 #include "model/kv_cache.h"
+#include "tensor/dequant.h"
 
 namespace deepinfer::ops {
 
@@ -58,6 +60,30 @@ void BackendWeights::Prepare(Matrix& m) {
 
 void BackendWeights::PrepareTiedHead(Matrix& m) {
   if (!cpu::HasFastKernel(cpu::ActiveIsa(), m.dtype) || m.cols() < kShortRow) Prepare(m);
+}
+
+void BackendWeights::PrepareAsQ8_0(Matrix& m) {
+  const bool floats = m.dtype == DType::kF32 || m.dtype == DType::kF16 || m.dtype == DType::kBF16;
+  const int64_t rows = m.rows(), k = m.cols();
+  if (!floats || m.shape.size() != 2 || k % 32 != 0 || !cpu::PacksType(cpu::ActiveIsa(), DType::kQ8_0)) {
+    Prepare(m);
+    return;
+  }
+  const int64_t in_bytes = RowBytes(m.dtype, k), out_bytes = RowBytes(DType::kQ8_0, k);
+  std::vector<uint8_t> q8(static_cast<size_t>(rows * out_bytes));
+  std::vector<float> row(static_cast<size_t>(k));
+  for (int64_t r = 0; r < rows; ++r) {
+    DequantizeRow(m.dtype, static_cast<const uint8_t*>(m.data) + r * in_bytes, row.data(), k);
+    DI_CHECK(QuantizeRow(DType::kQ8_0, row.data(), q8.data() + r * out_bytes, k));
+  }
+  TensorView quantized = m;
+  quantized.dtype = DType::kQ8_0;
+  quantized.data = q8.data();
+  quantized.nbytes = static_cast<int64_t>(q8.size());
+  const cpu::PackedMatrix packed = packed_->Pack(quantized);  // a copy: q8 may go
+  DI_CHECK(packed.layout != nullptr);
+  static_cast<TensorView&>(m) = packed.view;
+  m.packed = packed.layout;
 }
 
 float Dot(const float* a, const float* b, int64_t n) { return cpu::Dot(a, b, n); }

@@ -72,6 +72,12 @@ class BackendWeights {
   // as on its products (a tiny model's head; the copy is small then).
   void PrepareTiedHead(Matrix& m);
   static constexpr int64_t kShortRow = 256;
+  // Replaces m with the backend's packed copy of m quantized to Q8_0 (per
+  // 32-element block, as QuantizeRow(kQ8_0) writes it) when m is f32, f16
+  // or bf16 with K a multiple of 32 and the backend packs Q8_0; otherwise
+  // Prepare(m). Only for matrices whose results may be approximate: an MTP
+  // drafter, whose drafts verification checks (docs/speculative.md).
+  void PrepareAsQ8_0(Matrix& m);
 
  private:
   std::unique_ptr<cpu::PackedWeights> packed_;

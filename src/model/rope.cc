@@ -75,7 +75,11 @@ const float* Rope::CosSin(int64_t pos) const {
     std::vector<float> cos_sin;
   };
   thread_local std::array<Slot, kSlots> cache;
-  Slot& slot = cache[static_cast<size_t>(((pos % kSlots) + kSlots) % kSlots)];
+  // Each Rope starts its positions at its own slot: a speculative step
+  // alternates the target's and the MTP draft's Ropes over nearby
+  // positions, which on shared slots recomputed every table.
+  const int64_t at = pos + static_cast<int64_t>(id_ % kSlots) * 29;
+  Slot& slot = cache[static_cast<size_t>(((at % kSlots) + kSlots) % kSlots)];
   if (slot.rope != id_ || slot.pos != pos) {
     const int64_t half = rope_dim_ / 2;
     slot.cos_sin.resize(static_cast<size_t>(2 * half));

@@ -118,6 +118,20 @@ expect_error spec_draft_other_vocab    generate --model "$GGUF" --prompt hi --sp
 expect_error spec_sampling_needs_draft generate --model "$GGUF" --prompt hi --speculative-method ngram --spec-sampling rejection
 expect_ok    spec_draft_generates      1 generate --model "$GGUF" --prompt "Once upon a time" --max-tokens 16 --temperature 0.8 --seed 3 --speculative-method draft --draft-model "$HF_STORIES" --spec-sampling rejection
 expect_ok    spec_mtp_generates        1 generate --model "$HF_STORIES" --tokenizer "$GGUF" --prompt "Once upon a time" --max-tokens 16 --temperature 0 --speculative-method mtp
+expect_error spec_mtp_weights_bad      generate --model "$HF_STORIES" --tokenizer "$GGUF" --prompt hi --speculative-method mtp --mtp-weights fp8
+expect_error spec_mtp_weights_needs_mtp generate --model "$GGUF" --prompt hi --speculative-method ngram --mtp-weights stored
+# The MTP drafter's int8 and stored matrices change drafts, never the output.
+mtp_out() {
+  timeout "$TIMEOUT" "$DI" generate --model "$HF_STORIES" --tokenizer "$GGUF" --prompt "Once upon a time" \
+    --max-tokens 48 --temperature 0 "$@" 2>/dev/null </dev/null
+}
+plain=$(mtp_out) int8=$(mtp_out --speculative-method mtp) stored=$(mtp_out --speculative-method mtp --mtp-weights stored)
+if [ -n "$plain" ] && [ "$plain" = "$int8" ] && [ "$plain" = "$stored" ]; then
+  pass=$((pass + 1)); printf 'ok    %-34s same text\n' spec_mtp_weights_same_output
+else
+  fail=$((fail + 1)); failed_names+=(spec_mtp_weights_same_output)
+  printf 'FAIL  %-34s outputs differ or are empty\n' spec_mtp_weights_same_output
+fi
 expect_error spec_k_out_of_range       generate --model "$GGUF" --prompt hi --speculative-method ngram --num-speculative-tokens 99
 expect_error spec_k_without_method     generate --model "$GGUF" --prompt hi --num-speculative-tokens 3
 expect_error spec_bad_schedule         generate --model "$GGUF" --prompt hi --speculative-method ngram --spec-schedule greedy

@@ -78,26 +78,26 @@ void GqaAttentionForward(const ModelConfig& c, const GqaAttentionWeights& w, con
   const double scale_base = c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(hd);
   p.scale = static_cast<float>(1.0 / std::sqrt(scale_base));
   p.softcap = static_cast<float>(c.attn_logit_softcap);
-  if (keep == nullptr) {
-    std::vector<const std::vector<int32_t>*> tables(static_cast<size_t>(n_tokens));
-    for (int64_t t = 0; t < n_tokens; ++t)
-      tables[static_cast<size_t>(t)] = &BlockTableOf(batch, plan, t, kv_layer);
-    ops::PagedAttention(s.q.data(), n_tokens, plan.positions.data(), tables, kv, p, pool, s.attn.data());
-    ops::MatMul(w.o, s.attn.data(), n_tokens, bias(w.o_bias), out, pool);
-    return;
+  // The attending tokens: all of them, or the kept ones gathered.
+  const float* q = s.q.data();
+  const int64_t* positions = plan.positions.data();
+  const int64_t n_attend = keep != nullptr ? static_cast<int64_t>(keep->size()) : n_tokens;
+  const auto token = [&](int64_t i) { return keep != nullptr ? (*keep)[static_cast<size_t>(i)] : i; };
+  if (keep != nullptr) {
+    s.kept_q.resize(static_cast<size_t>(n_attend * qd));
+    s.kept_positions.resize(static_cast<size_t>(n_attend));
+    for (int64_t i = 0; i < n_attend; ++i) {
+      std::copy_n(&s.q[static_cast<size_t>(token(i) * qd)], qd, &s.kept_q[static_cast<size_t>(i * qd)]);
+      s.kept_positions[static_cast<size_t>(i)] = plan.positions[static_cast<size_t>(token(i))];
+    }
+    q = s.kept_q.data();
+    positions = s.kept_positions.data();
   }
-  const auto n_kept = static_cast<int64_t>(keep->size());
-  s.kept_q.resize(static_cast<size_t>(n_kept * qd));
-  s.kept_positions.resize(static_cast<size_t>(n_kept));
-  std::vector<const std::vector<int32_t>*> tables(static_cast<size_t>(n_kept));
-  for (int64_t i = 0; i < n_kept; ++i) {
-    const int64_t t = (*keep)[static_cast<size_t>(i)];
-    std::copy_n(&s.q[static_cast<size_t>(t * qd)], qd, &s.kept_q[static_cast<size_t>(i * qd)]);
-    s.kept_positions[static_cast<size_t>(i)] = plan.positions[static_cast<size_t>(t)];
-    tables[static_cast<size_t>(i)] = &BlockTableOf(batch, plan, t, kv_layer);
-  }
-  ops::PagedAttention(s.kept_q.data(), n_kept, s.kept_positions.data(), tables, kv, p, pool, s.attn.data());
-  ops::MatMul(w.o, s.attn.data(), n_kept, bias(w.o_bias), out, pool);
+  std::vector<const std::vector<int32_t>*> tables(static_cast<size_t>(n_attend));
+  for (int64_t i = 0; i < n_attend; ++i)
+    tables[static_cast<size_t>(i)] = &BlockTableOf(batch, plan, token(i), kv_layer);
+  ops::PagedAttention(q, n_attend, positions, tables, kv, p, pool, s.attn.data());
+  ops::MatMul(w.o, s.attn.data(), n_attend, bias(w.o_bias), out, pool);
 }
 
 }  // namespace deepinfer

@@ -148,6 +148,10 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(LoadedModel model, const Engine
                          effective.speculative.mtp_int8 ? MtpMatrices::kInt8 : MtpMatrices::kAsStored);
     if (!draft.ok()) return InvalidArgument("--speculative-method mtp: " + draft.status().message());
     mtp = std::move(*draft);
+    DI_LOG_INFO("MTP drafter: %s",
+                effective.speculative.mtp_int8
+                    ? "float matrices quantized to int8 for drafting (--mtp-weights stored: as stored)"
+                    : "matrices as the checkpoint stores them");
   }
   const int64_t bytes_per_token = KvCache(model.model->config(), 1, 1, kv_dtype).BytesPerToken();
   DI_ASSIGN_OR_RETURN(int32_t num_blocks, PlanKvBlocks(effective, bytes_per_token, MemAvailableBytes()));

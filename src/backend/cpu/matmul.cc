@@ -83,6 +83,13 @@ void ForEachToken(int64_t n_tokens, ThreadPool& pool, Fn fn) {
   }
 }
 
+// Whether the plan's kernel reads the lanes, groups and tiles the set's
+// `prepare` adds to int8 activations. Row panels read q, d and sum only, and
+// at K = 64 preparing the rest cost as much as their GEMV.
+bool ReadsPreparedLanes(const KernelSet& kernels, const Plan& plan) {
+  return kernels.prepare != nullptr && plan.kernel != kernels.q8_0_row_panels;
+}
+
 // One set of prepared activations (int8 or bf16, by the weight type).
 struct ActivationScratch {
   Int8Activations int8;
@@ -103,9 +110,7 @@ void PrepareActivations(const KernelSet& kernels, const float* x, int64_t n_toke
   }
   if (UsesInt8Activations(dtype)) {
     Int8Activations* xq = &scratch->int8;
-    // Row panels read q, d and sum only: the lanes, groups and tiles that
-    // `prepare` adds cost as much as the panel GEMV at K = 64.
-    const bool prepare = kernels.prepare != nullptr && plan.kernel != kernels.q8_0_row_panels;
+    const bool prepare = ReadsPreparedLanes(kernels, plan);
     ResizeActivations(k, n_tokens, prepare, xq);
     ForEachToken(n_tokens, pool, [&](int64_t t) {
       kernels.quantize_token(x + t * k, t, xq);
@@ -131,7 +136,7 @@ bool SameActivations(const KernelSet& kernels, const MatMulGroupTarget& a, const
                      const MatMulGroupTarget& b, const Plan& pb) {
   return a.x == b.x && a.n_tokens == b.n_tokens && pa.args.dtype == pb.args.dtype &&
          (pa.kernel == DequantizingKernel()) == (pb.kernel == DequantizingKernel()) &&
-         (pa.kernel == kernels.q8_0_row_panels) == (pb.kernel == kernels.q8_0_row_panels);
+         ReadsPreparedLanes(kernels, pa) == ReadsPreparedLanes(kernels, pb);
 }
 
 }  // namespace

@@ -188,8 +188,8 @@ void EngineImpl::UpdateDraftingPauseLocked(const DraftSchedule& schedule, const 
   const std::vector<DraftLengthInput> inputs(static_cast<size_t>(rows), typical);
   const DraftSchedule typical_schedule =
       ChooseDraftLengths(inputs, load, step_cost_, drafter_cost_, max_draft, SpecSchedule::kAdaptive);
-  const double predicted = typical_schedule.speedup;
-  const double resume_at = kResumeSpeedup + margin_per_share * typical_schedule.drafter_share;
+  const double predicted = typical_schedule.speedup();
+  const double resume_at = kResumeSpeedup + margin_per_share * typical_schedule.drafter_share();
   if (predicted >= resume_at || steps_since_pause_change_ >= probe_interval_) {
     drafting_paused_ = false;
     probing_ = predicted < resume_at;

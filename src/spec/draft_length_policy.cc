@@ -90,10 +90,9 @@ DraftSchedule ChooseDraftLengths(const std::vector<DraftLengthInput>& inputs, co
   double expected = 0, seconds = 0;
   evaluate(expected, seconds);
   if (!cold && seconds > 0) {
-    out.speedup = (expected / seconds) / (rows / plain_seconds);
-    out.drafter_share = drafter_seconds / seconds;
     out.expected_tokens = expected;
     out.seconds = seconds;
+    out.drafter_seconds = drafter_seconds;
     out.rows = rows;
     out.plain_seconds = plain_seconds;
   }

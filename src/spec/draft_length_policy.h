@@ -56,21 +56,24 @@ struct DrafterCost {
 struct DraftSchedule {
   std::vector<int32_t> lengths;  // per input: drafts to verify (<= its proposal and max_draft)
   double exchange_rate = 0.0;    // lambda (0 under kFixed)
-  // Predicted tokens per second of the step with these lengths, drafter
-  // included, over a step without speculation (no drafts, no drafter): below
-  // 1, speculation costs more than it saves. 1 under kFixed or before any cost is known.
-  double speedup = 1.0;
-  // The drafter's part of the step's predicted seconds with these lengths
-  // (0 under kFixed or before any cost is known).
-  double drafter_share = 0.0;
-  // What speedup and drafter_share are made of (0 under kFixed or before
-  // any cost is known): the expected tokens and predicted seconds of the
-  // step, its sampling rows (at least 1) and its predicted seconds without
-  // speculation.
+  // The step's prediction with these lengths (all 0 under kFixed or before
+  // any cost is known): its expected tokens and predicted seconds, the
+  // drafter's part of those seconds, its sampling rows (at least 1) and its
+  // predicted seconds without speculation (no drafts, no drafter).
   double expected_tokens = 0.0;
   double seconds = 0.0;
+  double drafter_seconds = 0.0;
   double rows = 0.0;
   double plain_seconds = 0.0;
+
+  // Predicted tokens per second with these lengths, drafter included, over
+  // a step without speculation: below 1, speculation costs more than it
+  // saves. 1 when nothing is predicted.
+  double speedup() const {
+    return seconds > 0 && plain_seconds > 0 ? (expected_tokens / seconds) / (rows / plain_seconds) : 1.0;
+  }
+  // The drafter's part of the predicted seconds (0 when nothing is predicted).
+  double drafter_share() const { return seconds > 0 ? drafter_seconds / seconds : 0.0; }
 };
 
 // cost: the target's step; drafter_cost: the drafter's.

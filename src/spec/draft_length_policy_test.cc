@@ -100,7 +100,7 @@ TEST(DraftLengthPolicy, BeforeAnyObservedStepTheColdRatioChooses) {
   EXPECT_EQ(s.lengths, (std::vector<int32_t>{3}));
   EXPECT_NEAR(s.exchange_rate, (1 + 0.9 + 0.81 + 0.729) / 12, 1e-9);
   // It predicts nothing: the pause decision waits for observed costs.
-  EXPECT_EQ(s.speedup, 1.0);
+  EXPECT_EQ(s.speedup(), 1.0);
   EXPECT_EQ(s.seconds, 0.0);
 }
 
@@ -122,8 +122,8 @@ TEST(DraftLengthPolicy, SpeculationFadesOutWhenTheStepIsComputeBound) {
   const DraftSchedule s =
       ChooseDraftLengths(one, {1, 1}, Linear(0.01, 0.0001), Drafter(0, 0.01), 2, SpecSchedule::kAdaptive);
   EXPECT_EQ(s.lengths, (std::vector<int32_t>{1}));
-  EXPECT_NEAR(s.speedup, (1.6 / 0.0302) / (1 / 0.0101), 2e-3);  // the fits' priors pull ~0.1%
-  EXPECT_LT(s.speedup, 0.8);
+  EXPECT_NEAR(s.speedup(), (1.6 / 0.0302) / (1 / 0.0101), 2e-3);  // the fits' priors pull ~0.1%
+  EXPECT_LT(s.speedup(), 0.8);
 }
 
 TEST(DraftLengthPolicy, TheDrafterIsChargedForWhatItProposes) {
@@ -135,15 +135,15 @@ TEST(DraftLengthPolicy, TheDrafterIsChargedForWhatItProposes) {
   const DraftSchedule s =
       ChooseDraftLengths(in, {2, 2}, Linear(0.01, 0.001), Drafter(0, 0.002), 3, SpecSchedule::kAdaptive);
   EXPECT_EQ(s.lengths, (std::vector<int32_t>{0, 0}));
-  EXPECT_NEAR(s.speedup, (2 / 0.016) / (2 / 0.012), 2e-3);
+  EXPECT_NEAR(s.speedup(), (2 / 0.016) / (2 / 0.012), 2e-3);
   // The drafter's part of those 0.016 s: its two proposals, 0.004 s.
-  EXPECT_NEAR(s.drafter_share, 0.004 / 0.016, 2e-3);
+  EXPECT_NEAR(s.drafter_share(), 0.004 / 0.016, 2e-3);
   // A drafter that costs nothing has no share; a fixed schedule reports none.
   EXPECT_EQ(ChooseDraftLengths(in, {2, 2}, Linear(0.01, 0.001), kFreeDrafter, 3, SpecSchedule::kAdaptive)
-                .drafter_share,
+                .drafter_share(),
             0.0);
   EXPECT_EQ(ChooseDraftLengths(in, {2, 2}, Linear(0.01, 0.001), Drafter(0, 0.002), 3, SpecSchedule::kFixed)
-                .drafter_share,
+                .drafter_share(),
             0.0);
 }
 

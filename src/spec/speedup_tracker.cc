@@ -11,12 +11,13 @@ void SpeedupTracker::Add(const DraftSchedule& schedule) {
   seconds_ = decay_ * seconds_ + schedule.seconds;
   rows_ = decay_ * rows_ + schedule.rows;
   plain_seconds_ = decay_ * plain_seconds_ + schedule.plain_seconds;
-  drafter_seconds_ = decay_ * drafter_seconds_ + schedule.drafter_share * schedule.seconds;
+  drafter_seconds_ = decay_ * drafter_seconds_ + schedule.drafter_seconds;
   ++steps_;
   weight_ = decay_ * weight_ + 1.0;
   weight_squared_ = decay_ * decay_ * weight_squared_ + 1.0;
-  speedup_sum_ = decay_ * speedup_sum_ + schedule.speedup;
-  speedup_squared_sum_ = decay_ * speedup_squared_sum_ + schedule.speedup * schedule.speedup;
+  const double speedup = schedule.speedup();
+  speedup_sum_ = decay_ * speedup_sum_ + speedup;
+  speedup_squared_sum_ = decay_ * speedup_squared_sum_ + speedup * speedup;
 }
 
 double SpeedupTracker::standard_error() const {

@@ -13,8 +13,7 @@ DraftSchedule Step(double expected, double seconds, double plain_seconds, double
   s.seconds = seconds;
   s.rows = 1;
   s.plain_seconds = plain_seconds;
-  s.drafter_share = drafter_share;
-  s.speedup = (expected / seconds) / (1 / plain_seconds);
+  s.drafter_seconds = drafter_share * seconds;
   return s;
 }
 
